@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "devel"
+
+// A command is one subcommand: its flags are registered by setup, which returns the
+// function that runs it.
+type command struct {
+	name  string
+	args  string // e.g. "[flags] TRACE"
+	short string
+	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, o *stdio) error
+}
+
+// stdio is the command's view of the process's streams.
+type stdio struct {
+	in          io.Reader
+	out, errOut io.Writer
+}
+
+// A usageError is a mistake in the command line: exit status 2.
+type usageError struct {
+	cmd string
+	msg string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
+}
+
+var commands []*command
+
+func init() {
+	commands = []*command{infoCmd}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprintf(w, "stepstat: per-step breakdown of Nsight Systems traces of LLM inference\n\nUsage:\n\n\tstepstat <command> [flags] [arguments]\n\nCommands:\n\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "\t%-9s %s\n", c.name, c.short)
+	}
+	fmt.Fprintf(w, "\t%-9s %s\n\t%-9s %s\n\nRun 'stepstat help <command>' for a command's flags.\n", "help", "show help for a command", "version", "print the version")
+}
+
+func newFlagSet(c *command) (*pflag.FlagSet, func(context.Context, []string, *stdio) error) {
+	fs := pflag.NewFlagSet(c.name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	runFn := c.setup(fs)
+	return fs, runFn
+}
+
+func commandUsage(w io.Writer, c *command) {
+	fs, _ := newFlagSet(c)
+	fmt.Fprintf(w, "usage: stepstat %s %s\n\n%s\n", c.name, c.args, c.short)
+	if help := commandHelp[c.name]; help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(help))
+	}
+	if fs.HasFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+	}
+}
+
+// run is the whole program; it returns the exit status: 0 success, 1 runtime error, 2 usage error.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(args) == 0 {
+		mainUsage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "--help":
+		if len(args) > 1 {
+			c := lookup(args[1])
+			if c == nil {
+				fmt.Fprintf(stderr, "stepstat help: unknown command %q\nRun 'stepstat help' for usage.\n", args[1])
+				return 2
+			}
+			commandUsage(stdout, c)
+			return 0
+		}
+		mainUsage(stdout)
+		return 0
+	case "version", "--version":
+		fmt.Fprintf(stdout, "stepstat %s\n", version)
+		return 0
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintf(stderr, "stepstat: unknown command %q\nRun 'stepstat help' for usage.\n", name)
+		return 2
+	}
+	fs, runFn := newFlagSet(c)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			commandUsage(stdout, c)
+			return 0
+		}
+		fmt.Fprintf(stderr, "stepstat %s: %v\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, err, c.name, c.args, c.name)
+		return 2
+	}
+	err := runFn(ctx, fs.Args(), &stdio{in: stdin, out: stdout, errOut: stderr})
+	if err == nil {
+		return 0
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, ue.msg, c.name, c.args, c.name)
+		return 2
+	}
+	fmt.Fprintf(stderr, "stepstat: %s\n", oneLine(err.Error()))
+	return 1
+}
+
+// oneLine keeps an error message on one line, whatever a wrapped error put into it.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// needOne checks that exactly one trace argument was given.
+func needOne(cmd string, args []string) (string, error) {
+	if len(args) != 1 {
+		return "", usagef(cmd, "need exactly one trace (got %d)", len(args))
+	}
+	return args[0], nil
+}

@@ -1,0 +1,327 @@
+package nsys
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// Options control what Open reads.
+type Options struct {
+	// CountRows counts the rows of every table into Trace.Tables (a full scan of each).
+	CountRows bool
+	// Progress, when set, is called as tables are read, with the table's name and the rows
+	// read so far (a running count; total is the table's row count or -1 when unknown).
+	Progress func(table string, done, total int64)
+}
+
+// ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
+var ErrNoGPUActivity = errors.New("no GPU activity (no kernel, memcpy, memset or CUDA graph rows)")
+
+// An Error is a failure to read an export. Its text starts with the file's path.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+const sqliteMagic = "SQLite format 3\x00"
+
+// CheckFile checks, without opening a database, that path names a regular, non-empty,
+// complete SQLite file. It never creates or changes the file.
+func CheckFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &Error{path, errors.New("no such file")}
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &Error{path, err}
+	case fi.IsDir():
+		return &Error{path, errors.New("is a directory, not an nsys SQLite export")}
+	case !fi.Mode().IsRegular():
+		return &Error{path, errors.New("is not a regular file")}
+	case fi.Size() == 0:
+		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &Error{path, err}
+	}
+	defer f.Close()
+	var hdr [100]byte
+	n, err := io.ReadFull(f, hdr[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{path, err}
+	}
+	if n < len(sqliteMagic) || !bytes.Equal(hdr[:len(sqliteMagic)], []byte(sqliteMagic)) {
+		if strings.HasSuffix(path, ".nsys-rep") || strings.HasSuffix(path, ".qdrep") {
+			return &Error{path, errors.New(`is an Nsight Systems report, not its SQLite export (run "nsys export --type sqlite ` + filepath.Base(path) + `")`)}
+		}
+		return &Error{path, errors.New(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)}
+	}
+	if n < 100 {
+		return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, shorter than its header)", fi.Size())}
+	}
+	pageSize := int64(binary.BigEndian.Uint16(hdr[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	pages := int64(binary.BigEndian.Uint32(hdr[28:32]))
+	// The in-header page count is valid when the version-valid-for number matches the change counter.
+	if pages > 0 && binary.BigEndian.Uint32(hdr[92:96]) == binary.BigEndian.Uint32(hdr[24:28]) {
+		if want := pages * pageSize; fi.Size() < want {
+			return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, its header says %d)", fi.Size(), want)}
+		}
+	}
+	return nil
+}
+
+// dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
+// when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or
+// SHM files beside the input.
+func dsn(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	return u.String() + "?mode=ro&immutable=1&_query_only=1", nil
+}
+
+// A reader holds the open database during Open.
+type reader struct {
+	ctx    context.Context
+	db     *sql.DB
+	t      *Trace
+	opt    Options
+	cols   map[string]map[string]bool // table -> column set
+	procs  map[int64]ProcID
+	counts map[string]int64
+}
+
+// Open reads the export at path. It checks the file first (CheckFile), then reads each
+// table it needs in one pass. Missing optional tables become warnings. Errors start with
+// the path.
+func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
+	d, err := dsn(path)
+	if err != nil {
+		return nil, &Error{path, err}
+	}
+	db, err := sql.Open("sqlite3", d)
+	if err != nil {
+		return nil, &Error{path, err}
+	}
+	defer db.Close()
+	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}}, opt: opt,
+		cols: map[string]map[string]bool{}, procs: map[int64]ProcID{}}
+	if err := r.read(); err != nil {
+		return nil, &Error{path, sqliteHint(err)}
+	}
+	return r.t, nil
+}
+
+// sqliteHint turns SQLite's terse corruption messages into ones a user can act on.
+func sqliteHint(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "malformed"), strings.Contains(msg, "disk I/O error"), strings.Contains(msg, "database corrupt"):
+		return fmt.Errorf("corrupt or truncated SQLite file (%w)", err)
+	case strings.Contains(msg, "file is not a database"), strings.Contains(msg, "file is encrypted"):
+		return fmt.Errorf(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)
+	}
+	return err
+}
+
+func (r *reader) read() error {
+	if err := r.readTables(); err != nil {
+		return err
+	}
+	if !r.has("StringIds") {
+		return errors.New(`not an Nsight Systems export (no StringIds table; export with "nsys export --type sqlite")`)
+	}
+	steps := []func() error{r.readMeta, r.readKernels, r.readMemops, r.readGraphs, r.readAPI, r.readNVTX, r.readDevices}
+	for _, f := range steps {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
+
+func (r *reader) hasCol(table, col string) bool { return r.cols[table][col] }
+
+func (r *reader) warnf(format string, args ...any) {
+	r.t.Warnings = append(r.t.Warnings, fmt.Errorf(format, args...))
+}
+
+func (r *reader) readTables() error {
+	rows, err := r.db.QueryContext(r.ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		cols := map[string]bool{}
+		cr, err := r.db.QueryContext(r.ctx, `SELECT name FROM pragma_table_info(?)`, n)
+		if err != nil {
+			return fmt.Errorf("reading columns of %s: %w", n, err)
+		}
+		for cr.Next() {
+			var c string
+			if err := cr.Scan(&c); err != nil {
+				cr.Close()
+				return err
+			}
+			cols[c] = true
+		}
+		cr.Close()
+		r.cols[n] = cols
+		tb := Table{Name: n, Rows: -1}
+		if r.opt.CountRows {
+			if err := r.db.QueryRowContext(r.ctx, `SELECT count(*) FROM "`+n+`"`).Scan(&tb.Rows); err != nil {
+				return fmt.Errorf("counting rows of %s: %w", n, err)
+			}
+		}
+		r.t.Tables = append(r.t.Tables, tb)
+	}
+	return nil
+}
+
+func (r *reader) rowCount(table string) int64 {
+	for _, tb := range r.t.Tables {
+		if tb.Name == table {
+			return tb.Rows
+		}
+	}
+	return -1
+}
+
+func (r *reader) readMeta() error {
+	for _, tb := range []string{"META_DATA_EXPORT", "EXPORT_META_DATA"} {
+		if !r.has(tb) {
+			continue
+		}
+		r.t.Meta.MetaTable = tb
+		rows, err := r.db.QueryContext(r.ctx, `SELECT name, COALESCE(value, '') FROM `+tb+
+			` WHERE name IN ('EXPORT_PRODUCT_VERSION', 'EXPORT_SCHEMA_VERSION')`)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", tb, err)
+		}
+		for rows.Next() {
+			var k, v string
+			if err := rows.Scan(&k, &v); err != nil {
+				rows.Close()
+				return fmt.Errorf("reading %s: %w", tb, err)
+			}
+			switch k {
+			case "EXPORT_PRODUCT_VERSION":
+				r.t.Meta.NsysVersion = v
+			case "EXPORT_SCHEMA_VERSION":
+				r.t.Meta.SchemaVersion = v
+			}
+		}
+		rows.Close()
+		return rows.Err()
+	}
+	return nil
+}
+
+// proc returns the ProcID of a globalPid (or globalTid: the thread bits are cleared).
+func (r *reader) proc(global int64) ProcID {
+	global &^= 0xFFFFFF
+	if p, ok := r.procs[global]; ok {
+		return p
+	}
+	p := ProcID(len(r.t.Procs))
+	r.procs[global] = p
+	r.t.Procs = append(r.t.Procs, global)
+	return p
+}
+
+// loadStrings resolves StringIds ids. Missing ids resolve to a placeholder and a warning.
+func (r *reader) loadStrings(ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	const chunk = 500
+	for i := 0; i < len(ids); i += chunk {
+		part := ids[i:min(i+chunk, len(ids))]
+		var q strings.Builder
+		q.WriteString(`SELECT id, value FROM StringIds WHERE id IN (`)
+		args := make([]any, len(part))
+		for j, id := range part {
+			if j > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('?')
+			args[j] = id
+		}
+		q.WriteByte(')')
+		rows, err := r.db.QueryContext(r.ctx, q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("reading StringIds: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var v string
+			if err := rows.Scan(&id, &v); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("reading StringIds: %w", err)
+			}
+			out[id] = v
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("reading StringIds: %w", err)
+		}
+	}
+	missing := 0
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			out[id] = fmt.Sprintf("<missing string %d>", id)
+			missing++
+		}
+	}
+	if missing > 0 {
+		r.warnf("%d string ids not found in StringIds", missing)
+	}
+	return out, nil
+}

@@ -1,0 +1,520 @@
+package nsys
+
+import (
+	"cmp"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
+// with each row's values. It is the one place rows cross from SQLite into Go.
+func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
+	rows, err := r.db.QueryContext(r.ctx, query)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", table, err)
+	}
+	defer rows.Close()
+	v := make([]int64, ncol)
+	dest := make([]any, ncol)
+	for i := range v {
+		dest[i] = &v[i]
+	}
+	total := r.rowCount(table)
+	var n int64
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return fmt.Errorf("reading %s: %w", table, err)
+		}
+		fn(v)
+		n++
+		if r.opt.Progress != nil && n&0xFFFF == 0 {
+			r.opt.Progress(table, n, total)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", table, err)
+	}
+	if r.opt.Progress != nil {
+		r.opt.Progress(table, n, total)
+	}
+	return nil
+}
+
+// colOr returns col when table has it, else the SQL literal def.
+func (r *reader) colOr(table, col, def string) string {
+	if r.hasCol(table, col) {
+		return "COALESCE(" + col + ", " + def + ")"
+	}
+	return def
+}
+
+func (r *reader) require(table string, cols ...string) error {
+	for _, c := range cols {
+		if !r.hasCol(table, c) {
+			return fmt.Errorf("table %s has no column %s (not an nsys export this tool knows)", table, c)
+		}
+	}
+	return nil
+}
+
+type dropCounter struct {
+	zero, reversed int
+}
+
+func (d *dropCounter) keep(start, end int64) bool {
+	switch {
+	case start == 0 && end == 0:
+		d.zero++
+		return false
+	case end < start:
+		d.reversed++
+		return false
+	}
+	return true
+}
+
+func (d *dropCounter) warn(r *reader, what string, kept int) {
+	if d.zero+d.reversed == 0 {
+		return
+	}
+	total := kept + d.zero + d.reversed
+	var why []string
+	if d.zero > 0 {
+		why = append(why, fmt.Sprintf("%d with zero timestamps", d.zero))
+	}
+	if d.reversed > 0 {
+		why = append(why, fmt.Sprintf("%d ending before they start", d.reversed))
+	}
+	r.warnf("dropped %d of %d %s rows (%.3g%%): %s", d.zero+d.reversed, total, what,
+		100*float64(d.zero+d.reversed)/float64(total), strings.Join(why, ", "))
+}
+
+const kernelTable = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+func (r *reader) readKernels() error {
+	if !r.has(kernelTable) {
+		r.warnf("no %s table: the capture has no CUDA kernels (profile with -t cuda)", kernelTable)
+		return nil
+	}
+	r.t.HasKernelTable = true
+	if err := r.require(kernelTable, "start", "end", "deviceId", "streamId"); err != nil {
+		return err
+	}
+	nameCol := "demangledName"
+	if !r.hasCol(kernelTable, nameCol) {
+		if !r.hasCol(kernelTable, "shortName") {
+			return fmt.Errorf("table %s has neither demangledName nor shortName", kernelTable)
+		}
+		nameCol = "shortName"
+		r.warnf("%s has no demangledName column; classifying short names", kernelTable)
+	}
+	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(kernelTable, "correlationId", "0") + `, ` +
+		nameCol + `, ` + r.colOr(kernelTable, "globalPid", "0") + ` FROM ` + kernelTable
+	ids := map[int64]NameID{}
+	var order []int64
+	var drop dropCounter
+	err := r.scan(kernelTable, q, 7, func(v []int64) {
+		if !drop.keep(v[0], v[1]) {
+			return
+		}
+		id, ok := ids[v[5]]
+		if !ok {
+			id = NameID(len(order))
+			ids[v[5]] = id
+			order = append(order, v[5])
+		}
+		r.t.Kernels = append(r.t.Kernels, Kernel{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
+			Stream: StreamID(v[3]), Correlation: uint32(v[4]), Name: id, Proc: r.proc(v[6])})
+	})
+	if err != nil {
+		return err
+	}
+	drop.warn(r, "kernel", len(r.t.Kernels))
+	strs, err := r.loadStrings(order)
+	if err != nil {
+		return err
+	}
+	r.t.Names = make([]string, len(order))
+	for i, id := range order {
+		r.t.Names[i] = strs[id]
+	}
+	sortKernels(r.t.Kernels)
+	return nil
+}
+
+func kernelLess(a, b Kernel) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Device, b.Device); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Stream, b.Stream)
+}
+
+func sortKernels(ks []Kernel) {
+	if !slices.IsSortedFunc(ks, kernelLess) {
+		slices.SortStableFunc(ks, kernelLess)
+	}
+}
+
+func (r *reader) readMemops() error {
+	for _, tb := range []string{"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} {
+		if !r.has(tb) {
+			continue
+		}
+		if err := r.require(tb, "start", "end", "deviceId", "streamId"); err != nil {
+			return err
+		}
+		kind := r.colOr(tb, "copyKind", "0")
+		if tb == "CUPTI_ACTIVITY_KIND_MEMSET" {
+			kind = fmt.Sprint(int(Memset))
+		}
+		q := `SELECT start, end, deviceId, streamId, ` + r.colOr(tb, "correlationId", "0") + `, ` +
+			r.colOr(tb, "bytes", "0") + `, ` + kind + `, ` + r.colOr(tb, "globalPid", "0") + ` FROM ` + tb
+		var drop dropCounter
+		before := len(r.t.Memops)
+		err := r.scan(tb, q, 8, func(v []int64) {
+			if !drop.keep(v[0], v[1]) {
+				return
+			}
+			r.t.Memops = append(r.t.Memops, Memop{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
+				Stream: StreamID(v[3]), Correlation: uint32(v[4]), Bytes: v[5], Kind: MemKind(v[6]), Proc: r.proc(v[7])})
+		})
+		if err != nil {
+			return err
+		}
+		drop.warn(r, strings.ToLower(strings.TrimPrefix(tb, "CUPTI_ACTIVITY_KIND_")), len(r.t.Memops)-before)
+	}
+	slices.SortStableFunc(r.t.Memops, func(a, b Memop) int { return cmp.Compare(a.Start, b.Start) })
+	return nil
+}
+
+const graphTable = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+
+func (r *reader) readGraphs() error {
+	if !r.has(graphTable) {
+		return nil
+	}
+	if err := r.require(graphTable, "start", "end", "deviceId", "streamId"); err != nil {
+		return err
+	}
+	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(graphTable, "correlationId", "0") + `, ` +
+		r.colOr(graphTable, "globalPid", "0") + ` FROM ` + graphTable
+	var drop dropCounter
+	err := r.scan(graphTable, q, 6, func(v []int64) {
+		if !drop.keep(v[0], v[1]) {
+			return
+		}
+		r.t.Graphs = append(r.t.Graphs, GraphExec{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
+			Stream: StreamID(v[3]), Correlation: uint32(v[4]), Proc: r.proc(v[5])})
+	})
+	if err != nil {
+		return err
+	}
+	drop.warn(r, "graph trace", len(r.t.Graphs))
+	slices.SortStableFunc(r.t.Graphs, func(a, b GraphExec) int { return cmp.Compare(a.Start, b.Start) })
+	if len(r.t.Graphs) > 0 {
+		r.warnf("%d CUDA graph executions were traced at graph level: the kernels inside them have no rows of their own (re-capture with --cuda-graph-trace=node)", len(r.t.Graphs))
+	}
+	return nil
+}
+
+var (
+	apiSuffix   = regexp.MustCompile(`(_v\d+|_ptsz|_ptds)+$`)
+	apiPatterns = []struct {
+		re   *regexp.Regexp
+		kind APIKind
+	}{
+		{regexp.MustCompile(`^cu(da)?GraphLaunch`), APIGraphLaunch},
+		{regexp.MustCompile(`^cu(da)?LaunchHostFunc`), APIOther},
+		{regexp.MustCompile(`^cu(da)?Launch`), APILaunch},
+		{regexp.MustCompile(`^cu(da)?(Stream|Device|Event|Ctx|Thread)Synchronize`), APISync},
+		{regexp.MustCompile(`^cu(da)?Memcpy`), APIMemcpy},
+		{regexp.MustCompile(`^cu(da)?Memset`), APIMemset},
+	}
+)
+
+// APIKindOf returns the kind of a CUDA runtime or driver API function name.
+func APIKindOf(name string) APIKind {
+	name = apiSuffix.ReplaceAllString(name, "")
+	for _, p := range apiPatterns {
+		if p.re.MatchString(name) {
+			return p.kind
+		}
+	}
+	return APIOther
+}
+
+const runtimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME"
+
+func (r *reader) readAPI() error {
+	if !r.has(runtimeTable) {
+		return nil
+	}
+	if err := r.require(runtimeTable, "start", "end", "nameId"); err != nil {
+		return err
+	}
+	// Find the names the analysis uses first, so the runtime table is filtered in SQL.
+	rows, err := r.db.QueryContext(r.ctx, `SELECT id, value FROM StringIds WHERE value GLOB 'cu*'`)
+	if err != nil {
+		return fmt.Errorf("reading StringIds: %w", err)
+	}
+	type nameInfo struct {
+		idx  uint16
+		kind APIKind
+	}
+	names := map[int64]nameInfo{}
+	idxOf := map[string]uint16{}
+	var idList []string
+	for rows.Next() {
+		var id int64
+		var v string
+		if err := rows.Scan(&id, &v); err != nil {
+			rows.Close()
+			return fmt.Errorf("reading StringIds: %w", err)
+		}
+		k := APIKindOf(v)
+		if k == APIOther {
+			continue
+		}
+		base := apiSuffix.ReplaceAllString(v, "")
+		idx, ok := idxOf[base]
+		if !ok {
+			idx = uint16(len(r.t.APINames))
+			idxOf[base] = idx
+			r.t.APINames = append(r.t.APINames, base)
+		}
+		names[id] = nameInfo{idx, k}
+		idList = append(idList, fmt.Sprint(id))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading StringIds: %w", err)
+	}
+	if len(idList) == 0 {
+		return nil
+	}
+	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
+		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
+		` WHERE nameId IN (` + strings.Join(idList, ",") + `)`
+	var drop dropCounter
+	err = r.scan(runtimeTable, q, 5, func(v []int64) {
+		if !drop.keep(v[0], v[1]) {
+			return
+		}
+		ni := names[v[4]]
+		r.t.APICalls = append(r.t.APICalls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
+			Correlation: uint32(v[3]), Name: ni.idx, Kind: ni.kind, Proc: r.proc(v[2])})
+	})
+	if err != nil {
+		return err
+	}
+	drop.warn(r, "CUDA API", len(r.t.APICalls))
+	slices.SortStableFunc(r.t.APICalls, func(a, b APICall) int { return cmp.Compare(a.Start, b.Start) })
+	return nil
+}
+
+// NVTX event types (ENUM_NSYS_EVENT_TYPE).
+const (
+	nvtxPushPop      = 59
+	nvtxStartEnd     = 60
+	nvtxDomainCreate = 75
+)
+
+const nvtxTable = "NVTX_EVENTS"
+
+func (r *reader) readNVTX() error {
+	if !r.has(nvtxTable) {
+		return nil
+	}
+	if err := r.require(nvtxTable, "start", "eventType"); err != nil {
+		return err
+	}
+	textCol := "''"
+	if r.hasCol(nvtxTable, "text") {
+		textCol = "COALESCE(text, '')"
+	}
+	q := fmt.Sprintf(`SELECT start, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
+		r.colOr(nvtxTable, "end", "-1"), r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
+		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
+	rows, err := r.db.QueryContext(r.ctx, q)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	defer rows.Close()
+	textIdx := map[string]uint32{}
+	intern := func(s string) uint32 {
+		if i, ok := textIdx[s]; ok {
+			return i
+		}
+		i := uint32(len(r.t.RangeTexts))
+		textIdx[s] = i
+		r.t.RangeTexts = append(r.t.RangeTexts, s)
+		return i
+	}
+	// Ranges named through textId are resolved after the scan; until then Text holds
+	// ^idIndex with the high bit set.
+	const pending = 1 << 31
+	idIdx := map[int64]uint32{}
+	var idOrder []int64
+	type domainRow struct {
+		id     uint32
+		text   string
+		textID int64
+	}
+	var domains []domainRow
+	var start, end, typ, textID, tid, domain int64
+	var text string
+	var n int64
+	for rows.Next() {
+		if err := rows.Scan(&start, &end, &typ, &textID, &tid, &domain, &text); err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		n++
+		if typ == nvtxDomainCreate {
+			domains = append(domains, domainRow{uint32(domain), text, textID})
+			continue
+		}
+		rg := Range{Start: Time(start), End: Time(end), Thread: tid, Domain: uint32(domain), Proc: r.proc(tid)}
+		if end < start {
+			rg.End = -1
+			if start < 0 {
+				rg.End = Time(start) - 1
+			}
+		}
+		if text == "" && textID != 0 {
+			i, ok := idIdx[textID]
+			if !ok {
+				i = uint32(len(idOrder))
+				idIdx[textID] = i
+				idOrder = append(idOrder, textID)
+			}
+			rg.Text = pending | i
+		} else {
+			rg.Text = intern(text)
+		}
+		if typ == nvtxPushPop {
+			rg.Depth = 0
+		} else {
+			rg.Depth = -1
+		}
+		r.t.Ranges = append(r.t.Ranges, rg)
+		if r.opt.Progress != nil && n&0xFFFF == 0 {
+			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	var domainIDs []int64
+	for _, d := range domains {
+		if d.text == "" && d.textID != 0 {
+			domainIDs = append(domainIDs, d.textID)
+		}
+	}
+	strs, err := r.loadStrings(append(slices.Clone(idOrder), domainIDs...))
+	if err != nil {
+		return err
+	}
+	for i := range r.t.Ranges {
+		if t := r.t.Ranges[i].Text; t&pending != 0 {
+			r.t.Ranges[i].Text = intern(strs[idOrder[t&^pending]])
+		}
+	}
+	for _, d := range domains {
+		name := d.text
+		if name == "" {
+			name = strs[d.textID]
+		}
+		r.t.Domains[d.id] = name
+	}
+	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int { return cmp.Compare(a.Start, b.Start) })
+	r.t.Ranges = nestRanges(r.t.Ranges)
+	return nil
+}
+
+// nestRanges sets Depth of push/pop ranges (Depth 0 on input) from their nesting on each
+// thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start.
+func nestRanges(rs []Range) []Range {
+	stacks := map[int64][]Time{}
+	for i := range rs {
+		if rs[i].Depth < 0 {
+			rs[i].Depth = 0
+			continue
+		}
+		st := stacks[rs[i].Thread]
+		for len(st) > 0 && st[len(st)-1] <= rs[i].Start {
+			st = st[:len(st)-1]
+		}
+		rs[i].Depth = int16(min(len(st), 1<<14))
+		end := rs[i].End
+		if rs[i].Open() {
+			end = 1<<63 - 1
+		}
+		stacks[rs[i].Thread] = append(st, end)
+	}
+	return rs
+}
+
+// readDevices lists the devices with GPU activity and names them from the GPU tables.
+func (r *reader) readDevices() error {
+	seen := map[DeviceID]bool{}
+	for _, k := range r.t.Kernels {
+		seen[k.Device] = true
+	}
+	for _, m := range r.t.Memops {
+		seen[m.Device] = true
+	}
+	for _, g := range r.t.Graphs {
+		seen[g.Device] = true
+	}
+	info := map[DeviceID]Device{}
+	var q string
+	switch {
+	case r.has("TARGET_INFO_CUDA_GPU") && r.hasCol("TARGET_INFO_CUDA_GPU", "deviceId"):
+		q = `SELECT deviceId, COALESCE(name, ''), ` + r.colOr("TARGET_INFO_CUDA_GPU", "globalMemorySize", "0") + `, ` +
+			r.colOr("TARGET_INFO_CUDA_GPU", "numMultiprocessors", "0") + `, ` +
+			r.colOr("TARGET_INFO_CUDA_GPU", "globalMemoryBandwidth", "0") + ` FROM TARGET_INFO_CUDA_GPU`
+	case r.has("TARGET_INFO_GPU") && r.hasCol("TARGET_INFO_GPU", "cuDevice"):
+		q = `SELECT cuDevice, COALESCE(name, ''), ` + r.colOr("TARGET_INFO_GPU", "totalMemory", "0") + `, ` +
+			r.colOr("TARGET_INFO_GPU", "smCount", "0") + `, ` + r.colOr("TARGET_INFO_GPU", "memoryBandwidth", "0") +
+			` FROM TARGET_INFO_GPU WHERE cuDevice IS NOT NULL ORDER BY COALESCE(smCount, 0)`
+	case r.has("TARGET_INFO_GPU") && r.hasCol("TARGET_INFO_GPU", "deviceId"):
+		q = `SELECT deviceId, COALESCE(name, ''), 0, 0, 0 FROM TARGET_INFO_GPU`
+	}
+	if q != "" {
+		rows, err := r.db.QueryContext(r.ctx, q)
+		if err != nil {
+			return fmt.Errorf("reading GPU info: %w", err)
+		}
+		for rows.Next() {
+			var d Device
+			var id int64
+			if err := rows.Scan(&id, &d.Name, &d.Memory, &d.SMs, &d.Bandwidth); err != nil {
+				rows.Close()
+				return fmt.Errorf("reading GPU info: %w", err)
+			}
+			d.ID = DeviceID(id)
+			// Several adapters can share a cuDevice number (Windows lists integrated GPUs
+			// too); rows are ordered by SM count, so the CUDA GPU with most SMs wins.
+			info[d.ID] = d
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("reading GPU info: %w", err)
+		}
+	}
+	for id := range seen {
+		d, ok := info[id]
+		d.ID = id
+		if !ok {
+			d.Name = ""
+		}
+		r.t.Devices = append(r.t.Devices, d)
+	}
+	slices.SortFunc(r.t.Devices, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
+	return nil
+}

@@ -1,0 +1,157 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// InfoSchema names the JSON layout written by InfoJSON.
+const InfoSchema = "stepstat.info.v1"
+
+// Info is the display model of `stepstat info`: what an export holds.
+type Info struct {
+	Schema        string       `json:"schema"`
+	Path          string       `json:"path"`
+	NsysVersion   string       `json:"nsys_version"`
+	ExportSchema  string       `json:"export_schema"`
+	MetaTable     string       `json:"meta_table"`
+	StartNS       int64        `json:"start_ns"`
+	EndNS         int64        `json:"end_ns"`
+	DurationNS    int64        `json:"duration_ns"`
+	Devices       []InfoDevice `json:"devices"`
+	Tables        []InfoTable  `json:"tables"`
+	NVTXRanges    int          `json:"nvtx_ranges"`
+	APICalls      int          `json:"cuda_api_calls"`
+	GraphLaunches int          `json:"graph_launches"`
+	Warnings      []string     `json:"warnings"`
+}
+
+// InfoDevice is one GPU with activity.
+type InfoDevice struct {
+	Device     int    `json:"device"`
+	GPU        string `json:"gpu"`
+	Kernels    int    `json:"kernels"`
+	Memcpy     int    `json:"memcpy"`
+	Memset     int    `json:"memset"`
+	GraphExecs int    `json:"graph_execs"`
+	KernelNS   int64  `json:"kernel_ns"`
+}
+
+// InfoTable is one table and its row count.
+type InfoTable struct {
+	Name string `json:"name"`
+	Rows int64  `json:"rows"`
+}
+
+// NewInfo builds the info model of t. It also adds the warnings that matter for analysis.
+func NewInfo(t *nsys.Trace) *Info {
+	in := &Info{Schema: InfoSchema, Path: t.Path, NsysVersion: t.Meta.NsysVersion,
+		ExportSchema: t.Meta.SchemaVersion, MetaTable: t.Meta.MetaTable,
+		Devices: []InfoDevice{}, Tables: []InfoTable{}, Warnings: []string{}}
+	if s, e, ok := t.Span(); ok {
+		in.StartNS, in.EndNS, in.DurationNS = int64(s), int64(e), int64(e-s)
+	}
+	byDev := map[nsys.DeviceID]*InfoDevice{}
+	for _, d := range t.Devices {
+		in.Devices = append(in.Devices, InfoDevice{Device: int(d.ID), GPU: d.Name})
+	}
+	for i := range in.Devices {
+		byDev[nsys.DeviceID(in.Devices[i].Device)] = &in.Devices[i]
+	}
+	for _, k := range t.Kernels {
+		d := byDev[k.Device]
+		d.Kernels++
+		d.KernelNS += int64(k.End - k.Start)
+	}
+	for _, m := range t.Memops {
+		if m.Kind == nsys.Memset {
+			byDev[m.Device].Memset++
+		} else {
+			byDev[m.Device].Memcpy++
+		}
+	}
+	for _, g := range t.Graphs {
+		byDev[g.Device].GraphExecs++
+	}
+	for _, tb := range t.Tables {
+		in.Tables = append(in.Tables, InfoTable{tb.Name, tb.Rows})
+	}
+	sort.Slice(in.Tables, func(i, j int) bool { return in.Tables[i].Name < in.Tables[j].Name })
+	in.NVTXRanges = len(t.Ranges)
+	in.APICalls = len(t.APICalls)
+	for _, c := range t.APICalls {
+		if c.Kind == nsys.APIGraphLaunch {
+			in.GraphLaunches++
+		}
+	}
+	for _, w := range t.Warnings {
+		in.Warnings = append(in.Warnings, w.Error())
+	}
+	if !t.HasGPUActivity() {
+		in.Warnings = append(in.Warnings, nsys.ErrNoGPUActivity.Error())
+	}
+	if len(t.Ranges) == 0 {
+		in.Warnings = append(in.Warnings, "no NVTX ranges: steps will be found from graph launches, synchronisation or periodicity")
+	}
+	return in
+}
+
+// InfoText writes the info model as text.
+func InfoText(w io.Writer, in *Info) error {
+	tw := &errWriter{w: w}
+	tw.printf("Trace:    %s\n", in.Path)
+	tw.printf("Nsight:   %s (export schema %s, %s)\n", orNA(in.NsysVersion), orNA(in.ExportSchema), orDefault(in.MetaTable, "no metadata table"))
+	if in.DurationNS > 0 {
+		tw.printf("GPU span: %s (%d .. %d ns)\n", Duration(in.DurationNS), in.StartNS, in.EndNS)
+	}
+	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
+	tw.printf("\n%6s  %8s  %8s  %6s  %6s  %11s  %s\n", "device", "kernels", "time", "memcpy", "memset", "graph execs", "gpu")
+	for _, d := range in.Devices {
+		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, Duration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, orNA(d.GPU))
+	}
+	if len(in.Devices) == 0 {
+		tw.printf("%6s  (no GPU activity)\n", "-")
+	}
+	tw.printf("\n%10s  %s\n", "rows", "table")
+	for _, tb := range in.Tables {
+		tw.printf("%10d  %s\n", tb.Rows, tb.Name)
+	}
+	for i, wn := range in.Warnings {
+		if i == 0 {
+			tw.printf("\nWarnings:\n")
+		}
+		tw.printf("  %d. %s\n", i+1, wn)
+	}
+	return tw.err
+}
+
+// InfoJSON writes the info model as indented JSON.
+func InfoJSON(w io.Writer, in *Info) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(in)
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+func orNA(s string) string { return orDefault(s, "n/a") }
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Capture Nsight Systems SQLite exports of testdata/capture/workload.py on the GPU machine.
+#
+# Run from the repository root on the device machine, with carry [".gpu"] (libdw.so.1 and
+# libelf.so.1 in .gpu/lib, see ../shared/docs/capturing.md):
+#
+#   bash testdata/capture/capture.sh [CONFIG...]
+#
+# CONFIG is [tp2-]{dense|moe}-{eager|graph}[-nvtx], e.g. dense-eager-nvtx, moe-graph,
+# tp2-moe-eager-nvtx. Default: the six single-GPU configs
+#   dense-eager-nvtx dense-eager dense-graph-nvtx dense-graph moe-eager-nvtx moe-graph
+# Writes $OUT/CONFIG.sqlite.gz (gzip -9 -n) and $OUT/capture.log.
+# Extra workload flags can be given in WORKLOAD_ARGS (default: none; workload defaults are
+# 4 layers, 12 decode steps, batch 4, 256-token prefill).
+set -u
+OUT=${OUT:-/tmp/capture-out}
+mkdir -p "$OUT"
+LOG=$OUT/capture.log
+REPO=$PWD
+WL=$REPO/testdata/capture/workload.py
+TMP=${CAPTURE_TMP:-/tmp/stepstat-capture}
+mkdir -p "$TMP"
+
+if [ $# -eq 0 ]; then
+  set -- dense-eager-nvtx dense-eager dense-graph-nvtx dense-graph moe-eager-nvtx moe-graph
+fi
+
+# nsys 2025.3.1 CLI shipped inside Nsight Compute; importer where nsys looks for it.
+H=/opt/nvidia/nsight-compute/2025.3.1/host
+rm -rf /tmp/ns && mkdir -p /tmp/ns && cp -as $H/target-linux-x64 /tmp/ns/target-linux-x64
+ln -sfn $H/linux-desktop-glibc_2_11_3-x64 /tmp/ns/host-linux-x64
+export LD_LIBRARY_PATH=$REPO/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+NSYS=/tmp/ns/target-linux-x64/nsys
+NSYS_FLAGS="-t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node --capture-range=cudaProfilerApi --capture-range-end=stop --wait=primary"
+
+{
+  echo "# stepstat capture log  $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "## nsys --version"; $NSYS --version 2>&1
+  echo "## nvidia-smi -L"; nvidia-smi -L 2>&1
+  echo "## driver"; nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>&1
+  echo "## python / torch / CUDA / NCCL"
+  python3 -c 'import sys, torch; v = torch.cuda.nccl.version(); print("python", sys.version.split()[0]); print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", ".".join(map(str, v)) if isinstance(v, tuple) else v, "gpus", torch.cuda.device_count())' 2>&1
+  echo "## nsys flags: $NSYS_FLAGS"
+} > "$LOG"
+
+fail=0
+for cfg in "$@"; do
+  tp=1; rest=$cfg
+  case $rest in tp2-*) tp=2; rest=${rest#tp2-};; esac
+  nvtx=""
+  case $rest in *-nvtx) nvtx="--nvtx"; rest=${rest%-nvtx};; esac
+  mlp=${rest%%-*}; mode=${rest#*-}
+  case "$mlp/$mode" in dense/eager|dense/graph|moe/eager|moe/graph) ;; *)
+    echo "## $cfg: bad config name" >> "$LOG"; fail=1; continue;; esac
+  args="--mode $mode --mlp $mlp --tp $tp $nvtx ${WORKLOAD_ARGS:-}"
+  cmd="$NSYS profile $NSYS_FLAGS -f true -o $TMP/$cfg python3 testdata/capture/workload.py $args"
+  echo "## config $cfg" >> "$LOG"
+  echo "command: $cmd" >> "$LOG"
+  t0=$(date +%s)
+  timeout 240 $NSYS profile $NSYS_FLAGS -f true -o "$TMP/$cfg" python3 "$WL" $args > "$TMP/$cfg.out" 2>&1
+  rc=$?
+  echo "profile rc=$rc seconds=$(( $(date +%s) - t0 ))" >> "$LOG"
+  echo "summary: $(grep -m1 '^{"workload"' "$TMP/$cfg.out")" >> "$LOG"
+  if [ $rc -ne 0 ] || [ ! -f "$TMP/$cfg.nsys-rep" ]; then
+    echo "FAILED; output tail:" >> "$LOG"; tail -40 "$TMP/$cfg.out" >> "$LOG"; fail=1; continue
+  fi
+  grep -v '^{"workload"' "$TMP/$cfg.out" | grep -iE 'warn|error|generated|captur' | head -20 >> "$LOG"
+  timeout 200 $NSYS export --type sqlite -f true -o "$TMP/$cfg.sqlite" "$TMP/$cfg.nsys-rep" > "$TMP/$cfg.export" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] || [ ! -f "$TMP/$cfg.sqlite" ]; then
+    echo "EXPORT FAILED rc=$rc" >> "$LOG"; tail -20 "$TMP/$cfg.export" >> "$LOG"; fail=1; continue
+  fi
+  gzip -9 -n -c "$TMP/$cfg.sqlite" > "$OUT/$cfg.sqlite.gz"
+  echo "sqlite bytes=$(stat -c %s "$TMP/$cfg.sqlite") gz bytes=$(stat -c %s "$OUT/$cfg.sqlite.gz")" >> "$LOG"
+done
+echo "## done fail=$fail total gz bytes=$(cat "$OUT"/*.sqlite.gz 2>/dev/null | wc -c)" >> "$LOG"
+cat "$LOG"
+exit $fail
