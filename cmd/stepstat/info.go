@@ -23,7 +23,7 @@ var infoCmd = &command{
 			if *format != "text" && *format != "json" {
 				return usagef("info", "unknown format %q (want text or json)", *format)
 			}
-			t, err := nsys.Open(ctx, path, nsys.Options{CountRows: true, Progress: progress(o)})
+			t, err := nsys.Open(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)})
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,47 @@
 package main
 
-import "github.com/stepstat/stepstat/nsys"
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
 
-// progress returns the reader's progress callback: nil for now (set by --progress).
-func progress(o *stdio) func(table string, done, total int64) {
-	return nil
+	"golang.org/x/term"
+)
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-var _ = nsys.Options{}
+// progressFor returns the reader's progress callback: a line on stderr, rewritten in
+// place, for tables of over a million rows, when stderr is a terminal or force is set.
+func progressFor(path string, o *stdio, force bool) func(table string, done, total int64) {
+	if !force && !isTerminal(o.errOut) {
+		return nil
+	}
+	var last time.Time
+	shown := false
+	return func(table string, done, total int64) {
+		if done < 1<<20 && !shown {
+			return
+		}
+		now := time.Now()
+		final := total >= 0 && done >= total
+		if !final && now.Sub(last) < 200*time.Millisecond {
+			return
+		}
+		last, shown = now, true
+		if total > 0 {
+			fmt.Fprintf(o.errOut, "\r%s: %s %d/%d rows (%.0f%%)   ", filepath.Base(path), table, done, total, 100*float64(done)/float64(total))
+		} else {
+			fmt.Fprintf(o.errOut, "\r%s: %s %d rows   ", filepath.Base(path), table, done)
+		}
+		if final {
+			fmt.Fprintln(o.errOut)
+			shown = false
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package breakdown
+
+import (
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// Activity sources.
+const (
+	srcKernel uint8 = iota
+	srcMemop
+	srcGraph
+)
+
+// An activity is one unit of GPU work on a device: a kernel, a memory operation or a
+// graph execution traced at graph level.
+type activity struct {
+	start, end nsys.Time
+	idx        int32 // index into the source slice of the trace
+	corr       uint32
+	proc       nsys.ProcID
+	src        uint8
+	cat        Category
+	name       nsys.NameID // kernels only
+	memKind    nsys.MemKind
+}
+
+// key identifies the host call that launched work: correlation ids are per process.
+func actKey(proc nsys.ProcID, corr uint32) uint64 { return uint64(proc)<<32 | uint64(corr) }
+
+func (a *activity) key() uint64 { return actKey(a.proc, a.corr) }
+
+// A timeline gives the activities of one device in start order, merging the trace's
+// kernels, memory operations and graph executions without copying them.
+type timeline struct {
+	t    *nsys.Trace
+	dev  nsys.DeviceID
+	cats []Category // category per kernel NameID
+	// over maps kernel launch keys to NVTX-assigned categories; nil when unused.
+	over map[uint64]Category
+}
+
+// each calls fn for every activity of the device in start order; fn returns false to stop.
+func (tl *timeline) each(fn func(a *activity) bool) {
+	ks, ms, gs := tl.t.Kernels, tl.t.Memops, tl.t.Graphs
+	i, j, k := 0, 0, 0
+	var a activity
+	for {
+		// Advance each source to its next activity on this device.
+		for i < len(ks) && ks[i].Device != tl.dev {
+			i++
+		}
+		for j < len(ms) && ms[j].Device != tl.dev {
+			j++
+		}
+		for k < len(gs) && gs[k].Device != tl.dev {
+			k++
+		}
+		best := -1
+		var bs nsys.Time
+		if i < len(ks) {
+			best, bs = 0, ks[i].Start
+		}
+		if j < len(ms) && (best < 0 || ms[j].Start < bs) {
+			best, bs = 1, ms[j].Start
+		}
+		if k < len(gs) && (best < 0 || gs[k].Start < bs) {
+			best = 2
+		}
+		switch best {
+		case -1:
+			return
+		case 0:
+			kk := &ks[i]
+			a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: kk.Proc,
+				src: srcKernel, cat: tl.cats[kk.Name], name: kk.Name}
+			if tl.over != nil {
+				if c, ok := tl.over[a.key()]; ok {
+					a.cat = c
+				}
+			}
+			i++
+		case 1:
+			m := &ms[j]
+			a = activity{start: m.Start, end: m.End, idx: int32(j), corr: m.Correlation, proc: m.Proc,
+				src: srcMemop, cat: Memory, memKind: m.Kind}
+			j++
+		case 2:
+			g := &gs[k]
+			a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
+				src: srcGraph, cat: Other}
+			k++
+		}
+		if !fn(&a) {
+			return
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package breakdown
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// Phase says whether a step processed prompts (prefill) or generated tokens (decode).
+type Phase uint8
+
+// Phases.
+const (
+	Unknown Phase = iota
+	Prefill
+	Decode
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Prefill:
+		return "prefill"
+	case Decode:
+		return "decode"
+	}
+	return "unknown"
+}
+
+// ParsePhase parses "prefill", "decode" or "unknown".
+func ParsePhase(s string) (Phase, error) {
+	switch s {
+	case "prefill":
+		return Prefill, nil
+	case "decode":
+		return Decode, nil
+	case "unknown":
+		return Unknown, nil
+	}
+	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode or unknown)", s)
+}
+
+// Method is how steps were found on a device.
+type Method uint8
+
+// Step detection methods, in the order they are tried.
+const (
+	MethodNVTX     Method = iota // NVTX ranges mapped to the GPU work they launched
+	MethodGraph                  // one step per CUDA graph launch
+	MethodSync                   // host synchronisation points (device-to-host copy, synchronize calls)
+	MethodPeriodic               // periodicity of the kernel name sequence
+	MethodWhole                  // the whole trace is one step
+)
+
+var methodNames = [...]string{"nvtx", "graph", "sync", "periodic", "whole"}
+
+func (m Method) String() string {
+	if int(m) < len(methodNames) {
+		return methodNames[m]
+	}
+	return fmt.Sprintf("method(%d)", uint8(m))
+}
+
+// Gap size classes of the idle-gap histogram.
+const (
+	GapUnder10us  = iota // < 10 µs
+	Gap10to100us         // 10-100 µs
+	Gap100usTo1ms        // 100 µs - 1 ms
+	GapOver1ms           // >= 1 ms
+	NumGapSizes
+)
+
+// GapSizeNames labels the histogram classes.
+var GapSizeNames = [NumGapSizes]string{"<10us", "10-100us", "100us-1ms", ">1ms"}
+
+// HostActivity is what the host was doing while the device was idle.
+type HostActivity uint8
+
+// Host activities during idle gaps, in attribution priority (highest first).
+const (
+	HostSync   HostActivity = iota // inside a synchronize call
+	HostCopy                       // inside a memcpy/memset call
+	HostLaunch                     // inside a kernel or graph launch call
+	HostNone                       // no CUDA call at all (Python, scheduling, ...)
+	NumHostActivities
+)
+
+// HostActivityNames labels HostActivity values.
+var HostActivityNames = [NumHostActivities]string{"synchronizing", "copying", "launching", "no CUDA call"}
+
+// Gaps summarises the idle gaps of a step.
+type Gaps struct {
+	Count  int
+	Total  time.Duration
+	Sizes  [NumGapSizes]int           // number of gaps per size class
+	SizeNS [NumGapSizes]time.Duration // idle time per size class
+	Host   [NumHostActivities]time.Duration
+}
+
+func (g *Gaps) add(o *Gaps) {
+	g.Count += o.Count
+	g.Total += o.Total
+	for i := range g.Sizes {
+		g.Sizes[i] += o.Sizes[i]
+		g.SizeNS[i] += o.SizeNS[i]
+	}
+	for i := range g.Host {
+		g.Host[i] += o.Host[i]
+	}
+}
+
+// A Step is one step on one device: a wall-clock window [Start, End).
+type Step struct {
+	Index      int // position among all steps found on the device, before --skip
+	Phase      Phase
+	Label      string // the NVTX text that defined the step, if any
+	Start, End nsys.Time
+	// Exclusive time per category. These never overlap: at each instant the running
+	// activity with the highest-priority category owns it, and instants with no activity
+	// count as Idle. They always sum to End-Start.
+	Exclusive [NumCategories]time.Duration
+	// Busy is the summed activity time per category inside the window; it may exceed the
+	// step's wall time when streams overlap. Busy[Idle] equals Exclusive[Idle].
+	Busy [NumCategories]time.Duration
+	// Kernels counts activities that start in the step, per category (memory operations
+	// count under Memory).
+	Kernels [NumCategories]int
+	// Launches counts host launches whose work starts in the step: each kernel launched
+	// by the host counts once, and a CUDA graph launch counts once however many kernels it ran.
+	Launches int
+	Gaps     Gaps
+}
+
+// Wall returns the step's wall time.
+func (s *Step) Wall() time.Duration { return s.End.Sub(s.Start) }
+
+// TotalKernels returns the number of kernels (not memory operations) started in the step.
+func (s *Step) TotalKernels() int {
+	n := 0
+	for c, k := range s.Kernels {
+		if Category(c) != Memory {
+			n += k
+		}
+	}
+	return n
+}
+
+// CategorySummary is the distribution of one category's time over the summarised steps.
+type CategorySummary struct {
+	Median, P90    time.Duration // of exclusive time per step
+	Share          float64       // exclusive time over wall time, summed over steps
+	KernelsPerStep float64       // mean
+	CallsMedian    float64       // median kernels per step
+	BusyPerCall    time.Duration // busy time per kernel, over all summarised steps
+}
+
+// Summary describes the steps of one phase on one device.
+type Summary struct {
+	Phase          Phase // the phase summarised; Unknown when steps of every phase are included
+	Steps          int
+	Median, P10    time.Duration
+	P90            time.Duration
+	Mean           time.Duration
+	Categories     [NumCategories]CategorySummary
+	LaunchesPerStp float64
+	KernelsPerStep float64
+	Gaps           Gaps // summed over the steps
+	GapsPerStep    float64
+}
+
+// DeviceReport is the breakdown of one device.
+type DeviceReport struct {
+	Device       nsys.DeviceID
+	GPU          string
+	Method       Method
+	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"
+	Steps        []Step // after --skip
+	Skipped      int
+	Summary      Summary // over the phase chosen by Options.Phase
+	Warnings     []error
+}
+
+// KernelStat is one distinct kernel name over the whole trace (all devices).
+type KernelStat struct {
+	Name     string
+	Category Category
+	Rule     string // the rule that matched; "" for Other
+	Count    int
+	Total    time.Duration
+	NCCL     *NCCLKernel // decoded NCCL name, nil for others
+}
+
+// A Report is the finished per-step breakdown of one trace.
+type Report struct {
+	Path     string
+	Meta     nsys.Meta
+	Devices  []DeviceReport
+	Kernels  []KernelStat // by total time, descending; ties by name
+	Warnings []error
+}
+
+// NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.
+type NVTXCategory struct {
+	Match    *regexp.Regexp
+	Category Category
+}
+
+// Options control Summarize.
+type Options struct {
+	Classifier *Classifier // nil: DefaultClassifier
+	// Steps selects the step detection method: "" or "auto" (try each in order), "nvtx",
+	// "nvtx:REGEX", "graph", "sync", "periodic" or "whole".
+	Steps string
+	// Skip drops the first Skip steps of each device (warm-up).
+	Skip int
+	// Device restricts the report to one device; nil means every device.
+	Device *nsys.DeviceID
+	// Phase is the phase summarised in DeviceReport.Summary; Unknown means every step.
+	Phase Phase
+	// AllPhases summarises every step instead of one phase.
+	AllPhases bool
+	// NVTXCategories override the classifier for kernels launched inside matching ranges.
+	NVTXCategories []NVTXCategory
+}

@@ -1,0 +1,490 @@
+package breakdown
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// A boundary starts a step: the first GPU activity of the step on the device.
+type boundary struct {
+	start nsys.Time
+	phase Phase
+	label string
+}
+
+// A detection is the result of one step-detection method on one device.
+type detection struct {
+	method Method
+	detail string
+	bounds []boundary // sorted by start, distinct
+}
+
+// A dialect is a family of NVTX step ranges emitted by a serving framework.
+type dialect struct {
+	name  string
+	re    *regexp.Regexp
+	phase func(m []string) Phase
+}
+
+var dialects = []dialect{
+	{"TensorRT-LLM", regexp.MustCompile(`^\[Executor\] _forward_step (\d+): (\d+) ctx reqs, (\d+) gen reqs`),
+		func(m []string) Phase {
+			if atoi(m[2]) > 0 {
+				return Prefill
+			}
+			if atoi(m[3]) > 0 {
+				return Decode
+			}
+			return Unknown
+		}},
+	{"vLLM", regexp.MustCompile(`execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)`),
+		func(m []string) Phase {
+			if atoi(m[1]) > 0 {
+				return Prefill
+			}
+			if atoi(m[3]) > 0 {
+				return Decode
+			}
+			return Unknown
+		}},
+	{"plain", regexp.MustCompile(`(?i)^\s*(prefill|decode|extend|step)([^a-z].*)?$`),
+		func(m []string) Phase { return phaseFromText(m[0]) }},
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+var (
+	prefillWords = regexp.MustCompile(`(?i)prefill|extend|context|\bctx\b`)
+	decodeWords  = regexp.MustCompile(`(?i)decode|generat`)
+)
+
+// phaseFromText guesses a phase from a step range's text.
+func phaseFromText(s string) Phase {
+	p, d := prefillWords.MatchString(s), decodeWords.MatchString(s)
+	switch {
+	case p && !d:
+		return Prefill
+	case d && !p:
+		return Decode
+	}
+	return Unknown
+}
+
+// hostIndex gives fast access to the API calls of the trace.
+type hostIndex struct {
+	t        *nsys.Trace
+	byThread map[int64][]int32 // launch-like calls (launch, graph launch, memcpy, memset) per thread
+	byProc   map[nsys.ProcID][]int32
+	graphs   map[uint64]bool // keys of graph launches
+	// graphSeen holds graph launch keys already counted as a launch (see firstOfGraph).
+	graphSeen map[uint64]bool
+}
+
+func isLaunchLike(k nsys.APIKind) bool {
+	return k == nsys.APILaunch || k == nsys.APIGraphLaunch || k == nsys.APIMemcpy || k == nsys.APIMemset
+}
+
+func newHostIndex(t *nsys.Trace) *hostIndex {
+	h := &hostIndex{t: t, byThread: map[int64][]int32{}, byProc: map[nsys.ProcID][]int32{}, graphs: map[uint64]bool{}}
+	for i, c := range t.APICalls {
+		if isLaunchLike(c.Kind) {
+			h.byThread[c.Thread] = append(h.byThread[c.Thread], int32(i))
+			h.byProc[c.Proc] = append(h.byProc[c.Proc], int32(i))
+		}
+		if c.Kind == nsys.APIGraphLaunch {
+			h.graphs[actKey(c.Proc, c.Correlation)] = true
+		}
+	}
+	return h
+}
+
+// launchesIn calls fn with each launch-like call made by thread within [s, e].
+func (h *hostIndex) launchesIn(thread int64, s, e nsys.Time, fn func(c *nsys.APICall)) {
+	idx := h.byThread[thread]
+	i := sort.Search(len(idx), func(i int) bool { return h.t.APICalls[idx[i]].Start >= s })
+	for ; i < len(idx); i++ {
+		c := &h.t.APICalls[idx[i]]
+		if c.Start > e {
+			return
+		}
+		fn(c)
+	}
+}
+
+// nextLaunch returns the key of proc's first launch-like call starting at or after t.
+func (h *hostIndex) nextLaunch(proc nsys.ProcID, t nsys.Time) (uint64, bool) {
+	idx := h.byProc[proc]
+	i := sort.Search(len(idx), func(i int) bool { return h.t.APICalls[idx[i]].Start >= t })
+	if i == len(idx) {
+		return 0, false
+	}
+	c := &h.t.APICalls[idx[i]]
+	return actKey(c.Proc, c.Correlation), true
+}
+
+// matchedRange is an NVTX range chosen as a step.
+type matchedRange struct {
+	r     nsys.Range
+	phase Phase
+	text  string
+}
+
+// stepRanges picks the NVTX ranges that are steps: those matching re (or, with re nil, the
+// first known dialect that matches), outermost only on each thread.
+func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
+	try := func(re *regexp.Regexp, phase func([]string) Phase) []matchedRange {
+		var out []matchedRange
+		lastEnd := map[int64]nsys.Time{}
+		for _, r := range t.Ranges {
+			text := t.RangeTexts[r.Text]
+			m := re.FindStringSubmatch(text)
+			if m == nil {
+				continue
+			}
+			if e, ok := lastEnd[r.Thread]; ok && r.Start < e {
+				continue // nested in (or overlapping) a step range already kept
+			}
+			end := r.End
+			if r.Open() {
+				end = 1<<63 - 1
+			}
+			lastEnd[r.Thread] = end
+			out = append(out, matchedRange{r: r, phase: phase(m), text: text})
+		}
+		return out
+	}
+	if re != nil {
+		return try(re, func(m []string) Phase { return phaseFromText(m[0]) }), "nvtx /" + re.String() + "/"
+	}
+	for _, d := range dialects {
+		if ms := try(d.re, d.phase); len(ms) > 0 {
+			return ms, d.name + " NVTX ranges"
+		}
+	}
+	return nil, ""
+}
+
+// nvtxDetect maps step ranges to the first GPU activity each launched on each device,
+// through the launching API call's thread and correlation id (not by GPU time overlap).
+func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Regexp, tls map[nsys.DeviceID]*timeline) map[nsys.DeviceID]*detection {
+	ranges, detail := stepRanges(t, re)
+	if len(ranges) == 0 {
+		return nil
+	}
+	owner := map[uint64]int32{}
+	for i, mr := range ranges {
+		end := mr.r.End
+		if mr.r.Open() {
+			end = 1<<63 - 1
+		}
+		h.launchesIn(mr.r.Thread, mr.r.Start, end, func(c *nsys.APICall) {
+			owner[actKey(c.Proc, c.Correlation)] = int32(i)
+		})
+	}
+	out := map[nsys.DeviceID]*detection{}
+	for _, dev := range devs {
+		first := map[int32]nsys.Time{}
+		tls[dev].each(func(a *activity) bool {
+			if i, ok := owner[a.key()]; ok {
+				if _, seen := first[i]; !seen {
+					first[i] = a.start
+				}
+			}
+			return true
+		})
+		if len(first) == 0 {
+			continue
+		}
+		d := &detection{method: MethodNVTX, detail: detail}
+		for i, s := range first {
+			d.bounds = append(d.bounds, boundary{start: s, phase: ranges[i].phase, label: ranges[i].text})
+		}
+		d.bounds = sortBounds(d.bounds)
+		out[dev] = d
+	}
+	return out
+}
+
+// sortBounds sorts boundaries by start and drops duplicates (keeping the first).
+func sortBounds(b []boundary) []boundary {
+	sort.SliceStable(b, func(i, j int) bool { return b[i].start < b[j].start })
+	out := b[:0]
+	for i, x := range b {
+		if i > 0 && x.start == out[len(out)-1].start {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// graphDetect starts a step at the first GPU activity of each CUDA graph launch; work
+// before the first graph launch is a step of its own.
+func graphDetect(h *hostIndex, tl *timeline) *detection {
+	if len(h.graphs) == 0 {
+		return nil
+	}
+	seen := map[uint64]bool{}
+	var b []boundary
+	first := true
+	tl.each(func(a *activity) bool {
+		k := a.key()
+		if h.graphs[k] && !seen[k] {
+			seen[k] = true
+			b = append(b, boundary{start: a.start})
+		} else if first {
+			b = append(b, boundary{start: a.start})
+		}
+		first = false
+		return true
+	})
+	if len(seen) < 2 {
+		return nil
+	}
+	return &detection{method: MethodGraph, detail: fmt.Sprintf("%d CUDA graph launches", len(seen)), bounds: sortBounds(b)}
+}
+
+// syncDetect starts a step at the first GPU activity after each host synchronisation
+// point: a device-to-host copy on the device, or a synchronize call of the launching process.
+func syncDetect(t *nsys.Trace, h *hostIndex, tl *timeline) *detection {
+	procs := map[nsys.ProcID]bool{}
+	tl.each(func(a *activity) bool { procs[a.proc] = true; return true })
+	after := map[uint64]bool{}
+	nsync := 0
+	for _, c := range t.APICalls {
+		if c.Kind != nsys.APISync || !procs[c.Proc] {
+			continue
+		}
+		if k, ok := h.nextLaunch(c.Proc, c.End); ok {
+			after[k] = true
+			nsync++
+		}
+	}
+	var b []boundary
+	var kernels []int // per candidate step
+	var d2hEnd nsys.Time
+	pending := false
+	nd2h := 0
+	first := true
+	tl.each(func(a *activity) bool {
+		if first || after[a.key()] || (pending && a.start >= d2hEnd) {
+			b = append(b, boundary{start: a.start})
+			kernels = append(kernels, 0)
+			pending = false
+		}
+		first = false
+		if a.src == srcKernel || a.src == srcGraph {
+			kernels[len(kernels)-1]++
+		}
+		if a.src == srcMemop && a.memKind == nsys.MemcpyDtoH {
+			pending, d2hEnd = true, a.end
+			nd2h++
+		}
+		return true
+	})
+	// Synchronisation inside a step (a training loop's, or .item() in model code) splits
+	// it into pieces without kernels: then these are not steps.
+	empty := 0
+	for _, k := range kernels {
+		if k == 0 {
+			empty++
+		}
+	}
+	b = sortBounds(b)
+	if len(b) < 2 || 2*empty > len(kernels) {
+		return nil
+	}
+	var why []string
+	if nd2h > 0 {
+		why = append(why, fmt.Sprintf("%d device-to-host copies", nd2h))
+	}
+	if nsync > 0 {
+		why = append(why, fmt.Sprintf("%d synchronize calls", nsync))
+	}
+	return &detection{method: MethodSync, detail: strings.Join(why, ", "), bounds: b}
+}
+
+// periodicDetect finds the period of the device's kernel name sequence: the smallest p
+// such that name[i] == name[i+p] for at least 90% of i, with at least two repetitions.
+// Steps start every p kernels, at the phase where the idle time before a step is largest.
+func periodicDetect(tl *timeline) *detection {
+	var names []nsys.NameID
+	var starts []nsys.Time
+	var gapBefore []nsys.Time
+	var lastEnd nsys.Time
+	tl.each(func(a *activity) bool {
+		if a.src != srcKernel {
+			return true
+		}
+		g := nsys.Time(0)
+		if len(names) > 0 && a.start > lastEnd {
+			g = a.start - lastEnd
+		}
+		names = append(names, a.name)
+		starts = append(starts, a.start)
+		gapBefore = append(gapBefore, g)
+		if a.end > lastEnd {
+			lastEnd = a.end
+		}
+		return true
+	})
+	n := len(names)
+	if n < 4 {
+		return nil
+	}
+	p := findPeriod(names)
+	if p == 0 {
+		return nil
+	}
+	// Choose the phase: captures usually start at a step, so offset 0, unless another
+	// offset has clearly more idle time before it (the host's work between steps).
+	gapAt := func(r int) nsys.Time {
+		var g nsys.Time
+		for i := r; i < n; i += p {
+			g += gapBefore[i]
+		}
+		return g
+	}
+	best, bestGap := 0, gapAt(0)
+	for r := 1; r < p; r++ {
+		if g := gapAt(r); g > bestGap {
+			best, bestGap = r, g
+		}
+	}
+	steps := nsys.Time((n - best + p - 1) / p)
+	if g0 := gapAt(0); best != 0 && (2*g0 >= bestGap || bestGap < 100_000*steps) {
+		best = 0 // no clear host gap between steps (under 100µs a step)
+	}
+	var b []boundary
+	if best > 0 {
+		b = append(b, boundary{start: starts[0]})
+	}
+	for i := best; i < n; i += p {
+		b = append(b, boundary{start: starts[i]})
+	}
+	b = sortBounds(b)
+	if len(b) < 2 {
+		return nil
+	}
+	return &detection{method: MethodPeriodic, detail: fmt.Sprintf("kernel sequence repeats every %d kernels", p), bounds: b}
+}
+
+// findPeriod returns the smallest period of names with at least two repetitions and a 90%
+// match, or 0. Candidate periods are the typical distances between occurrences of names
+// that occur rarely (once per period).
+func findPeriod(names []nsys.NameID) int {
+	n := len(names)
+	count := map[nsys.NameID]int{}
+	for _, x := range names {
+		count[x]++
+	}
+	// Candidates: for names seen 2..n/2 times, the median distance between occurrences.
+	type cand struct {
+		name nsys.NameID
+		c    int
+	}
+	var cs []cand
+	for x, c := range count {
+		if c >= 2 && c <= n/2 {
+			cs = append(cs, cand{x, c})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].c != cs[j].c {
+			return cs[i].c < cs[j].c
+		}
+		return cs[i].name < cs[j].name
+	})
+	if len(cs) > 16 {
+		cs = cs[:16]
+	}
+	periods := map[int]bool{}
+	for _, c := range cs {
+		var pos []int
+		for i, x := range names {
+			if x == c.name {
+				pos = append(pos, i)
+			}
+		}
+		d := make([]int, 0, len(pos)-1)
+		for i := 1; i < len(pos); i++ {
+			d = append(d, pos[i]-pos[i-1])
+		}
+		sort.Ints(d)
+		periods[d[len(d)/2]] = true
+		// The period may be a multiple of a name's spacing (a name used once per layer).
+		periods[n/c.c] = true
+	}
+	// Exact periods of the whole sequence and of its later parts (past a prefill that differs).
+	for _, from := range []int{0, n / 4, n / 2} {
+		if p := kmpPeriod(names[from:]); p > 0 {
+			periods[p] = true
+		}
+	}
+	var ps []int
+	for p := range periods {
+		if p >= 1 && p <= n/2 {
+			ps = append(ps, p)
+		}
+	}
+	sort.Ints(ps)
+	// A step's layers repeat too, so a layer's length also matches at most positions; but it
+	// fails at every step boundary, while the step's own period matches (almost) everywhere.
+	// Take the best match; among periods within 0.2% of it, the smallest (multiples of the
+	// true period match as well).
+	type scored struct {
+		p int
+		f float64
+	}
+	var sc []scored
+	bestF := 0.0
+	for _, p := range ps {
+		match := 0
+		for i := 0; i+p < n; i++ {
+			if names[i] == names[i+p] {
+				match++
+			}
+		}
+		f := float64(match) / float64(n-p)
+		sc = append(sc, scored{p, f})
+		bestF = max(bestF, f)
+	}
+	if bestF < 0.9 {
+		return 0
+	}
+	for _, s := range sc {
+		if s.f >= bestF-0.002 {
+			return s.p
+		}
+	}
+	return 0
+}
+
+// kmpPeriod returns the smallest exact period of s when s repeats at least twice, else 0.
+func kmpPeriod(s []nsys.NameID) int {
+	n := len(s)
+	if n < 4 {
+		return 0
+	}
+	pi := make([]int32, n)
+	for i := 1; i < n; i++ {
+		k := pi[i-1]
+		for k > 0 && s[i] != s[k] {
+			k = pi[k-1]
+		}
+		if s[i] == s[k] {
+			k++
+		}
+		pi[i] = k
+	}
+	p := n - int(pi[n-1])
+	if p <= n/2 {
+		return p
+	}
+	return 0
+}

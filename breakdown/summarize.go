@@ -1,0 +1,666 @@
+package breakdown
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// Summarize classifies the trace's kernels (each distinct name once), finds steps on each
+// device, and accounts every step's wall time to categories.
+func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
+	if !t.HasGPUActivity() {
+		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
+	}
+	cls := opt.Classifier
+	if cls == nil {
+		cls = DefaultClassifier()
+	}
+	rep := &Report{Path: t.Path, Meta: t.Meta}
+	rep.Warnings = append(rep.Warnings, t.Warnings...)
+
+	cats := make([]Category, len(t.Names))
+	rules := make([]string, len(t.Names))
+	for i, name := range t.Names {
+		c, r := cls.Classify(name)
+		cats[i] = c
+		if r != nil {
+			rules[i] = r.Name
+		}
+	}
+	h := newHostIndex(t)
+	over := nvtxOverrides(t, h, opt.NVTXCategories)
+	rep.Kernels = kernelStats(t, cats, rules, over)
+
+	devs := make([]nsys.DeviceID, 0, len(t.Devices))
+	for _, d := range t.Devices {
+		if opt.Device == nil || *opt.Device == d.ID {
+			devs = append(devs, d.ID)
+		}
+	}
+	if len(devs) == 0 {
+		var have []string
+		for _, d := range t.Devices {
+			have = append(have, fmt.Sprint(d.ID))
+		}
+		return nil, &nsys.Error{Path: t.Path, Err: fmt.Errorf("no activity on device %d (devices with activity: %s)", *opt.Device, strings.Join(have, ", "))}
+	}
+	tls := map[nsys.DeviceID]*timeline{}
+	for _, d := range devs {
+		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over}
+	}
+
+	method, userRe, err := parseSteps(opt.Steps)
+	if err != nil {
+		return nil, err
+	}
+	var nvtx map[nsys.DeviceID]*detection
+	if method == "auto" || method == "nvtx" {
+		nvtx = nvtxDetect(t, h, devs, userRe, tls)
+		if method == "nvtx" && len(nvtx) == 0 {
+			what := "no NVTX range of a known step dialect"
+			if userRe != nil {
+				what = fmt.Sprintf("no NVTX range matching /%s/", userRe)
+			}
+			return nil, &nsys.Error{Path: t.Path, Err: fmt.Errorf("%s launched GPU work", what)}
+		}
+	}
+	for _, dev := range devs {
+		tl := tls[dev]
+		var det *detection
+		try := func(m string, f func() *detection) {
+			if det == nil && (method == "auto" || method == m) {
+				det = f()
+			}
+		}
+		try("nvtx", func() *detection {
+			// A single matching range in auto mode is a phase marker (warm-up, benchmark
+			// loop), not a step.
+			if d := nvtx[dev]; d != nil && (method == "nvtx" || len(d.bounds) >= 2) {
+				return d
+			}
+			return nil
+		})
+		try("graph", func() *detection { return graphDetect(h, tl) })
+		try("sync", func() *detection { return syncDetect(t, h, tl) })
+		try("periodic", func() *detection { return periodicDetect(tl) })
+		dr := DeviceReport{Device: dev}
+		if d, ok := t.Device(dev); ok {
+			dr.GPU = d.Name
+		}
+		if det == nil {
+			if method != "auto" && method != "whole" {
+				dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: --steps %s found no steps; the whole trace is one step", dev, method))
+			} else if method == "auto" {
+				dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", dev))
+			}
+			det = &detection{method: MethodWhole, detail: "whole trace"}
+			tl.each(func(a *activity) bool {
+				det.bounds = []boundary{{start: a.start}}
+				return false
+			})
+		}
+		dr.Method, dr.MethodDetail = det.method, det.detail
+		steps := account(t, h, tl, det)
+		if det.method != MethodWhole {
+			inferPhases(steps, tl)
+		}
+		if opt.Skip > 0 {
+			dr.Skipped = min(opt.Skip, len(steps))
+			steps = steps[dr.Skipped:]
+		}
+		dr.Steps = steps
+		dr.Summary, err = summarize(steps, opt)
+		if err != nil {
+			dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
+		}
+		rep.Devices = append(rep.Devices, dr)
+	}
+	var other time.Duration
+	var total time.Duration
+	for _, k := range rep.Kernels {
+		total += k.Total
+		if k.Category == Other {
+			other += k.Total
+		}
+	}
+	if total > 0 && float64(other)/float64(total) > 0.05 {
+		rep.Warnings = append(rep.Warnings, fmt.Errorf("%.1f%% of kernel time is in unclassified kernels (other); 'stepstat classify' lists them", 100*float64(other)/float64(total)))
+	}
+	for _, d := range rep.Devices {
+		rep.Warnings = append(rep.Warnings, d.Warnings...)
+	}
+	return rep, nil
+}
+
+func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
+	switch {
+	case s == "" || s == "auto":
+		return "auto", nil, nil
+	case strings.HasPrefix(s, "nvtx:"):
+		re, err := regexp.Compile(strings.TrimPrefix(s, "nvtx:"))
+		if err != nil {
+			return "", nil, fmt.Errorf("--steps: bad regular expression: %w", err)
+		}
+		return "nvtx", re, nil
+	case s == "nvtx", s == "graph", s == "sync", s == "periodic", s == "whole":
+		return s, nil, nil
+	}
+	return "", nil, fmt.Errorf("--steps: unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", s)
+}
+
+// ErrBadSteps is wrapped by step-option errors (a usage mistake).
+var ErrBadSteps = errors.New("bad --steps")
+
+// nvtxOverrides maps the launch keys of kernels launched inside matching NVTX ranges to
+// the ranges' categories. The first matching rule wins; nil when there are no rules.
+func nvtxOverrides(t *nsys.Trace, h *hostIndex, rules []NVTXCategory) map[uint64]Category {
+	if len(rules) == 0 {
+		return nil
+	}
+	over := map[uint64]Category{}
+	// Apply later rules first so that earlier ones overwrite them.
+	for i := len(rules) - 1; i >= 0; i-- {
+		rl := rules[i]
+		matches := make([]bool, len(t.RangeTexts))
+		for j, s := range t.RangeTexts {
+			matches[j] = rl.Match.MatchString(s)
+		}
+		for _, r := range t.Ranges {
+			if !matches[r.Text] {
+				continue
+			}
+			end := r.End
+			if r.Open() {
+				end = 1<<63 - 1
+			}
+			h.launchesIn(r.Thread, r.Start, end, func(c *nsys.APICall) {
+				if c.Kind == nsys.APILaunch || c.Kind == nsys.APIGraphLaunch {
+					over[actKey(c.Proc, c.Correlation)] = rl.Category
+				}
+			})
+		}
+	}
+	return over
+}
+
+// kernelStats totals kernels per distinct name over the whole trace.
+func kernelStats(t *nsys.Trace, cats []Category, rules []string, over map[uint64]Category) []KernelStat {
+	type acc struct {
+		n     int
+		total time.Duration
+	}
+	per := make([]acc, len(t.Names))
+	for _, k := range t.Kernels {
+		per[k.Name].n++
+		per[k.Name].total += k.Duration()
+	}
+	out := make([]KernelStat, 0, len(t.Names))
+	for i, a := range per {
+		if a.n == 0 {
+			continue
+		}
+		ks := KernelStat{Name: t.Names[i], Category: cats[i], Rule: rules[i], Count: a.n, Total: a.total}
+		if nk, ok := DecodeNCCL(ks.Name); ok {
+			ks.NCCL = &nk
+		}
+		out = append(out, ks)
+	}
+	slices.SortFunc(out, func(a, b KernelStat) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// endHeap is a min-heap of running activities by end time.
+type endHeap []runningAct
+
+type runningAct struct {
+	end nsys.Time
+	cat Category
+}
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(runningAct)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// account sweeps the device's activities once and fills the steps' exclusive and busy time,
+// kernel and launch counts, and idle gaps. Step i covers [bound i, bound i+1); the last step
+// ends at the last end of the activities that start in it.
+func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
+	steps := make([]Step, len(det.bounds))
+	for i, b := range det.bounds {
+		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start}
+		if i+1 < len(det.bounds) {
+			steps[i].End = det.bounds[i+1].start
+		}
+	}
+	last := &steps[len(steps)-1]
+	last.End = last.Start
+	host := newHostGaps(t, tl)
+	var (
+		active  [NumCategories]int
+		running endHeap
+		now     nsys.Time
+		started bool
+		si      int // step of the current instant (for exclusive time)
+		ai      int // step of the latest activity start
+	)
+	owner := func() Category {
+		best, bp := Idle, -1
+		for c := Category(0); c < NumCategories; c++ {
+			if active[c] > 0 && c.Priority() > bp {
+				best, bp = c, c.Priority()
+			}
+		}
+		return best
+	}
+	// advance attributes [now, to) to the current owner, split at step boundaries.
+	advance := func(to nsys.Time) {
+		if !started || to <= now {
+			if to > now {
+				now = to
+			}
+			return
+		}
+		c := owner()
+		for now < to {
+			for si < len(steps) && steps[si].End <= now && si+1 < len(steps) {
+				si++
+			}
+			if si >= len(steps) || now < steps[si].Start {
+				// Before the first step: skip ahead.
+				next := to
+				if si < len(steps) && steps[si].Start < next {
+					next = steps[si].Start
+				}
+				now = next
+				continue
+			}
+			end := to
+			if si+1 < len(steps) && steps[si].End < end {
+				end = steps[si].End
+			}
+			if si == len(steps)-1 && end > steps[si].End && steps[si].End > steps[si].Start {
+				// The last step grows as activities start in it; its End is final once
+				// every activity is seen, so attribute freely here.
+			}
+			st := &steps[si]
+			d := end.Sub(now)
+			st.Exclusive[c] += d
+			if c == Idle {
+				st.Busy[Idle] += d
+				st.Gaps.Count++
+				st.Gaps.Total += d
+				sz := gapSize(d)
+				st.Gaps.Sizes[sz]++
+				st.Gaps.SizeNS[sz] += d
+				host.attribute(now, end, &st.Gaps.Host)
+			}
+			now = end
+		}
+	}
+	stepOf := func(at nsys.Time) int {
+		for ai+1 < len(steps) && steps[ai+1].Start <= at {
+			ai++
+		}
+		return ai
+	}
+	tl.each(func(a *activity) bool {
+		for running.Len() > 0 && running[0].end <= a.start {
+			r := heap.Pop(&running).(runningAct)
+			advance(r.end)
+			active[r.cat]--
+		}
+		if !started {
+			now, started = a.start, true
+		}
+		advance(a.start)
+		i := stepOf(a.start)
+		if a.start >= steps[i].Start {
+			st := &steps[i]
+			st.Kernels[a.cat]++
+			switch a.src {
+			case srcKernel:
+				if k := a.key(); !h.graphs[k] || h.firstOfGraph(k) {
+					st.Launches++
+				}
+			case srcGraph:
+				st.Launches++
+			}
+			if i == len(steps)-1 && a.end > st.End {
+				st.End = a.end
+			}
+			// Busy time, clipped to each step window the activity overlaps.
+			for j := i; j < len(steps); j++ {
+				s, e := max(a.start, steps[j].Start), a.end
+				if j+1 < len(steps) {
+					e = min(e, steps[j].End)
+				} else if e > steps[j].End {
+					steps[j].End = e
+				}
+				if e <= s {
+					break
+				}
+				steps[j].Busy[a.cat] += e.Sub(s)
+			}
+		}
+		active[a.cat]++
+		heap.Push(&running, runningAct{a.end, a.cat})
+		return true
+	})
+	for running.Len() > 0 {
+		r := heap.Pop(&running).(runningAct)
+		advance(r.end)
+		active[r.cat]--
+	}
+	return steps
+}
+
+func gapSize(d time.Duration) int {
+	switch {
+	case d < 10*time.Microsecond:
+		return GapUnder10us
+	case d < 100*time.Microsecond:
+		return Gap10to100us
+	case d < time.Millisecond:
+		return Gap100usTo1ms
+	}
+	return GapOver1ms
+}
+
+// firstOfGraph reports whether this is the first kernel seen for a graph launch key, so
+// a graph launch counts once however many kernels it ran.
+func (h *hostIndex) firstOfGraph(k uint64) bool {
+	if h.graphSeen == nil {
+		h.graphSeen = map[uint64]bool{}
+	}
+	if h.graphSeen[k] {
+		return false
+	}
+	h.graphSeen[k] = true
+	return true
+}
+
+// hostGaps attributes idle time to what the host threads of the device's processes were doing.
+type hostGaps struct {
+	calls  []nsys.APICall // of the device's processes, by start
+	next   int
+	active []int
+}
+
+func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
+	procs := map[nsys.ProcID]bool{}
+	tl.each(func(a *activity) bool { procs[a.proc] = true; return true })
+	g := &hostGaps{}
+	for _, c := range t.APICalls {
+		if procs[c.Proc] {
+			g.calls = append(g.calls, c)
+		}
+	}
+	return g
+}
+
+func hostKind(k nsys.APIKind) HostActivity {
+	switch k {
+	case nsys.APISync:
+		return HostSync
+	case nsys.APIMemcpy, nsys.APIMemset:
+		return HostCopy
+	case nsys.APILaunch, nsys.APIGraphLaunch:
+		return HostLaunch
+	}
+	return HostNone
+}
+
+// attribute splits [g0, g1) among host activities: at each instant the highest-priority
+// kind of call in progress owns it (synchronize > copy > launch), else "no CUDA call".
+// Gaps must come in increasing time order.
+func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Duration) {
+	for g.next < len(g.calls) && g.calls[g.next].Start < g1 {
+		g.active = append(g.active, g.next)
+		g.next++
+	}
+	keep := g.active[:0]
+	for _, i := range g.active {
+		if g.calls[i].End > g0 {
+			keep = append(keep, i)
+		}
+	}
+	g.active = keep
+	if len(g.active) == 0 {
+		out[HostNone] += g1.Sub(g0)
+		return
+	}
+	pts := []nsys.Time{g0, g1}
+	for _, i := range g.active {
+		c := &g.calls[i]
+		if c.Start > g0 && c.Start < g1 {
+			pts = append(pts, c.Start)
+		}
+		if c.End > g0 && c.End < g1 {
+			pts = append(pts, c.End)
+		}
+	}
+	slices.Sort(pts)
+	pts = slices.Compact(pts)
+	for k := 0; k+1 < len(pts); k++ {
+		a, b := pts[k], pts[k+1]
+		who := HostNone
+		for _, i := range g.active {
+			c := &g.calls[i]
+			if c.Start <= a && c.End >= b {
+				if hk := hostKind(c.Kind); hk < who {
+					who = hk
+				}
+			}
+		}
+		out[who] += b.Sub(a)
+	}
+}
+
+// inferPhases gives a phase to steps whose detection gave none, from their shape: the most
+// common kernel mix is decode; a step with another mix is prefill when it runs attention
+// kernels that decode steps never run, or takes at least three times the decode median.
+func inferPhases(steps []Step, tl *timeline) {
+	unknown := 0
+	for _, s := range steps {
+		if s.Phase == Unknown {
+			unknown++
+		}
+	}
+	if unknown == 0 || len(steps) < 2 {
+		return
+	}
+	type shape struct {
+		sig  uint64
+		attn map[nsys.NameID]bool
+	}
+	shapes := make([]shape, len(steps))
+	for i := range shapes {
+		shapes[i].attn = map[nsys.NameID]bool{}
+	}
+	i := 0
+	tl.each(func(a *activity) bool {
+		for i+1 < len(steps) && steps[i+1].Start <= a.start {
+			i++
+		}
+		if a.start < steps[i].Start || a.src != srcKernel {
+			return true
+		}
+		shapes[i].sig += mix64(uint64(a.name) + 1)
+		if a.cat == Attention {
+			shapes[i].attn[a.name] = true
+		}
+		return true
+	})
+	count := map[uint64]int{}
+	for _, s := range shapes {
+		count[s.sig]++
+	}
+	var modal uint64
+	best := -1
+	for i, s := range shapes { // first-seen order keeps ties deterministic
+		if c := count[s.sig]; c > best || (c == best && s.sig == shapes[i].sig && false) {
+			modal, best = s.sig, c
+		}
+	}
+	decodeAttn := map[nsys.NameID]bool{}
+	var walls []time.Duration
+	for i, s := range shapes {
+		if s.sig == modal {
+			for n := range s.attn {
+				decodeAttn[n] = true
+			}
+			walls = append(walls, steps[i].Wall())
+		}
+	}
+	med := quantile(walls, 0.5)
+	for i := range steps {
+		if steps[i].Phase != Unknown {
+			continue
+		}
+		if shapes[i].sig == modal || best < 2 {
+			steps[i].Phase = Decode
+			continue
+		}
+		prefill := steps[i].Wall() >= 3*med
+		for n := range shapes[i].attn {
+			if !decodeAttn[n] {
+				prefill = true
+			}
+		}
+		if prefill {
+			steps[i].Phase = Prefill
+		} else {
+			steps[i].Phase = Decode
+		}
+	}
+}
+
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// quantile returns the q-quantile of ds with linear interpolation between order statistics.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	pos := q * float64(len(s)-1)
+	lo := int(pos)
+	if lo+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	frac := pos - float64(lo)
+	return s[lo] + time.Duration(frac*float64(s[lo+1]-s[lo])+0.5)
+}
+
+func quantileF(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	lo := int(pos)
+	if lo+1 >= len(s) {
+		return s[len(s)-1]
+	}
+	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+}
+
+// SelectSteps returns the steps a summary covers: those of the phase asked for (decode by
+// default), or all steps. When no step has the phase, it returns every step and an error
+// saying so.
+func SelectSteps(steps []Step, opt Options) ([]Step, Phase, error) {
+	if opt.AllPhases {
+		return steps, Unknown, nil
+	}
+	want := opt.Phase
+	if want == Unknown {
+		want = Decode
+	}
+	var out []Step
+	for _, s := range steps {
+		if s.Phase == want {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && len(steps) > 0 {
+		return steps, Unknown, fmt.Errorf("no %s steps; summarising all %d steps", want, len(steps))
+	}
+	return out, want, nil
+}
+
+func summarize(all []Step, opt Options) (Summary, error) {
+	steps, phase, err := SelectSteps(all, opt)
+	sum := Summary{Phase: phase, Steps: len(steps)}
+	if len(steps) == 0 {
+		return sum, err
+	}
+	walls := make([]time.Duration, len(steps))
+	var totalWall time.Duration
+	var launches, kernels int
+	for i := range steps {
+		walls[i] = steps[i].Wall()
+		totalWall += walls[i]
+		launches += steps[i].Launches
+		kernels += steps[i].TotalKernels()
+		sum.Gaps.add(&steps[i].Gaps)
+	}
+	n := float64(len(steps))
+	sum.Median, sum.P10, sum.P90 = quantile(walls, 0.5), quantile(walls, 0.1), quantile(walls, 0.9)
+	sum.Mean = totalWall / time.Duration(len(steps))
+	sum.LaunchesPerStp = float64(launches) / n
+	sum.KernelsPerStep = float64(kernels) / n
+	sum.GapsPerStep = float64(sum.Gaps.Count) / n
+	per := make([]time.Duration, len(steps))
+	calls := make([]float64, len(steps))
+	for c := Category(0); c < NumCategories; c++ {
+		var excl, busy time.Duration
+		var k int
+		for i := range steps {
+			per[i] = steps[i].Exclusive[c]
+			calls[i] = float64(steps[i].Kernels[c])
+			excl += steps[i].Exclusive[c]
+			busy += steps[i].Busy[c]
+			k += steps[i].Kernels[c]
+		}
+		cs := CategorySummary{Median: quantile(per, 0.5), P90: quantile(per, 0.9),
+			KernelsPerStep: float64(k) / n, CallsMedian: quantileF(calls, 0.5)}
+		if totalWall > 0 {
+			cs.Share = float64(excl) / float64(totalWall)
+		}
+		if k > 0 {
+			cs.BusyPerCall = busy / time.Duration(k)
+		}
+		sum.Categories[c] = cs
+	}
+	return sum, err
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/render"
+)
+
+var reportCmd = &command{
+	name:  "report",
+	args:  "[flags] TRACE",
+	short: "break each step's GPU time down by category (text, JSON, CSV or HTML)",
+	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
+		var af analysisFlags
+		format := fs.StringP("format", "f", "text", "output format: text, json, csv or html")
+		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
+		html := fs.String("html", "", "also write the HTML report to this file")
+		top := fs.Int("top", 10, "kernel rows in the text report (0: none)")
+		af.register(fs)
+		return func(ctx context.Context, args []string, o *stdio) error {
+			path, err := needOne("report", args)
+			if err != nil {
+				return err
+			}
+			switch *format {
+			case "text", "json", "csv", "html":
+			default:
+				return usagef("report", "unknown format %q (want text, json, csv or html)", *format)
+			}
+			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
+				return usagef("report", "refusing to write HTML to a terminal; use -o report.html")
+			}
+			opt, err := af.options("report")
+			if err != nil {
+				return err
+			}
+			t, err := openTrace(ctx, path, o, af.progress)
+			if err != nil {
+				return err
+			}
+			rep, err := breakdown.Summarize(t, opt)
+			if err != nil {
+				return err
+			}
+			write := func(w io.Writer) error {
+				switch *format {
+				case "json":
+					return render.JSON(w, rep)
+				case "csv":
+					return render.CSV(w, rep)
+				case "html":
+					return render.HTML(w, rep, render.DefaultHTMLOptions())
+				}
+				return render.Text(w, rep, render.TextOptions{Top: *top})
+			}
+			if err := writeOutput(*output, o.out, write); err != nil {
+				return err
+			}
+			if *html != "" {
+				return writeOutput(*html, o.out, func(w io.Writer) error {
+					return render.HTML(w, rep, render.DefaultHTMLOptions())
+				})
+			}
+			return nil
+		}
+	},
+}

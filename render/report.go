@@ -1,0 +1,408 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/stepstat/stepstat/breakdown"
+)
+
+// ReportSchema names the JSON contract of `stepstat report --format json`.
+const ReportSchema = "stepstat.report.v1"
+
+// ReportJSON is the JSON contract v1 of a report. Field names are fixed: add, never rename.
+type ReportJSON struct {
+	Schema   string       `json:"schema"`
+	Source   SourceJSON   `json:"source"`
+	Devices  []DeviceJSON `json:"devices"`
+	Kernels  []KernelJSON `json:"kernels"`
+	Warnings []string     `json:"warnings"`
+}
+
+// SourceJSON describes the input file.
+type SourceJSON struct {
+	Path         string `json:"path"`
+	NsysVersion  string `json:"nsys_version"`
+	ExportSchema string `json:"export_schema"`
+}
+
+// DeviceJSON is one device's steps and summary.
+type DeviceJSON struct {
+	Device       int         `json:"device"`
+	GPU          string      `json:"gpu"`
+	StepMethod   string      `json:"step_method"`
+	MethodDetail string      `json:"step_method_detail"`
+	Skipped      int         `json:"skipped_steps"`
+	Steps        []StepJSON  `json:"steps"`
+	Decode       SummaryJSON `json:"decode"`
+}
+
+// StepJSON is one step.
+type StepJSON struct {
+	Index      int                    `json:"index"`
+	Phase      string                 `json:"phase"`
+	Label      string                 `json:"label,omitempty"`
+	StartNS    int64                  `json:"start_ns"`
+	EndNS      int64                  `json:"end_ns"`
+	Launches   int                    `json:"launches"`
+	Categories map[string]StepCatJSON `json:"categories"`
+	Gaps       GapsJSON               `json:"gaps"`
+}
+
+// StepCatJSON is one category in one step. Gaps is set for idle only.
+type StepCatJSON struct {
+	NS      int64 `json:"ns"`
+	BusyNS  int64 `json:"busy_ns"`
+	Kernels int   `json:"kernels"`
+	Gaps    *int  `json:"gaps,omitempty"`
+}
+
+// GapsJSON details idle gaps: counts and time per size class, and the host's activity.
+type GapsJSON struct {
+	Count   int              `json:"count"`
+	TotalNS int64            `json:"total_ns"`
+	Sizes   map[string]int   `json:"sizes"`
+	SizeNS  map[string]int64 `json:"size_ns"`
+	HostNS  map[string]int64 `json:"host_ns"`
+}
+
+// SummaryJSON summarises the steps of one phase (decode unless asked otherwise).
+type SummaryJSON struct {
+	Phase           string                    `json:"phase"`
+	Steps           int                       `json:"steps"`
+	MedianNS        int64                     `json:"median_ns"`
+	P10NS           int64                     `json:"p10_ns"`
+	P90NS           int64                     `json:"p90_ns"`
+	LaunchesPerStep float64                   `json:"launches_per_step"`
+	KernelsPerStep  float64                   `json:"kernels_per_step"`
+	GapsPerStep     float64                   `json:"gaps_per_step"`
+	Categories      map[string]SummaryCatJSON `json:"categories"`
+	Gaps            GapsJSON                  `json:"gaps"`
+}
+
+// SummaryCatJSON is one category's distribution over the summarised steps.
+type SummaryCatJSON struct {
+	MedianNS       int64   `json:"median_ns"`
+	P90NS          int64   `json:"p90_ns"`
+	Share          float64 `json:"share"`
+	KernelsPerStep float64 `json:"kernels_per_step"`
+	CallsMedian    float64 `json:"calls_median"`
+	BusyPerCallNS  int64   `json:"busy_per_call_ns"`
+}
+
+// KernelJSON is one distinct kernel name over the whole trace.
+type KernelJSON struct {
+	Name     string    `json:"name"`
+	Category string    `json:"category"`
+	Rule     string    `json:"rule"`
+	Count    int       `json:"count"`
+	TotalNS  int64     `json:"total_ns"`
+	NCCL     *NCCLJSON `json:"nccl,omitempty"`
+}
+
+// NCCLJSON is a decoded NCCL kernel name.
+type NCCLJSON struct {
+	Op    string `json:"op"`
+	RedOp string `json:"redop,omitempty"`
+	Algo  string `json:"algo"`
+	Proto string `json:"proto"`
+	DType string `json:"dtype"`
+}
+
+func gapsJSON(g *breakdown.Gaps) GapsJSON {
+	out := GapsJSON{Count: g.Count, TotalNS: int64(g.Total), Sizes: map[string]int{}, SizeNS: map[string]int64{}, HostNS: map[string]int64{}}
+	for i, n := range breakdown.GapSizeNames {
+		out.Sizes[n] = g.Sizes[i]
+		out.SizeNS[n] = int64(g.SizeNS[i])
+	}
+	for i := range g.Host {
+		out.HostNS[hostKey(breakdown.HostActivity(i))] = int64(g.Host[i])
+	}
+	return out
+}
+
+func hostKey(h breakdown.HostActivity) string {
+	return [...]string{"sync", "copy", "launch", "none"}[h]
+}
+
+// NewReportJSON builds the JSON contract from a report.
+func NewReportJSON(r *breakdown.Report) *ReportJSON {
+	out := &ReportJSON{Schema: ReportSchema,
+		Source:  SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
+		Devices: []DeviceJSON{}, Kernels: []KernelJSON{}, Warnings: []string{}}
+	for _, d := range r.Devices {
+		dj := DeviceJSON{Device: int(d.Device), GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
+			Skipped: d.Skipped, Steps: []StepJSON{}}
+		for i := range d.Steps {
+			s := &d.Steps[i]
+			sj := StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
+				Launches: s.Launches, Categories: map[string]StepCatJSON{}, Gaps: gapsJSON(&s.Gaps)}
+			for _, c := range breakdown.Order {
+				cj := StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
+				if c == breakdown.Idle {
+					n := s.Gaps.Count
+					cj.Gaps = &n
+				}
+				sj.Categories[c.String()] = cj
+			}
+			dj.Steps = append(dj.Steps, sj)
+		}
+		sm := &d.Summary
+		dj.Decode = SummaryJSON{Phase: sm.Phase.String(), Steps: sm.Steps, MedianNS: int64(sm.Median), P10NS: int64(sm.P10),
+			P90NS: int64(sm.P90), LaunchesPerStep: round3(sm.LaunchesPerStp), KernelsPerStep: round3(sm.KernelsPerStep),
+			GapsPerStep: round3(sm.GapsPerStep), Categories: map[string]SummaryCatJSON{}, Gaps: gapsJSON(&sm.Gaps)}
+		for _, c := range breakdown.Order {
+			cs := sm.Categories[c]
+			dj.Decode.Categories[c.String()] = SummaryCatJSON{MedianNS: int64(cs.Median), P90NS: int64(cs.P90),
+				Share: round6(cs.Share), KernelsPerStep: round3(cs.KernelsPerStep), CallsMedian: cs.CallsMedian,
+				BusyPerCallNS: int64(cs.BusyPerCall)}
+		}
+		out.Devices = append(out.Devices, dj)
+	}
+	for _, k := range r.Kernels {
+		kj := KernelJSON{Name: k.Name, Category: k.Category.String(), Rule: k.Rule, Count: k.Count, TotalNS: int64(k.Total)}
+		if k.NCCL != nil {
+			kj.NCCL = &NCCLJSON{Op: k.NCCL.Op, RedOp: k.NCCL.RedOp, Algo: k.NCCL.Algo, Proto: k.NCCL.Proto, DType: k.NCCL.DType}
+		}
+		out.Kernels = append(out.Kernels, kj)
+	}
+	for _, w := range r.Warnings {
+		out.Warnings = append(out.Warnings, w.Error())
+	}
+	return out
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
+
+// JSON writes the report as JSON contract v1.
+func JSON(w io.Writer, r *breakdown.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(true)
+	return enc.Encode(NewReportJSON(r))
+}
+
+// CSV writes one row per step and category with raw nanoseconds.
+func CSV(w io.Writer, r *breakdown.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("device,step,phase,start_ns,end_ns,category,exclusive_ns,busy_ns,kernels,launches\n")
+	for _, d := range r.Devices {
+		for i := range d.Steps {
+			s := &d.Steps[i]
+			for _, c := range breakdown.Order {
+				ew.printf("%d,%d,%s,%d,%d,%s,%d,%d,%d,%d\n", d.Device, s.Index, s.Phase, s.Start, s.End, c,
+					int64(s.Exclusive[c]), int64(s.Busy[c]), s.Kernels[c], s.Launches)
+			}
+		}
+	}
+	return ew.err
+}
+
+// TextOptions control the text report.
+type TextOptions struct {
+	Top int // number of kernel rows
+}
+
+// Text writes the report as text: header, per-device decode table, idle line, canonical
+// sentences, top kernels and warnings.
+func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
+	ew := &errWriter{w: w}
+	ver := orNA(r.Meta.NsysVersion)
+	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", r.Path, ver, len(r.Devices), plural(len(r.Devices)))
+	for _, d := range r.Devices {
+		ew.printf("\n")
+		textDevice(ew, &d)
+	}
+	if opt.Top > 0 && len(r.Kernels) > 0 {
+		var total int64
+		for _, k := range r.Kernels {
+			total += int64(k.Total)
+		}
+		ew.printf("\nTop kernels (whole trace, all devices):\n")
+		ew.printf("%10s %7s %7s %10s  %-12s %s\n", "total", "share", "count", "avg", "category", "name")
+		for i, k := range r.Kernels {
+			if i == opt.Top {
+				break
+			}
+			ew.printf("%10s %7s %7d %10s  %-12s %s\n", Duration(int64(k.Total)), Percent(frac(int64(k.Total), total)), k.Count,
+				Duration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, TerminalSafe(k.Name))
+		}
+	}
+	if len(r.Warnings) > 0 {
+		ew.printf("\nWarnings:\n")
+		for i, wn := range r.Warnings {
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(wn.Error()))
+		}
+	}
+	return ew.err
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func frac(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
+func PhaseCounts(steps []breakdown.Step) string {
+	var n [3]int
+	for _, s := range steps {
+		n[s.Phase]++
+	}
+	var parts []string
+	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
+		if n[p] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func textDevice(ew *errWriter, d *breakdown.DeviceReport) {
+	gpu := d.GPU
+	if gpu == "" {
+		gpu = "GPU n/a"
+	}
+	ew.printf("Device %d (%s): %d steps by %s (%s): %s", d.Device, gpu, len(d.Steps)+d.Skipped, d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
+	if d.Skipped > 0 {
+		ew.printf("; %d skipped", d.Skipped)
+	}
+	ew.printf("\n")
+	sm := &d.Summary
+	if sm.Steps == 0 {
+		ew.printf("  no steps to summarise\n")
+		return
+	}
+	what := sm.Phase.String() + " step"
+	if sm.Phase == breakdown.Unknown {
+		what = "step (all phases)"
+	}
+	ew.printf("%s: median %s  p10 %s  p90 %s  (%d steps; %.1f host launches/step, %.1f kernels/step)\n",
+		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps,
+		sm.LaunchesPerStp, sm.KernelsPerStep)
+	ew.printf("%-12s %11s %7s %10s %12s\n", "category", "median/step", "share", "p90/step", "kernels/step")
+	for _, c := range breakdown.Order {
+		cs := sm.Categories[c]
+		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != breakdown.Idle {
+			continue
+		}
+		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
+		if c == breakdown.Idle {
+			kps = "-"
+		}
+		ew.printf("%-12s %11s %7s %10s %12s\n", c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps)
+	}
+	ew.printf("%-12s %11s %7s %10s %12.1f\n", "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
+	ew.printf("%s\n", IdleLine(sm))
+	for _, s := range Sentences(sm) {
+		ew.printf("  %s\n", s)
+	}
+}
+
+// IdleLine describes the idle gaps of a summary in one line.
+func IdleLine(sm *breakdown.Summary) string {
+	g := &sm.Gaps
+	n := float64(max(sm.Steps, 1))
+	var sizes []string
+	for i, name := range breakdown.GapSizeNames {
+		if g.Sizes[i] > 0 {
+			sizes = append(sizes, fmt.Sprintf("%s %.1f", name, float64(g.Sizes[i])/n))
+		}
+	}
+	var host []string
+	for i, name := range breakdown.HostActivityNames {
+		if g.Host[i] > 0 {
+			host = append(host, fmt.Sprintf("%s %s", name, Percent(frac(int64(g.Host[i]), int64(g.Total)))))
+		}
+	}
+	if g.Count == 0 {
+		return "Idle: no gaps"
+	}
+	return fmt.Sprintf("Idle: %.1f gaps/step, %s/step (%s); host meanwhile: %s",
+		sm.GapsPerStep, Duration(int64(g.Total)/int64(n)), strings.Join(sizes, ", "), strings.Join(host, ", "))
+}
+
+// Sentences returns the canonical sentences of a summary, one per category holding at
+// least 1% of the step, largest first, e.g.
+// "allreduce: 16 calls/step x 135.2µs = 42.1% of a decode step".
+func Sentences(sm *breakdown.Summary) []string {
+	what := "a " + sm.Phase.String() + " step"
+	if sm.Phase == breakdown.Unknown {
+		what = "a step"
+	}
+	type item struct {
+		c breakdown.Category
+		s float64
+	}
+	var items []item
+	for _, c := range breakdown.Order {
+		if sm.Categories[c].Share >= 0.01 {
+			items = append(items, item{c, sm.Categories[c].Share})
+		}
+	}
+	for i := 1; i < len(items); i++ {
+		for j := i; j > 0 && items[j].s > items[j-1].s; j-- {
+			items[j], items[j-1] = items[j-1], items[j]
+		}
+	}
+	var out []string
+	for _, it := range items {
+		cs := sm.Categories[it.c]
+		if it.c == breakdown.Idle {
+			out = append(out, fmt.Sprintf("idle: %.1f gaps/step = %s of %s", sm.GapsPerStep, Percent(cs.Share), what))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s calls/step x %s = %s of %s", it.c, fmtCalls(cs.CallsMedian),
+			Duration(int64(cs.BusyPerCall)), Percent(cs.Share), what))
+	}
+	return out
+}
+
+func fmtCalls(f float64) string {
+	if f == float64(int64(f)) {
+		return fmt.Sprint(int64(f))
+	}
+	return fmt.Sprintf("%.1f", f)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// TerminalSafe replaces control characters (escape sequences included) in untrusted text,
+// such as kernel names and NVTX text, so that it cannot drive the terminal.
+func TerminalSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
