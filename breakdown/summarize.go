@@ -27,15 +27,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	rep := &Report{Path: t.Path, Meta: t.Meta}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
-	cats := make([]Category, len(t.Names))
-	rules := make([]string, len(t.Names))
-	for i, name := range t.Names {
-		c, r := cls.Classify(name)
-		cats[i] = c
-		if r != nil {
-			rules[i] = r.Name
-		}
-	}
+	cats, rules := classifyNames(t, cls)
 	h := newHostIndex(t)
 	over := nvtxOverrides(t, h, opt.NVTXCategories)
 	rep.Kernels = kernelStats(t, cats, rules, over)
@@ -192,23 +184,65 @@ func nvtxOverrides(t *nsys.Trace, h *hostIndex, rules []NVTXCategory) map[uint64
 	return over
 }
 
-// kernelStats totals kernels per distinct name over the whole trace.
+// KernelStats classifies the trace's kernels (each distinct name once, NVTX category rules
+// applied per launch) and totals them per name and category over the whole trace, by total
+// time, descending.
+func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
+	cls := opt.Classifier
+	if cls == nil {
+		cls = DefaultClassifier()
+	}
+	cats, rules := classifyNames(t, cls)
+	return kernelStats(t, cats, rules, nvtxOverrides(t, newHostIndex(t), opt.NVTXCategories))
+}
+
+// classifyNames classifies each distinct kernel name once.
+func classifyNames(t *nsys.Trace, cls *Classifier) ([]Category, []string) {
+	cats := make([]Category, len(t.Names))
+	rules := make([]string, len(t.Names))
+	for i, name := range t.Names {
+		c, r := cls.Classify(name)
+		cats[i] = c
+		if r != nil {
+			rules[i] = r.Name
+		}
+	}
+	return cats, rules
+}
+
+// kernelStats totals kernels per distinct name over the whole trace; a name whose launches
+// NVTX category rules moved gets a row per category.
 func kernelStats(t *nsys.Trace, cats []Category, rules []string, over map[uint64]Category) []KernelStat {
+	type key struct {
+		name nsys.NameID
+		cat  Category
+	}
 	type acc struct {
 		n     int
 		total time.Duration
 	}
-	per := make([]acc, len(t.Names))
+	per := map[key]*acc{}
 	for _, k := range t.Kernels {
-		per[k.Name].n++
-		per[k.Name].total += k.Duration()
-	}
-	out := make([]KernelStat, 0, len(t.Names))
-	for i, a := range per {
-		if a.n == 0 {
-			continue
+		kk := key{k.Name, cats[k.Name]}
+		if over != nil {
+			if c, ok := over[actKey(k.Proc, k.Correlation)]; ok {
+				kk.cat = c
+			}
 		}
-		ks := KernelStat{Name: t.Names[i], Category: cats[i], Rule: rules[i], Count: a.n, Total: a.total}
+		a := per[kk]
+		if a == nil {
+			a = &acc{}
+			per[kk] = a
+		}
+		a.n++
+		a.total += k.Duration()
+	}
+	out := make([]KernelStat, 0, len(per))
+	for kk, a := range per {
+		ks := KernelStat{Name: t.Names[kk.name], Category: kk.cat, Rule: rules[kk.name], Count: a.n, Total: a.total}
+		if kk.cat != cats[kk.name] {
+			ks.Rule = "nvtx-category"
+		}
 		if nk, ok := DecodeNCCL(ks.Name); ok {
 			ks.NCCL = &nk
 		}
@@ -218,7 +252,10 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over map[uint64
 		if c := cmp.Compare(b.Total, a.Total); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Name, b.Name)
+		if c := cmp.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Category, b.Category)
 	})
 	return out
 }

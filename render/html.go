@@ -19,3 +19,8 @@ func DefaultHTMLOptions() HTMLOptions { return HTMLOptions{} }
 func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 	return errors.New("HTML output is not built yet")
 }
+
+// DiffHTML writes a comparison as one self-contained HTML file.
+func DiffHTML(w io.Writer, c *breakdown.Comparison, opt HTMLOptions) error {
+	return errors.New("HTML diff output is not built yet")
+}

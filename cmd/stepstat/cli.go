@@ -45,7 +45,7 @@ func usagef(cmd, format string, args ...any) error {
 var commands []*command
 
 func init() {
-	commands = []*command{reportCmd, infoCmd}
+	commands = []*command{reportCmd, diffCmd, classifyCmd, infoCmd}
 }
 
 func lookup(name string) *command {

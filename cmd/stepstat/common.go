@@ -150,3 +150,19 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 	}
 	return nil
 }
+
+// parsePercent parses "1%", "0.5%" or "0.01" into a fraction.
+func parsePercent(s string) (float64, error) {
+	var f float64
+	var err error
+	if strings.HasSuffix(s, "%") {
+		_, err = fmt.Sscanf(strings.TrimSuffix(s, "%"), "%g", &f)
+		f /= 100
+	} else {
+		_, err = fmt.Sscanf(s, "%g", &f)
+	}
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("want a percentage such as 1%% (got %q)", s)
+	}
+	return f, nil
+}

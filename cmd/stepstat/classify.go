@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render"
+)
+
+var classifyCmd = &command{
+	name:  "classify",
+	args:  "[flags] TRACE",
+	short: "list every distinct kernel name with its category, rule, count and time share",
+	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
+		var af analysisFlags
+		format := fs.StringP("format", "f", "text", "output format: text or json")
+		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
+		fs.StringVar(&af.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
+		fs.StringArrayVar(&af.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
+		fs.BoolVar(&af.progress, "progress", false, "show reading progress on stderr even when it is not a terminal")
+		return func(ctx context.Context, args []string, o *stdio) error {
+			path, err := needOne("classify", args)
+			if err != nil {
+				return err
+			}
+			if *format != "text" && *format != "json" {
+				return usagef("classify", "unknown format %q (want text or json)", *format)
+			}
+			af.steps, af.phase, af.device = "auto", "decode", -1
+			opt, err := af.options("classify")
+			if err != nil {
+				return err
+			}
+			t, err := nsys.Open(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress)})
+			if err != nil {
+				return err
+			}
+			if len(t.Kernels) == 0 {
+				return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
+			}
+			ks := breakdown.KernelStats(t, opt)
+			return writeOutput(*output, o.out, func(w io.Writer) error {
+				if *format == "json" {
+					return render.ClassifyJSONWrite(w, path, ks)
+				}
+				return render.ClassifyText(w, path, ks)
+			})
+		}
+	},
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/render"
+)
+
+var diffCmd = &command{
+	name:  "diff",
+	args:  "[flags] [label=]BASE[,BASE2...] [label=]NEW[,NEW2...]",
+	short: "compare two traces (or sets of repeated runs) per category, with significance",
+	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
+		var af analysisFlags
+		format := fs.StringP("format", "f", "text", "output format: text, json or html")
+		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
+		html := fs.String("html", "", "also write the HTML comparison to this file")
+		alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
+		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
+		minChange := fs.String("min-change", "0%", "changes smaller than this are shown as ~ whatever the p-value (e.g. 1%)")
+		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file's median per step)")
+		af.register(fs)
+		return func(ctx context.Context, args []string, o *stdio) error {
+			if len(args) != 2 {
+				return usagef("diff", "need exactly two inputs (got %d)", len(args))
+			}
+			switch *format {
+			case "text", "json", "html":
+			default:
+				return usagef("diff", "unknown format %q (want text, json or html)", *format)
+			}
+			if *unit != "step" && *unit != "run" {
+				return usagef("diff", "--unit: want step or run (got %q)", *unit)
+			}
+			if *alpha <= 0 || *alpha >= 1 || *conf <= 0 || *conf >= 1 {
+				return usagef("diff", "--alpha and --confidence must be between 0 and 1")
+			}
+			mc, err := parsePercent(*minChange)
+			if err != nil {
+				return usagef("diff", "--min-change: %v", err)
+			}
+			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
+				return usagef("diff", "refusing to write HTML to a terminal; use -o diff.html")
+			}
+			opt, err := af.options("diff")
+			if err != nil {
+				return err
+			}
+			phase := opt.Phase
+			sides := make([]breakdown.Side, 2)
+			for i, arg := range args {
+				label, files := splitSide(arg, i)
+				sides[i].Label = label
+				for _, f := range files {
+					t, err := openTrace(ctx, f, o, af.progress)
+					if err != nil {
+						return err
+					}
+					rep, err := breakdown.Summarize(t, opt)
+					if err != nil {
+						return err
+					}
+					sides[i].Reports = append(sides[i].Reports, rep)
+				}
+			}
+			if opt.AllPhases {
+				phase = breakdown.Decode
+			}
+			c := breakdown.Compare(sides[0], sides[1], phase, breakdown.CompareOptions{Alpha: *alpha, Confidence: *conf,
+				MinChange: mc, PerRun: *unit == "run"})
+			write := func(w io.Writer) error {
+				switch *format {
+				case "json":
+					return render.DiffJSONWrite(w, c)
+				case "html":
+					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
+				}
+				return render.DiffText(w, c)
+			}
+			if err := writeOutput(*output, o.out, write); err != nil {
+				return err
+			}
+			if *html != "" {
+				return writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) })
+			}
+			return nil
+		}
+	},
+}
+
+// splitSide parses "[label=]file[,file...]". Without a label, a side is named after its
+// first file's base name (without extensions), or "base"/"new" when both would be equal.
+func splitSide(arg string, i int) (string, []string) {
+	label := ""
+	if j := strings.Index(arg, "="); j > 0 && !strings.ContainsAny(arg[:j], "/\\") {
+		label, arg = arg[:j], arg[j+1:]
+	}
+	var files []string
+	for _, f := range strings.Split(arg, ",") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if label == "" {
+		if len(files) > 0 {
+			label = strings.TrimSuffix(filepath.Base(files[0]), filepath.Ext(files[0]))
+		} else {
+			label = [...]string{"base", "new"}[i]
+		}
+	}
+	return label, files
+}

@@ -1,0 +1,92 @@
+package render
+
+import (
+	"encoding/json"
+	"io"
+	"slices"
+
+	"github.com/stepstat/stepstat/breakdown"
+)
+
+// ClassifySchema names the JSON layout of `stepstat classify --format json`.
+const ClassifySchema = "stepstat.classify.v1"
+
+// ClassifyJSON is the JSON layout of classify: every distinct kernel name with its category.
+type ClassifyJSON struct {
+	Schema     string               `json:"schema"`
+	Path       string               `json:"path"`
+	TotalNS    int64                `json:"total_ns"`
+	OtherShare float64              `json:"other_share"`
+	Kernels    []ClassifyKernelJSON `json:"kernels"`
+}
+
+// ClassifyKernelJSON is one kernel name (and category, when NVTX rules split it).
+type ClassifyKernelJSON struct {
+	Name     string  `json:"name"`
+	Category string  `json:"category"`
+	Rule     string  `json:"rule"`
+	Count    int     `json:"count"`
+	TotalNS  int64   `json:"total_ns"`
+	Share    float64 `json:"share"`
+}
+
+// classifyOrder puts unmatched names first, then by total time.
+func classifyOrder(ks []breakdown.KernelStat) ([]breakdown.KernelStat, int64, int64) {
+	out := slices.Clone(ks)
+	slices.SortStableFunc(out, func(a, b breakdown.KernelStat) int {
+		ao, bo := a.Category == breakdown.Other, b.Category == breakdown.Other
+		switch {
+		case ao && !bo:
+			return -1
+		case bo && !ao:
+			return 1
+		}
+		return 0
+	})
+	var total, other int64
+	for _, k := range ks {
+		total += int64(k.Total)
+		if k.Category == breakdown.Other {
+			other += int64(k.Total)
+		}
+	}
+	return out, total, other
+}
+
+// ClassifyText writes every distinct kernel name with its category, matching rule, count,
+// total time and share, unclassified names first, then a coverage line.
+func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
+	ew := &errWriter{w: w}
+	out, total, other := classifyOrder(ks)
+	ew.printf("%10s %7s %7s  %-12s %-22s %s\n", "total", "share", "count", "category", "rule", "name")
+	for _, k := range out {
+		rule := k.Rule
+		if rule == "" {
+			rule = "-"
+		}
+		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", Duration(int64(k.Total)), Percent(frac(int64(k.Total), total)), k.Count,
+			k.Category, TerminalSafe(rule), TerminalSafe(k.Name))
+	}
+	nOther := 0
+	for _, k := range ks {
+		if k.Category == breakdown.Other {
+			nOther++
+		}
+	}
+	ew.printf("\nCoverage: %s of kernel time (%d of %d names) is unclassified (other) in %s\n",
+		Percent(frac(other, total)), nOther, len(ks), TerminalSafe(path))
+	return ew.err
+}
+
+// ClassifyJSONWrite writes the classify result as JSON.
+func ClassifyJSONWrite(w io.Writer, path string, ks []breakdown.KernelStat) error {
+	out, total, other := classifyOrder(ks)
+	j := ClassifyJSON{Schema: ClassifySchema, Path: path, TotalNS: total, OtherShare: round6(frac(other, total)), Kernels: []ClassifyKernelJSON{}}
+	for _, k := range out {
+		j.Kernels = append(j.Kernels, ClassifyKernelJSON{Name: k.Name, Category: k.Category.String(), Rule: k.Rule,
+			Count: k.Count, TotalNS: int64(k.Total), Share: round6(frac(int64(k.Total), total))})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(j)
+}
