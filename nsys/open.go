@@ -278,8 +278,9 @@ func (r *reader) proc(global int64) ProcID {
 	return p
 }
 
-// loadStrings resolves StringIds ids. Missing ids resolve to a placeholder and a warning.
-func (r *reader) loadStrings(ids []int64) (map[int64]string, error) {
+// loadStrings resolves StringIds ids used by table. Missing ids resolve to a placeholder
+// and a warning naming the table.
+func (r *reader) loadStrings(table string, ids []int64) (map[int64]string, error) {
 	out := make(map[int64]string, len(ids))
 	const chunk = 500
 	for i := 0; i < len(ids); i += chunk {
@@ -321,7 +322,7 @@ func (r *reader) loadStrings(ids []int64) (map[int64]string, error) {
 		}
 	}
 	if missing > 0 {
-		r.warnf("%d string ids not found in StringIds", missing)
+		r.warnf("%d string ids used by %s not found in StringIds", missing, table)
 	}
 	return out, nil
 }

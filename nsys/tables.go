@@ -132,7 +132,7 @@ func (r *reader) readKernels() error {
 		return err
 	}
 	drop.warn(r, "kernel", len(r.t.Kernels))
-	strs, err := r.loadStrings(order)
+	strs, err := r.loadStrings(kernelTable, order)
 	if err != nil {
 		return err
 	}
@@ -415,7 +415,7 @@ func (r *reader) readNVTX() error {
 			domainIDs = append(domainIDs, d.textID)
 		}
 	}
-	strs, err := r.loadStrings(append(slices.Clone(idOrder), domainIDs...))
+	strs, err := r.loadStrings(nvtxTable, append(slices.Clone(idOrder), domainIDs...))
 	if err != nil {
 		return err
 	}
@@ -431,13 +431,28 @@ func (r *reader) readNVTX() error {
 		}
 		r.t.Domains[d.id] = name
 	}
-	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int { return cmp.Compare(a.Start, b.Start) })
+	// Ranges that start together nest by length: the longer (or never closed) one first.
+	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(rangeEnd(b), rangeEnd(a))
+	})
 	r.t.Ranges = nestRanges(r.t.Ranges)
 	return nil
 }
 
+// rangeEnd returns r.End, or the largest Time for a range that was never closed.
+func rangeEnd(r Range) Time {
+	if r.Open() {
+		return 1<<63 - 1
+	}
+	return r.End
+}
+
 // nestRanges sets Depth of push/pop ranges (Depth 0 on input) from their nesting on each
-// thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start.
+// thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start,
+// then longest first.
 func nestRanges(rs []Range) []Range {
 	stacks := map[int64][]Time{}
 	for i := range rs {
@@ -445,16 +460,12 @@ func nestRanges(rs []Range) []Range {
 			rs[i].Depth = 0
 			continue
 		}
-		st := stacks[rs[i].Thread]
-		for len(st) > 0 && st[len(st)-1] <= rs[i].Start {
-			st = st[:len(st)-1]
-		}
+		// Drop every range that has ended, not only those on top: a never-closed range
+		// must not keep the ended ranges above it on the stack.
+		start := rs[i].Start
+		st := slices.DeleteFunc(stacks[rs[i].Thread], func(end Time) bool { return end <= start })
 		rs[i].Depth = int16(min(len(st), 1<<14))
-		end := rs[i].End
-		if rs[i].Open() {
-			end = 1<<63 - 1
-		}
-		stacks[rs[i].Thread] = append(st, end)
+		stacks[rs[i].Thread] = append(st, rangeEnd(rs[i]))
 	}
 	return rs
 }
