@@ -11,7 +11,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
@@ -112,10 +114,14 @@ func dsn(path string) (string, error) {
 type reader struct {
 	ctx    context.Context
 	db     *sql.DB
+	batch  *batchDB // nil when unavailable
+	uri    string   // SQLite URI of the file, for more connections
+	warns  []error  // this lane's warnings
+	cache  procCache
 	t      *Trace
 	opt    Options
 	cols   map[string]map[string]bool // table -> column set
-	procs  map[int64]ProcID
+	procs  *procTable
 	counts map[string]int64
 }
 
@@ -136,10 +142,18 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	}
 	defer db.Close()
 	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}}, opt: opt,
-		cols: map[string]map[string]bool{}, procs: map[int64]ProcID{}}
+		cols: map[string]map[string]bool{}, procs: &procTable{ids: map[int64]ProcID{}}}
+	// Large tables are scanned through a second, C-level connection many rows per call;
+	// database/sql remains the fallback.
+	r.uri = strings.TrimSuffix(d, "&_query_only=1")
+	if b, err := openBatch(r.uri); err == nil {
+		r.batch = b
+		defer b.Close()
+	}
 	if err := r.read(); err != nil {
 		return nil, &Error{path, sqliteHint(err)}
 	}
+	r.t.Warnings = append(r.t.Warnings, r.warns...)
 	return r.t, nil
 }
 
@@ -162,16 +176,56 @@ func (r *reader) read() error {
 	if !r.has("StringIds") {
 		return errors.New(`not an Nsight Systems export (no StringIds table; export with "nsys export --type sqlite")`)
 	}
-	steps := []func() error{r.readMeta, r.readKernels, r.readMemops, r.readGraphs, r.readAPI, r.readNVTX, r.readDevices}
-	for _, f := range steps {
-		if err := r.ctx.Err(); err != nil {
-			return err
-		}
-		if err := f(); err != nil {
-			return err
-		}
+	if err := r.readMeta(); err != nil {
+		return err
 	}
-	return nil
+	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
+	// Two lanes on the two cores a CI machine has: kernels on one, everything else on the
+	// other. Each lane has its own connection and its own warnings, merged in a fixed order.
+	lanes := [][]func(*reader) error{
+		{(*reader).readKernels},
+		{(*reader).readMemops, (*reader).readGraphs, (*reader).readAPI, (*reader).readNVTX},
+	}
+	lr := make([]*reader, len(lanes))
+	errs := make([]error, len(lanes))
+	var wg sync.WaitGroup
+	for i, lane := range lanes {
+		l := *r
+		l.warns = nil
+		l.cache = procCache{}
+		if i > 0 && r.batch != nil {
+			b, err := openBatch(r.uri)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			l.batch = b
+		}
+		lr[i] = &l
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, f := range lane {
+				if err := l.ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				if err := f(&l); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range lanes {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		r.t.Warnings = append(r.t.Warnings, lr[i].warns...)
+	}
+	r.renumberProcs()
+	return r.readDevices()
 }
 
 func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
@@ -179,7 +233,7 @@ func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
 func (r *reader) hasCol(table, col string) bool { return r.cols[table][col] }
 
 func (r *reader) warnf(format string, args ...any) {
-	r.t.Warnings = append(r.t.Warnings, fmt.Errorf(format, args...))
+	r.warns = append(r.warns, fmt.Errorf(format, args...))
 }
 
 func (r *reader) readTables() error {
@@ -266,16 +320,77 @@ func (r *reader) readMeta() error {
 	return nil
 }
 
+// procTable numbers processes (globalPid) as the lanes meet them; renumberProcs makes the
+// numbering independent of that order.
+type procTable struct {
+	mu  sync.Mutex
+	ids map[int64]ProcID
+	pid []int64
+}
+
+// procCache remembers a lane's last process: consecutive rows nearly always share it.
+type procCache struct {
+	global int64
+	id     ProcID
+	ok     bool
+}
+
 // proc returns the ProcID of a globalPid (or globalTid: the thread bits are cleared).
 func (r *reader) proc(global int64) ProcID {
 	global &^= 0xFFFFFF
-	if p, ok := r.procs[global]; ok {
-		return p
+	if r.cache.ok && r.cache.global == global {
+		return r.cache.id
 	}
-	p := ProcID(len(r.t.Procs))
-	r.procs[global] = p
-	r.t.Procs = append(r.t.Procs, global)
+	pt := r.procs
+	pt.mu.Lock()
+	p, ok := pt.ids[global]
+	if !ok {
+		p = ProcID(len(pt.pid))
+		pt.ids[global] = p
+		pt.pid = append(pt.pid, global)
+	}
+	pt.mu.Unlock()
+	r.cache = procCache{global, p, true}
 	return p
+}
+
+// renumberProcs orders Trace.Procs by globalPid and rewrites every ProcID to match.
+func (r *reader) renumberProcs() {
+	pids := slices.Clone(r.procs.pid)
+	slices.Sort(pids)
+	r.t.Procs = pids
+	remap := make([]ProcID, len(pids))
+	sorted := true
+	for old, g := range r.procs.pid {
+		n, _ := slices.BinarySearch(pids, g)
+		remap[old] = ProcID(n)
+		sorted = sorted && old == n
+	}
+	if sorted {
+		return
+	}
+	for i := range r.t.Kernels {
+		r.t.Kernels[i].Proc = remap[r.t.Kernels[i].Proc]
+	}
+	for i := range r.t.Memops {
+		r.t.Memops[i].Proc = remap[r.t.Memops[i].Proc]
+	}
+	for i := range r.t.Graphs {
+		r.t.Graphs[i].Proc = remap[r.t.Graphs[i].Proc]
+	}
+	for i := range r.t.APICalls {
+		r.t.APICalls[i].Proc = remap[r.t.APICalls[i].Proc]
+	}
+	for i := range r.t.Ranges {
+		r.t.Ranges[i].Proc = remap[r.t.Ranges[i].Proc]
+	}
+	// Orders that broke ties by Proc may change: restore them.
+	if !slices.IsSortedFunc(r.t.Kernels, kernelLess) {
+		slices.SortFunc(r.t.Kernels, kernelLess)
+	}
+	if !slices.IsSortedFunc(r.t.Memops, memopLess) {
+		slices.SortFunc(r.t.Memops, memopLess)
+	}
 }
 
 // loadStrings resolves StringIds ids used by table. Missing ids resolve to a placeholder

@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"cmp"
+	"database/sql"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,6 +12,33 @@ import (
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
 // with each row's values. It is the one place rows cross from SQLite into Go.
 func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
+	total := r.rowCount(table)
+	var n int64
+	progress := func() {
+		if r.opt.Progress != nil {
+			r.opt.Progress(table, n, total)
+		}
+	}
+	if r.batch != nil {
+		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
+			for i := 0; i < k; i++ {
+				fn(rows[i*ncol : (i+1)*ncol : (i+1)*ncol])
+			}
+			n += int64(k)
+			if n&0xFFFFF < batchRows {
+				if err := r.ctx.Err(); err != nil {
+					return err
+				}
+				progress()
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", table, err)
+		}
+		progress()
+		return nil
+	}
 	rows, err := r.db.QueryContext(r.ctx, query)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", table, err)
@@ -21,25 +49,31 @@ func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
 	for i := range v {
 		dest[i] = &v[i]
 	}
-	total := r.rowCount(table)
-	var n int64
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("reading %s: %w", table, err)
 		}
 		fn(v)
 		n++
-		if r.opt.Progress != nil && n&0xFFFF == 0 {
-			r.opt.Progress(table, n, total)
+		if n&0xFFFF == 0 {
+			progress()
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading %s: %w", table, err)
 	}
-	if r.opt.Progress != nil {
-		r.opt.Progress(table, n, total)
-	}
+	progress()
 	return nil
+}
+
+// maxRowid returns an upper bound of a table's row count (its largest rowid), cheap to ask,
+// used to size slices once instead of growing them.
+func (r *reader) maxRowid(table string) int {
+	var n sql.NullInt64
+	if err := r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM "`+table+`"`).Scan(&n); err != nil || !n.Valid {
+		return 0
+	}
+	return int(min(n.Int64, 1<<31))
 }
 
 // colOr returns col when table has it, else the SQL literal def.
@@ -115,6 +149,7 @@ func (r *reader) readKernels() error {
 	ids := map[int64]NameID{}
 	var order []int64
 	var drop dropCounter
+	r.t.Kernels = make([]Kernel, 0, r.maxRowid(kernelTable))
 	err := r.scan(kernelTable, q, 7, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return
@@ -144,6 +179,8 @@ func (r *reader) readKernels() error {
 	return nil
 }
 
+// kernelLess orders kernels by start, then device, stream, end, correlation and name: a
+// total order, so the unstable sort gives the same result every time.
 func kernelLess(a, b Kernel) int {
 	if c := cmp.Compare(a.Start, b.Start); c != 0 {
 		return c
@@ -151,12 +188,24 @@ func kernelLess(a, b Kernel) int {
 	if c := cmp.Compare(a.Device, b.Device); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.Stream, b.Stream)
+	if c := cmp.Compare(a.Stream, b.Stream); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Proc, b.Proc); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
 }
 
 func sortKernels(ks []Kernel) {
 	if !slices.IsSortedFunc(ks, kernelLess) {
-		slices.SortStableFunc(ks, kernelLess)
+		slices.SortFunc(ks, kernelLess)
 	}
 }
 
@@ -176,6 +225,7 @@ func (r *reader) readMemops() error {
 			r.colOr(tb, "bytes", "0") + `, ` + kind + `, ` + r.colOr(tb, "globalPid", "0") + ` FROM ` + tb
 		var drop dropCounter
 		before := len(r.t.Memops)
+		r.t.Memops = slices.Grow(r.t.Memops, r.maxRowid(tb))
 		err := r.scan(tb, q, 8, func(v []int64) {
 			if !drop.keep(v[0], v[1]) {
 				return
@@ -188,7 +238,9 @@ func (r *reader) readMemops() error {
 		}
 		drop.warn(r, strings.ToLower(strings.TrimPrefix(tb, "CUPTI_ACTIVITY_KIND_")), len(r.t.Memops)-before)
 	}
-	slices.SortStableFunc(r.t.Memops, func(a, b Memop) int { return cmp.Compare(a.Start, b.Start) })
+	if !slices.IsSortedFunc(r.t.Memops, memopLess) {
+		slices.SortFunc(r.t.Memops, memopLess)
+	}
 	return nil
 }
 
@@ -313,7 +365,9 @@ func (r *reader) readAPI() error {
 		return err
 	}
 	drop.warn(r, "CUDA API", len(r.t.APICalls))
-	slices.SortStableFunc(r.t.APICalls, func(a, b APICall) int { return cmp.Compare(a.Start, b.Start) })
+	if !slices.IsSortedFunc(r.t.APICalls, apiLess) {
+		slices.SortFunc(r.t.APICalls, apiLess)
+	}
 	return nil
 }
 
@@ -528,4 +582,43 @@ func (r *reader) readDevices() error {
 	}
 	slices.SortFunc(r.t.Devices, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
 	return nil
+}
+
+// memopLess and apiLess are total orders (start first), so unstable sorts are deterministic.
+func memopLess(a, b Memop) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Device, b.Device); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Stream, b.Stream); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Proc, b.Proc); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Kind, b.Kind)
+}
+
+func apiLess(a, b APICall) int {
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Thread, b.Thread); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.End, b.End); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Name, b.Name)
 }

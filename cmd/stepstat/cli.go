@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -123,6 +124,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "stepstat %s: %v\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, err, c.name, c.args, c.name)
 		return 2
+	}
+	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
+		if f, err := os.Create(prof); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+			defer f.Close()
+		}
 	}
 	err := runFn(ctx, fs.Args(), &stdio{in: stdin, out: stdout, errOut: stderr})
 	if err == nil {
