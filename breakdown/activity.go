@@ -37,6 +37,8 @@ type timeline struct {
 	cats []Category // category per kernel NameID
 	// over maps kernel launch keys to NVTX-assigned categories; nil when unused.
 	over map[uint64]Category
+	// procSet caches procs().
+	procSet []bool
 }
 
 // each calls fn for every activity of the device in start order; fn returns false to stop.
@@ -94,4 +96,30 @@ func (tl *timeline) each(fn func(a *activity) bool) {
 			return
 		}
 	}
+}
+
+// procs returns, by ProcID, whether the process runs work on the device.
+func (tl *timeline) procs() []bool {
+	if tl.procSet == nil {
+		// Size for every ProcID in use, even in traces built without Trace.Procs.
+		n := len(tl.t.Procs)
+		for _, c := range tl.t.APICalls {
+			n = max(n, int(c.Proc)+1)
+		}
+		tl.procSet = make([]bool, max(n, 1))
+		tl.each(func(a *activity) bool {
+			if int(a.proc) >= len(tl.procSet) {
+				tl.procSet = append(tl.procSet, make([]bool, int(a.proc)+1-len(tl.procSet))...)
+			}
+			tl.procSet[a.proc] = true
+			return true
+		})
+	}
+	return tl.procSet
+}
+
+// hasProc reports whether process p runs work on the device.
+func (tl *timeline) hasProc(p nsys.ProcID) bool {
+	ps := tl.procs()
+	return int(p) < len(ps) && ps[p]
 }

@@ -1,8 +1,10 @@
 package breakdown
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,6 +77,17 @@ func phaseFromText(s string) Phase {
 	return Unknown
 }
 
+// textPhase returns the phase a step range's text gives: by the first dialect that matches
+// it, else by its words.
+func textPhase(text string) Phase {
+	for _, d := range dialects {
+		if m := d.re.FindStringSubmatch(text); m != nil {
+			return d.phase(m)
+		}
+	}
+	return phaseFromText(text)
+}
+
 // hostIndex gives fast access to the API calls of the trace.
 type hostIndex struct {
 	t        *nsys.Trace
@@ -91,6 +104,20 @@ func isLaunchLike(k nsys.APIKind) bool {
 
 func newHostIndex(t *nsys.Trace) *hostIndex {
 	h := &hostIndex{t: t, byThread: map[int64][]int32{}, byProc: map[nsys.ProcID][]int32{}, graphs: map[uint64]bool{}}
+	// Count first so that each index list is allocated once.
+	nThread, nProc := map[int64]int{}, map[nsys.ProcID]int{}
+	for _, c := range t.APICalls {
+		if isLaunchLike(c.Kind) {
+			nThread[c.Thread]++
+			nProc[c.Proc]++
+		}
+	}
+	for k, n := range nThread {
+		h.byThread[k] = make([]int32, 0, n)
+	}
+	for k, n := range nProc {
+		h.byProc[k] = make([]int32, 0, n)
+	}
 	for i, c := range t.APICalls {
 		if isLaunchLike(c.Kind) {
 			h.byThread[c.Thread] = append(h.byThread[c.Thread], int32(i))
@@ -154,12 +181,18 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 				end = 1<<63 - 1
 			}
 			lastEnd[r.Thread] = end
-			out = append(out, matchedRange{r: r, phase: phase(m), text: text})
+			var p Phase
+			if phase != nil {
+				p = phase(m)
+			} else {
+				p = textPhase(text) // a user regex: the whole text, not only the match
+			}
+			out = append(out, matchedRange{r: r, phase: p, text: text})
 		}
 		return out
 	}
 	if re != nil {
-		return try(re, func(m []string) Phase { return phaseFromText(m[0]) }), "nvtx /" + re.String() + "/"
+		return try(re, nil), "nvtx /" + re.String() + "/"
 	}
 	for _, d := range dialects {
 		if ms := try(d.re, d.phase); len(ms) > 0 {
@@ -176,21 +209,32 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 	if len(ranges) == 0 {
 		return nil
 	}
-	owner := map[uint64]int32{}
+	// Launch keys owned by each range, sorted by key for lookup: a map of one entry per
+	// launch would cost several times the memory.
+	owners := make([]keyOwner, 0, len(t.APICalls)) // an upper bound; untouched capacity costs no memory
 	for i, mr := range ranges {
 		end := mr.r.End
 		if mr.r.Open() {
 			end = 1<<63 - 1
 		}
 		h.launchesIn(mr.r.Thread, mr.r.Start, end, func(c *nsys.APICall) {
-			owner[actKey(c.Proc, c.Correlation)] = int32(i)
+			owners = append(owners, keyOwner{actKey(c.Proc, c.Correlation), int32(i)})
 		})
+	}
+	slices.SortFunc(owners, func(a, b keyOwner) int { return cmp.Compare(a.key, b.key) })
+	owner := func(k uint64) (int32, bool) {
+		i, ok := slices.BinarySearchFunc(owners, k, func(o keyOwner, k uint64) int { return cmp.Compare(o.key, k) })
+		if !ok {
+			return 0, false
+		}
+		return owners[i].owner, true
 	}
 	out := map[nsys.DeviceID]*detection{}
 	for _, dev := range devs {
 		first := map[int32]nsys.Time{}
-		tls[dev].each(func(a *activity) bool {
-			if i, ok := owner[a.key()]; ok {
+		tl := tls[dev]
+		tl.each(func(a *activity) bool {
+			if i, ok := owner(a.key()); ok {
 				if _, seen := first[i]; !seen {
 					first[i] = a.start
 				}
@@ -208,6 +252,12 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		out[dev] = d
 	}
 	return out
+}
+
+// keyOwner says which step range launched the work with this key.
+type keyOwner struct {
+	key   uint64
+	owner int32
 }
 
 // sortBounds sorts boundaries by start and drops duplicates (keeping the first).
@@ -252,12 +302,10 @@ func graphDetect(h *hostIndex, tl *timeline) *detection {
 // syncDetect starts a step at the first GPU activity after each host synchronisation
 // point: a device-to-host copy on the device, or a synchronize call of the launching process.
 func syncDetect(t *nsys.Trace, h *hostIndex, tl *timeline) *detection {
-	procs := map[nsys.ProcID]bool{}
-	tl.each(func(a *activity) bool { procs[a.proc] = true; return true })
 	after := map[uint64]bool{}
 	nsync := 0
 	for _, c := range t.APICalls {
-		if c.Kind != nsys.APISync || !procs[c.Proc] {
+		if c.Kind != nsys.APISync || !tl.hasProc(c.Proc) {
 			continue
 		}
 		if k, ok := h.nextLaunch(c.Proc, c.End); ok {

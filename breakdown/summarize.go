@@ -386,19 +386,21 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 			if i == len(steps)-1 && a.end > st.End {
 				st.End = a.end
 			}
-			// Busy time, clipped to each step window the activity overlaps.
-			for j := i; j < len(steps); j++ {
-				s, e := max(a.start, steps[j].Start), a.end
-				if j+1 < len(steps) {
-					e = min(e, steps[j].End)
-				} else if e > steps[j].End {
-					steps[j].End = e
-				}
-				if e <= s {
-					break
-				}
-				steps[j].Busy[a.cat] += e.Sub(s)
+		}
+		// Busy time, clipped to each step window the activity overlaps; also for an
+		// activity that starts before the first step and runs into it, whose time in the
+		// steps is accounted as exclusive time too.
+		for j := i; j < len(steps); j++ {
+			s, e := max(a.start, steps[j].Start), a.end
+			if j+1 < len(steps) {
+				e = min(e, steps[j].End)
+			} else if e > steps[j].End {
+				steps[j].End = e
 			}
+			if e <= s {
+				break
+			}
+			steps[j].Busy[a.cat] += e.Sub(s)
 		}
 		active[a.cat]++
 		heap.Push(&running, runningAct{a.end, a.cat})
@@ -439,21 +441,15 @@ func (h *hostIndex) firstOfGraph(k uint64) bool {
 
 // hostGaps attributes idle time to what the host threads of the device's processes were doing.
 type hostGaps struct {
-	calls  []nsys.APICall // of the device's processes, by start
+	calls  []nsys.APICall // every call of the trace, by start
+	tl     *timeline      // the device: only its processes' calls count
+	pts    []nsys.Time    // scratch
 	next   int
 	active []int
 }
 
 func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
-	procs := map[nsys.ProcID]bool{}
-	tl.each(func(a *activity) bool { procs[a.proc] = true; return true })
-	g := &hostGaps{}
-	for _, c := range t.APICalls {
-		if procs[c.Proc] {
-			g.calls = append(g.calls, c)
-		}
-	}
-	return g
+	return &hostGaps{calls: t.APICalls, tl: tl}
 }
 
 func hostKind(k nsys.APIKind) HostActivity {
@@ -473,7 +469,9 @@ func hostKind(k nsys.APIKind) HostActivity {
 // Gaps must come in increasing time order.
 func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Duration) {
 	for g.next < len(g.calls) && g.calls[g.next].Start < g1 {
-		g.active = append(g.active, g.next)
+		if g.tl.hasProc(g.calls[g.next].Proc) {
+			g.active = append(g.active, g.next)
+		}
 		g.next++
 	}
 	keep := g.active[:0]
@@ -487,7 +485,8 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 		out[HostNone] += g1.Sub(g0)
 		return
 	}
-	pts := []nsys.Time{g0, g1}
+	pts := append(g.pts[:0], g0, g1)
+	defer func() { g.pts = pts[:0] }()
 	for _, i := range g.active {
 		c := &g.calls[i]
 		if c.Start > g0 && c.Start < g1 {

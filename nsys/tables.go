@@ -146,7 +146,10 @@ func (r *reader) readKernels() error {
 	}
 	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(kernelTable, "correlationId", "0") + `, ` +
 		nameCol + `, ` + r.colOr(kernelTable, "globalPid", "0") + ` FROM ` + kernelTable
-	ids := map[int64]NameID{}
+	// String ids are small, dense integers: a slice indexed by id (0 = not seen yet) is
+	// several times faster than a map for the per-row lookup; a map takes the rare big ids.
+	var dense []NameID
+	sparse := map[int64]NameID{}
 	var order []int64
 	var drop dropCounter
 	r.t.Kernels = make([]Kernel, 0, r.maxRowid(kernelTable))
@@ -154,11 +157,24 @@ func (r *reader) readKernels() error {
 		if !drop.keep(v[0], v[1]) {
 			return
 		}
-		id, ok := ids[v[5]]
-		if !ok {
-			id = NameID(len(order))
-			ids[v[5]] = id
-			order = append(order, v[5])
+		var id NameID
+		if sid := v[5]; sid >= 0 && sid < 1<<22 {
+			if sid >= int64(len(dense)) {
+				dense = append(dense, make([]NameID, int(sid)+1-len(dense)+len(dense)/2)...)
+			}
+			if id = dense[sid]; id == 0 {
+				order = append(order, sid)
+				id = NameID(len(order))
+				dense[sid] = id
+			}
+			id--
+		} else {
+			var ok bool
+			if id, ok = sparse[sid]; !ok {
+				id = NameID(len(order))
+				sparse[sid] = id
+				order = append(order, sid)
+			}
 		}
 		r.t.Kernels = append(r.t.Kernels, Kernel{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
 			Stream: StreamID(v[3]), Correlation: uint32(v[4]), Name: id, Proc: r.proc(v[6])})
@@ -353,6 +369,7 @@ func (r *reader) readAPI() error {
 		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
 		` WHERE nameId IN (` + strings.Join(idList, ",") + `)`
 	var drop dropCounter
+	r.t.APICalls = make([]APICall, 0, r.maxRowid(runtimeTable)) // untouched capacity costs no memory
 	err = r.scan(runtimeTable, q, 5, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return

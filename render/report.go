@@ -177,10 +177,10 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 
-// JSON writes the report as JSON contract v1.
+// JSON writes the report as JSON contract v1, compact (reports of long traces are large;
+// pipe through jq for reading).
 func JSON(w io.Writer, r *breakdown.Report) error {
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(true)
 	return enc.Encode(NewReportJSON(r))
 }
