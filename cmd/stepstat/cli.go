@@ -127,10 +127,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
 		if f, err := os.Create(prof); err == nil {
+			defer f.Close()
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
-			defer f.Close()
 		}
 	}
 	err := runFn(ctx, fs.Args(), &stdio{in: stdin, out: stdout, errOut: stderr})
