@@ -3,8 +3,11 @@ export CGO_ENABLED := 1
 TAGS := sqlite_omit_load_extension
 GO ?= go
 DEMO ?= testdata/traces/dense-eager.sqlite.gz
+N ?= 20000000
+BIG ?= testdata/big/big.sqlite
+BIGSRC ?= testdata/traces/moe-eager-nvtx.sqlite.gz
 
-.PHONY: build test vet demo bench golden fuzz bigtrace clean
+.PHONY: build test vet demo bench bigtrace golden fuzz clean
 
 build:
 	$(GO) build -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
@@ -18,6 +21,31 @@ golden:
 vet:
 	$(GO) vet -tags '$(TAGS)' ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+
+# The main job on the small real capture shipped in testdata: text report on stdout,
+# the HTML report in out/demo.html.
+demo: build
+	@mkdir -p out
+	gunzip -c $(DEMO) > out/demo.sqlite
+	bin/stepstat report --html out/demo.html out/demo.sqlite
+	@echo "HTML report: out/demo.html"
+
+# A large trace for benchmarks: a real capture repeated in time (N kernels).
+bigtrace:
+	$(GO) run -tags '$(TAGS)' ./internal/bigtrace -src $(BIGSRC) -n $(N) -o $(BIG)
+
+# Wall time and peak memory of report (JSON, HTML) and diff on the large trace, against
+# sqlite3 scanning the same kernel columns, in one run; then the Go benchmarks.
+bench: build
+	@test -f $(BIG) || $(MAKE) bigtrace
+	bash internal/bench/bench.sh $(BIG)
+	STEPSTAT_BENCH_TRACE=$(BIG) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
+
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./breakdown
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzDecodeNCCL -fuzztime $(FUZZTIME) ./breakdown
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./nsys
 
 clean:
 	rm -rf bin out

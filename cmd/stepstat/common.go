@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,16 +27,18 @@ type analysisFlags struct {
 	rules    string
 	nvtxCats []string
 	progress bool
+	cache    bool
 }
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
-	fs.IntVar(&f.device, "device", -1, "analyse only this CUDA device (default: every device)")
+	fs.IntVar(&f.device, "device", -1, "analyse only this CUDA device; -1 means every device")
 	fs.StringVar(&f.steps, "steps", "auto", "step detection: auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole")
 	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill or all")
 	fs.IntVar(&f.skip, "skip", 0, "drop the first N steps of each device (warm-up)")
 	fs.StringVar(&f.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 	fs.StringArrayVar(&f.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
 	fs.BoolVar(&f.progress, "progress", false, "show reading progress on stderr even when it is not a terminal")
+	registerCache(fs, &f.cache)
 }
 
 // options turns the flags into breakdown options. Errors are usage errors of cmd.
@@ -100,9 +104,10 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	return opt, nil
 }
 
-// openTrace reads a trace for analysis: it must have GPU activity.
-func openTrace(ctx context.Context, path string, o *stdio, showProgress bool) (*nsys.Trace, error) {
-	t, err := nsys.Open(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)})
+// openTrace reads a trace for analysis (an export, or a report exported first, see
+// openInput): it must have GPU activity.
+func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool) (*nsys.Trace, error) {
+	t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -112,41 +117,48 @@ func openTrace(ctx context.Context, path string, o *stdio, showProgress bool) (*
 	return t, nil
 }
 
-// writeOutput writes through fn to path ("" or "-" is stdout). A file is written under a
-// temporary name in the same folder and renamed when complete, so a failure leaves no
-// half-written report.
+// writeOutput writes through fn to path ("" or "-" is stdout). Nothing is written
+// half-way: a file is written under a temporary name in the same folder (".NAME.tmp*"),
+// flushed, and renamed over path only when fn and every write succeeded, so a failure
+// leaves no partial report and an earlier file at path intact, and the temporary file is
+// removed; stdout gets the output only once fn has succeeded.
 func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) error {
 	if path == "" || path == "-" {
-		bw := bufio.NewWriter(stdout)
-		if err := fn(bw); err != nil {
+		var buf bytes.Buffer
+		if err := fn(&buf); err != nil {
 			return err
 		}
-		return bw.Flush()
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("writing %s: %w", path, unwrapPath(err)) }
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fail(errors.New("is a directory"))
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
-	defer os.Remove(tmp.Name())
+	defer os.Remove(tmp.Name()) // a no-op once renamed
 	bw := bufio.NewWriter(tmp)
 	if err := fn(bw); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
 	if err := bw.Flush(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
+		return fail(err)
 	}
 	return nil
 }
