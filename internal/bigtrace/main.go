@@ -90,7 +90,7 @@ func run(src, out string, want int64) error {
 		}
 		for _, t := range tables {
 			var l, h sql.NullInt64
-			db.QueryRow(`SELECT min(start), max(COALESCE(end, start)) FROM ` + t).Scan(&l, &h)
+			db.QueryRow(`SELECT min(start), max(COALESCE(end, start)) FROM `+t).Scan(&l, &h)
 			if l.Valid && l.Int64 < lo {
 				lo = l.Int64
 			}
