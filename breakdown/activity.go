@@ -35,8 +35,8 @@ type timeline struct {
 	t    *nsys.Trace
 	dev  nsys.DeviceID
 	cats []Category // category per kernel NameID
-	// over maps kernel launch keys to NVTX-assigned categories; nil when unused.
-	over map[uint64]Category
+	// over assigns NVTX-mapped categories to kernels; nil when unused.
+	over *overrides
 	// procSet caches procs().
 	procSet []bool
 }
@@ -76,7 +76,7 @@ func (tl *timeline) each(fn func(a *activity) bool) {
 			a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: kk.Proc,
 				src: srcKernel, cat: tl.cats[kk.Name], name: kk.Name}
 			if tl.over != nil {
-				if c, ok := tl.over[a.key()]; ok {
+				if c, ok := tl.over.category(a.proc, a.corr); ok {
 					a.cat = c
 				}
 			}

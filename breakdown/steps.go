@@ -1,10 +1,8 @@
 package breakdown
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,10 +88,8 @@ func textPhase(text string) Phase {
 
 // hostIndex gives fast access to the API calls of the trace.
 type hostIndex struct {
-	t        *nsys.Trace
-	byThread map[int64][]int32 // launch-like calls (launch, graph launch, memcpy, memset) per thread
-	byProc   map[nsys.ProcID][]int32
-	graphs   map[uint64]bool // keys of graph launches
+	t      *nsys.Trace
+	graphs map[uint64]bool // keys of graph launches
 	// graphSeen holds graph launch keys already counted as a launch (see firstOfGraph).
 	graphSeen map[uint64]bool
 }
@@ -103,55 +99,13 @@ func isLaunchLike(k nsys.APIKind) bool {
 }
 
 func newHostIndex(t *nsys.Trace) *hostIndex {
-	h := &hostIndex{t: t, byThread: map[int64][]int32{}, byProc: map[nsys.ProcID][]int32{}, graphs: map[uint64]bool{}}
-	// Count first so that each index list is allocated once.
-	nThread, nProc := map[int64]int{}, map[nsys.ProcID]int{}
+	h := &hostIndex{t: t, graphs: map[uint64]bool{}}
 	for _, c := range t.APICalls {
-		if isLaunchLike(c.Kind) {
-			nThread[c.Thread]++
-			nProc[c.Proc]++
-		}
-	}
-	for k, n := range nThread {
-		h.byThread[k] = make([]int32, 0, n)
-	}
-	for k, n := range nProc {
-		h.byProc[k] = make([]int32, 0, n)
-	}
-	for i, c := range t.APICalls {
-		if isLaunchLike(c.Kind) {
-			h.byThread[c.Thread] = append(h.byThread[c.Thread], int32(i))
-			h.byProc[c.Proc] = append(h.byProc[c.Proc], int32(i))
-		}
 		if c.Kind == nsys.APIGraphLaunch {
 			h.graphs[actKey(c.Proc, c.Correlation)] = true
 		}
 	}
 	return h
-}
-
-// launchesIn calls fn with each launch-like call made by thread within [s, e].
-func (h *hostIndex) launchesIn(thread int64, s, e nsys.Time, fn func(c *nsys.APICall)) {
-	idx := h.byThread[thread]
-	i := sort.Search(len(idx), func(i int) bool { return h.t.APICalls[idx[i]].Start >= s })
-	for ; i < len(idx); i++ {
-		c := &h.t.APICalls[idx[i]]
-		if c.Start > e {
-			return
-		}
-		fn(c)
-	}
-}
-
-// nextLaunch returns the key of proc's first launch-like call starting at or after t.
-func (h *hostIndex) nextLaunch(proc nsys.ProcID, t nsys.Time) (uint64, bool) {
-	idx := h.byProc[proc]
-	i := sort.Search(len(idx), func(i int) bool { return h.t.APICalls[idx[i]].Start >= t })
-	if i == len(idx) {
-		return 0, false
-	}
-	c := &h.t.APICalls[idx[i]]
-	return actKey(c.Proc, c.Correlation), true
 }
 
 // matchedRange is an NVTX range chosen as a step.
@@ -209,32 +163,22 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 	if len(ranges) == 0 {
 		return nil
 	}
-	// Launch keys owned by each range, sorted by key for lookup: a map of one entry per
-	// launch would cost several times the memory.
-	owners := make([]keyOwner, 0, len(t.APICalls)) // an upper bound; untouched capacity costs no memory
+	ors := make([]ownerRange, len(ranges))
 	for i, mr := range ranges {
 		end := mr.r.End
 		if mr.r.Open() {
 			end = 1<<63 - 1
 		}
-		h.launchesIn(mr.r.Thread, mr.r.Start, end, func(c *nsys.APICall) {
-			owners = append(owners, keyOwner{actKey(c.Proc, c.Correlation), int32(i)})
-		})
+		ors[i] = ownerRange{mr.r.Thread, mr.r.Start, end}
 	}
-	slices.SortFunc(owners, func(a, b keyOwner) int { return cmp.Compare(a.key, b.key) })
-	owner := func(k uint64) (int32, bool) {
-		i, ok := slices.BinarySearchFunc(owners, k, func(o keyOwner, k uint64) int { return cmp.Compare(o.key, k) })
-		if !ok {
-			return 0, false
-		}
-		return owners[i].owner, true
-	}
+	lo := newLaunchOwners(t, ors, func(*nsys.APICall) bool { return true })
+	owner := func(a *activity) (int32, bool) { return lo.owner(a.proc, a.corr) }
 	out := map[nsys.DeviceID]*detection{}
 	for _, dev := range devs {
 		first := map[int32]nsys.Time{}
 		tl := tls[dev]
 		tl.each(func(a *activity) bool {
-			if i, ok := owner(a.key()); ok {
+			if i, ok := owner(a); ok {
 				if _, seen := first[i]; !seen {
 					first[i] = a.start
 				}
@@ -252,12 +196,6 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		out[dev] = d
 	}
 	return out
-}
-
-// keyOwner says which step range launched the work with this key.
-type keyOwner struct {
-	key   uint64
-	owner int32
 }
 
 // sortBounds sorts boundaries by start and drops duplicates (keeping the first).
@@ -302,35 +240,46 @@ func graphDetect(h *hostIndex, tl *timeline) *detection {
 // syncDetect starts a step at the first GPU activity after each host synchronisation
 // point: a device-to-host copy on the device, or a synchronize call of the launching process.
 func syncDetect(t *nsys.Trace, h *hostIndex, tl *timeline) *detection {
+	// One pass over the calls, in start order: after a synchronize call of a process ends,
+	// that process's next launch-like call starts a step.
 	after := map[uint64]bool{}
+	pending := map[nsys.ProcID]nsys.Time{}
 	nsync := 0
-	for _, c := range t.APICalls {
-		if c.Kind != nsys.APISync || !tl.hasProc(c.Proc) {
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		if !tl.hasProc(c.Proc) {
 			continue
 		}
-		if k, ok := h.nextLaunch(c.Proc, c.End); ok {
-			after[k] = true
+		if c.Kind == nsys.APISync {
+			if e, ok := pending[c.Proc]; !ok || c.End > e {
+				pending[c.Proc] = c.End
+			}
+			continue
+		}
+		if e, ok := pending[c.Proc]; ok && isLaunchLike(c.Kind) && c.Start >= e {
+			after[actKey(c.Proc, c.Correlation)] = true
+			delete(pending, c.Proc)
 			nsync++
 		}
 	}
 	var b []boundary
 	var kernels []int // per candidate step
 	var d2hEnd nsys.Time
-	pending := false
+	d2h := false
 	nd2h := 0
 	first := true
 	tl.each(func(a *activity) bool {
-		if first || after[a.key()] || (pending && a.start >= d2hEnd) {
+		if first || after[a.key()] || (d2h && a.start >= d2hEnd) {
 			b = append(b, boundary{start: a.start})
 			kernels = append(kernels, 0)
-			pending = false
+			d2h = false
 		}
 		first = false
 		if a.src == srcKernel || a.src == srcGraph {
 			kernels[len(kernels)-1]++
 		}
 		if a.src == srcMemop && a.memKind == nsys.MemcpyDtoH {
-			pending, d2hEnd = true, a.end
+			d2h, d2hEnd = true, a.end
 			nd2h++
 		}
 		return true

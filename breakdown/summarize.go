@@ -29,7 +29,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 
 	cats, rules := classifyNames(t, cls)
 	h := newHostIndex(t)
-	over := nvtxOverrides(t, h, opt.NVTXCategories)
+	over := nvtxOverrides(t, opt.NVTXCategories)
 	rep.Kernels = kernelStats(t, cats, rules, over)
 
 	devs := make([]nsys.DeviceID, 0, len(t.Devices))
@@ -152,20 +152,37 @@ func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
 // ErrBadSteps is wrapped by step-option errors (a usage mistake).
 var ErrBadSteps = errors.New("bad --steps")
 
-// nvtxOverrides maps the launch keys of kernels launched inside matching NVTX ranges to
-// the ranges' categories. The first matching rule wins; nil when there are no rules.
-func nvtxOverrides(t *nsys.Trace, h *hostIndex, rules []NVTXCategory) map[uint64]Category {
+// overrides assigns categories to kernels launched inside NVTX ranges (--nvtx-category).
+type overrides struct {
+	rules []*launchOwners // one per rule, in rule order: the first match wins
+	cats  []Category
+}
+
+// category returns the category the first matching rule gives the launch (proc, corr).
+func (o *overrides) category(proc nsys.ProcID, corr uint32) (Category, bool) {
+	if o == nil {
+		return 0, false
+	}
+	for i, lo := range o.rules {
+		if _, ok := lo.owner(proc, corr); ok {
+			return o.cats[i], true
+		}
+	}
+	return 0, false
+}
+
+// nvtxOverrides builds the --nvtx-category rules; nil when there are none.
+func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 	if len(rules) == 0 {
 		return nil
 	}
-	over := map[uint64]Category{}
-	// Apply later rules first so that earlier ones overwrite them.
-	for i := len(rules) - 1; i >= 0; i-- {
-		rl := rules[i]
+	o := &overrides{}
+	for _, rl := range rules {
 		matches := make([]bool, len(t.RangeTexts))
 		for j, s := range t.RangeTexts {
 			matches[j] = rl.Match.MatchString(s)
 		}
+		var rs []ownerRange
 		for _, r := range t.Ranges {
 			if !matches[r.Text] {
 				continue
@@ -174,14 +191,14 @@ func nvtxOverrides(t *nsys.Trace, h *hostIndex, rules []NVTXCategory) map[uint64
 			if r.Open() {
 				end = 1<<63 - 1
 			}
-			h.launchesIn(r.Thread, r.Start, end, func(c *nsys.APICall) {
-				if c.Kind == nsys.APILaunch || c.Kind == nsys.APIGraphLaunch {
-					over[actKey(c.Proc, c.Correlation)] = rl.Category
-				}
-			})
+			rs = append(rs, ownerRange{r.Thread, r.Start, end})
 		}
+		o.rules = append(o.rules, newLaunchOwners(t, rs, func(c *nsys.APICall) bool {
+			return c.Kind == nsys.APILaunch || c.Kind == nsys.APIGraphLaunch
+		}))
+		o.cats = append(o.cats, rl.Category)
 	}
-	return over
+	return o
 }
 
 // KernelStats classifies the trace's kernels (each distinct name once, NVTX category rules
@@ -193,7 +210,7 @@ func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
 		cls = DefaultClassifier()
 	}
 	cats, rules := classifyNames(t, cls)
-	return kernelStats(t, cats, rules, nvtxOverrides(t, newHostIndex(t), opt.NVTXCategories))
+	return kernelStats(t, cats, rules, nvtxOverrides(t, opt.NVTXCategories))
 }
 
 // classifyNames classifies each distinct kernel name once.
@@ -212,7 +229,7 @@ func classifyNames(t *nsys.Trace, cls *Classifier) ([]Category, []string) {
 
 // kernelStats totals kernels per distinct name over the whole trace; a name whose launches
 // NVTX category rules moved gets a row per category.
-func kernelStats(t *nsys.Trace, cats []Category, rules []string, over map[uint64]Category) []KernelStat {
+func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides) []KernelStat {
 	type key struct {
 		name nsys.NameID
 		cat  Category
@@ -224,10 +241,8 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over map[uint64
 	per := map[key]*acc{}
 	for _, k := range t.Kernels {
 		kk := key{k.Name, cats[k.Name]}
-		if over != nil {
-			if c, ok := over[actKey(k.Proc, k.Correlation)]; ok {
-				kk.cat = c
-			}
+		if c, ok := over.category(k.Proc, k.Correlation); ok {
+			kk.cat = c
 		}
 		a := per[kk]
 		if a == nil {

@@ -1,0 +1,140 @@
+package breakdown
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// launchOwners answers "which NVTX range launched the work with this key?" in memory
+// proportional to the number of ranges, not of launches.
+//
+// CUPTI gives a process's API calls increasing correlation ids, so the launches a range's
+// thread made inside the range span an interval [lo, hi] of correlation ids. The interval
+// identifies them exactly unless another thread of the process launched work with an id
+// inside it (or another range's interval overlaps); those ranges keep explicit keys instead.
+type launchOwners struct {
+	spans []corrSpan // exact intervals, by (proc, lo)
+	keys  []keyOwner // explicit keys of the other ranges, by key
+}
+
+type corrSpan struct {
+	proc   nsys.ProcID
+	lo, hi uint32
+	owner  int32
+}
+
+// keyOwner says which range launched the work with this key.
+type keyOwner struct {
+	key   uint64
+	owner int32
+}
+
+// ownerRange is a range whose launches are to be owned: calls of Thread within [Start, End].
+type ownerRange struct {
+	thread     int64
+	start, end nsys.Time
+}
+
+// callsIn calls fn with the index of each launch-like call that starts within [s, e].
+func callsIn(calls []nsys.APICall, s, e nsys.Time, fn func(i int)) {
+	i := sort.Search(len(calls), func(i int) bool { return calls[i].Start >= s })
+	for ; i < len(calls) && calls[i].Start <= e; i++ {
+		if isLaunchLike(calls[i].Kind) {
+			fn(i)
+		}
+	}
+}
+
+// newLaunchOwners builds the owner table of ranges; ok(c) filters the calls that count.
+func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(c *nsys.APICall) bool) *launchOwners {
+	lo := &launchOwners{}
+	calls := t.APICalls
+	var inexact []int
+	for i, r := range ranges {
+		sp := corrSpan{owner: int32(i)}
+		n := 0
+		callsIn(calls, r.start, r.end, func(j int) {
+			c := &calls[j]
+			if c.Thread != r.thread || !ok(c) {
+				return
+			}
+			if n == 0 || c.Correlation < sp.lo {
+				sp.lo = c.Correlation
+			}
+			if n == 0 || c.Correlation > sp.hi {
+				sp.hi = c.Correlation
+			}
+			sp.proc = c.Proc
+			n++
+		})
+		if n == 0 {
+			continue
+		}
+		exact := true
+		callsIn(calls, r.start, r.end, func(j int) {
+			c := &calls[j]
+			if c.Proc == sp.proc && (c.Thread != r.thread || !ok(c)) && c.Correlation >= sp.lo && c.Correlation <= sp.hi {
+				exact = false
+			}
+		})
+		if exact {
+			lo.spans = append(lo.spans, sp)
+		} else {
+			inexact = append(inexact, i)
+		}
+	}
+	slices.SortFunc(lo.spans, func(a, b corrSpan) int {
+		if c := cmp.Compare(a.proc, b.proc); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	// Overlapping intervals (ranges on two threads of one process) are not exact either.
+	keep := lo.spans[:0]
+	for k := 0; k < len(lo.spans); k++ {
+		s := lo.spans[k]
+		overlap := (k > 0 && lo.spans[k-1].proc == s.proc && lo.spans[k-1].hi >= s.lo) ||
+			(k+1 < len(lo.spans) && lo.spans[k+1].proc == s.proc && lo.spans[k+1].lo <= s.hi)
+		if overlap {
+			inexact = append(inexact, int(s.owner))
+			continue
+		}
+		keep = append(keep, s)
+	}
+	lo.spans = keep
+	for _, i := range inexact {
+		r := ranges[i]
+		callsIn(calls, r.start, r.end, func(j int) {
+			c := &calls[j]
+			if c.Thread == r.thread && ok(c) {
+				lo.keys = append(lo.keys, keyOwner{actKey(c.Proc, c.Correlation), int32(i)})
+			}
+		})
+	}
+	slices.SortFunc(lo.keys, func(a, b keyOwner) int { return cmp.Compare(a.key, b.key) })
+	return lo
+}
+
+// owner returns the range that launched the work of (proc, corr).
+func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
+	if len(lo.keys) > 0 {
+		k := actKey(proc, corr)
+		if i, ok := slices.BinarySearchFunc(lo.keys, k, func(o keyOwner, k uint64) int { return cmp.Compare(o.key, k) }); ok {
+			return lo.keys[i].owner, true
+		}
+	}
+	// The last span with (proc, lo) <= (proc, corr).
+	i := sort.Search(len(lo.spans), func(i int) bool {
+		s := lo.spans[i]
+		return s.proc > proc || (s.proc == proc && s.lo > corr)
+	}) - 1
+	if i >= 0 && lo.spans[i].proc == proc && corr <= lo.spans[i].hi {
+		return lo.spans[i].owner, true
+	}
+	return 0, false
+}
+
+func (lo *launchOwners) empty() bool { return len(lo.spans) == 0 && len(lo.keys) == 0 }
