@@ -23,19 +23,19 @@ var (
 	ncclAlgos  = []string{"NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "RING", "TREE", "NVLS", "COLLNET", "PAT"}
 	ncclRedOps = []string{"Sum", "Prod", "MinMax", "Min", "Max", "PreMulSum", "SumPostDiv", "Avg"}
 
-	// ncclDTypeRE recognises element types: NCCL 2.19+ spells them i8, u32, f16, bf16,
-	// f8e4m3; older releases use C type names (int8_t, half, float, __nv_bfloat16).
+	// ncclDTypeRE recognises element types: recent releases spell them i8, u32, f16, bf16,
+	// f8e4m3; older ones use C type names (int8_t, half, float, __nv_bfloat16).
 	ncclDTypeRE = regexp.MustCompile(`^(?:[iuf](?:8|16|32|64)|bf16|f8e4m3|f8e5m2|u?int(?:8|16|32|64)_t|half|float|double|(?:__nv_)?bfloat16|__nv_fp8_e4m3|__nv_fp8_e5m2)$`)
 
-	// ncclLegacyRE matches the names of NCCL releases before 2.8 or so, such as
+	// ncclLegacyRE matches the names of early NCCL 2.x releases, such as
 	// ncclAllReduceRingLLKernel_sum_f16.
 	ncclLegacyRE = regexp.MustCompile(`^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Reduce|SendRecv)(Ring|Tree|CollNet)(LL128|LL)?Kernel_([A-Za-z]+)_(\w+)$`)
 )
 
 // DecodeNCCL reads the operation, reduction operator, algorithm, protocol and element type
 // from the name of an NCCL kernel, plain or demangled (a leading "void " and the argument
-// list are ignored). It understands the names of NCCL 2.19 and later
-// (ncclDevKernel_AllReduce_Sum_bf16_RING_LL, ncclDevKernel_AllGather_RING_LL,
+// list are ignored). It understands the names of recent NCCL releases (about 2.19 on:
+// ncclDevKernel_AllReduce_Sum_bf16_RING_LL, ncclDevKernel_AllGather_RING_LL,
 // ncclDevKernel_SendRecv, ncclDevKernel_Generic), those of earlier 2.x releases
 // (ncclKernel_AllReduce_RING_LL_Sum_half) and the oldest ones
 // (ncclAllReduceRingLLKernel_sum_f16). Older names carry a reduction operator and type even
@@ -89,13 +89,25 @@ func DecodeNCCL(name string) (NCCLKernel, bool) {
 			dtype = append(dtype, t)
 		}
 	}
-	if d := strings.Join(dtype, "_"); ncclDTypeRE.MatchString(d) {
-		k.DType = d
-	}
+	k.DType = ncclDType(dtype)
 	if legacy && !ncclReduces(k.Op) {
 		k.RedOp, k.DType = "", ""
 	}
 	return k, true
+}
+
+// ncclDType returns the element type among the unrecognised parts of a kernel name: all of
+// them joined by '_' (int8_t, __nv_bfloat16) or else the first that is a type by itself.
+func ncclDType(parts []string) string {
+	if d := strings.Join(parts, "_"); ncclDTypeRE.MatchString(d) {
+		return d
+	}
+	for _, p := range parts {
+		if ncclDTypeRE.MatchString(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 // decodeNCCLLegacy decodes the oldest NCCL kernel names (ncclAllReduceRingLLKernel_sum_f16).

@@ -38,7 +38,8 @@ func headRE(alt string) string {
 //     then any other kernel that names MoE or experts (expert compute);
 //  4. sampling, before attention and before the generic reduction kernels;
 //  5. Inductor's generated pointwise/reduction kernels, and the elementwise kernels whose
-//     names mention attention words (KV-cache writes, rotary embedding);
+//     names mention attention words (KV-cache writes, rotary embedding, step metadata such
+//     as slot mappings and KV indices), matched in the name's head only;
 //  6. attention;
 //  7. GEMM (including GEMV, split-K reduce, quantised GEMMs and convolutions);
 //  8. elementwise: norms, activations, quantisation, copies, fills, reductions, indexing;
@@ -92,12 +93,14 @@ var builtinRuleTable = []struct {
 	{"top-k-top-p", Sampling, `(?i)top_?k_?top_?p|top_?p_?(?:renorm|mask)|top_?k_?(?:renorm|mask)|topk_?stage\d|air_?top_?p|penalt(?:y|ies)`},
 	{"argmax", Sampling, `Arg(?:Max|Min)Ops|(?i:arg_?max)`},
 	{"softmax-vocab", Sampling, `cunn_SoftMaxForward`},
-	{"sort-topk", Sampling, `(?i)radix_?sort|bitonic_?sort|sort_?kv_?in_?place|segmented_?sort|sbtopk|mbtopk|gather_?top_?k`},
+	{"sort-topk", Sampling, `(?i)radix_?sort|bitonic_?sort|sort_?kv_?in_?place|segmented_?sort|sort_postprocess|sbtopk|mbtopk|gather_?top_?k`},
+	{"decoding", Sampling, `(?i)(?:stop|bad)_?words|length_?criterion|beam_?search`},
 
 	// 5. Generated elementwise kernels, and elementwise kernels named after attention details.
 	{"inductor-pointwise", Elementwise, `^(?:void )?triton_(?:poi|red|per|for)_`},
 	{"kv-cache-write", Elementwise, headRE(`(?i)(?:reshape|concat|quant)_and_cache|and_cache_kernel|update_?kv_?cache|k_?cache_?scatter|append_?paged_?kv_?cache|kv_?cache_?(?:write|store|update|scatter|copy)|store_?kv_?cache|set_kv_buffer|write_req_to_token`)},
 	{"rotary", Elementwise, headRE(`[Rr]otary|(?:^|[^A-Za-z])m?rope|Rope|RoPE|ROPE`)},
+	{"step-metadata", Elementwise, headRE(`(?i)advance_step|slot_mapping|kv_indices|block_tables?_|req_to_token|prepare_inputs`)},
 
 	// 6. Attention.
 	{"flash-attention", Attention, `(?i)flash_?(?:fwd|bwd|attn|mla|decod)|flash::`},
@@ -106,7 +109,7 @@ var builtinRuleTable = []struct {
 	{"attention", Attention, `(?i)attention|attn`},
 	{"paged-attention", Attention, `(?:Batch|Single)(?:Decode|Prefill)|BatchMLA|MergeStates|PODWithKVCache|(?i:merge_(?:attn_)?states|paged_?attention|paged_?mqa|mqa_?logits|reduce_segments|topk_?per_?row)`},
 	{"mla", Attention, `(?:^|[^A-Za-z])mla|MLA`},
-	{"triton-decode-attention", Attention, `^(?:void )?_fwd_(?:grouped_)?kernel(?:_stage\d)?\b`},
+	{"triton-decode-attention", Attention, `^(?:void )?_fwd_(?:grouped_)?kernel(?:_stage\d|_unified)?\b`},
 	{"linear-attention", Attention, `(?i)gated_?delta|delta_?rule|fused_gdn|causal_conv1d|selective_(?:scan|state)|chunk_(?:scan|state|cumsum|fwd)|state_passing|mamba|recompute_w_u|chunk_scaled_dot_kkt|solve_tril|chunk_local_cumsum`},
 
 	// 7. GEMM.
@@ -124,8 +127,8 @@ var builtinRuleTable = []struct {
 	{"activation", Elementwise, `(?i)silu|gelu|relu|swiglu|geglu|act_and_mul|activation|sigmoid|tanh|softplus|softmax`},
 	{"quantize", Elementwise, `(?i)quant|cvt_`},
 	{"copy-fill", Elementwise, `(?i)copy|cast|fill|memset|memcpy|transpose|permut|reformat|cat_?array|concat|arange|where|masked|clamp|embedding|dropout|im2col|col2im|flip`},
-	{"reduce", Elementwise, `(?i)reduc|pooling|cumsum|scan|loss`},
-	{"index", Elementwise, `(?i)index|gather|scatter`},
+	{"reduce", Elementwise, `(?i)reduc|pooling|cumsum|scan|moments|loss`},
+	{"index", Elementwise, `(?i)index|indices|gather|scatter|nonzero|device_?select|unique`},
 	{"torch-elementwise", Elementwise, `(?i)elementwise|vectorized|unrolled|multi_tensor_apply|foreach|pointwise|distribution`},
 	{"nvfuser", Elementwise, `nvfuser_`},
 	{"cupy", Elementwise, `^cupy_`},
