@@ -1,0 +1,294 @@
+package breakdown_test
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render"
+)
+
+// gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.
+func gunzipCapture(t *testing.T, gz, dir string) string {
+	t.Helper()
+	in, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	zr, err := gzip.NewReader(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(gz), ".gz"))
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCaptures checks the per-step breakdown of the real H200 captures in testdata/traces
+// against the structure they have by construction (testdata/traces/README.md): on device
+// 0, one prefill step and 12 decode steps, found by NVTX in the -nvtx files, by graph
+// launches in the other graph files and by the D2H read-back in the eager file without
+// NVTX; 62 (dense) or 322 (MoE) kernels per decode step, launched one by one in eager mode
+// and as one graph launch in graph mode; 57 / 321 kernels in the prefill; exclusive times
+// that sum to every step's wall time; and no unclassified kernel above 1% of kernel time.
+func TestCaptures(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "traces", "*.sqlite.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 6 {
+		t.Fatalf("found %d captures in testdata/traces, want at least 6", len(files))
+	}
+	dir := t.TempDir()
+	for _, gz := range files {
+		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
+		t.Run(name, func(t *testing.T) {
+			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, dir), nsys.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := breakdown.Summarize(tr, breakdown.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			moe := strings.HasPrefix(name, "moe-")
+			graph := strings.Contains(name, "-graph")
+			wantMethod := breakdown.MethodSync
+			switch {
+			case strings.HasSuffix(name, "-nvtx"):
+				wantMethod = breakdown.MethodNVTX
+			case graph:
+				wantMethod = breakdown.MethodGraph
+			}
+			decodeKernels, prefillKernels := 62, 57
+			if moe {
+				decodeKernels, prefillKernels = 322, 321
+			}
+			decodeLaunches := decodeKernels
+			if graph {
+				decodeLaunches = 1
+			}
+
+			if len(rep.Devices) != 1 || rep.Devices[0].Device != 0 {
+				t.Fatalf("%d devices, want device 0 only", len(rep.Devices))
+			}
+			d := &rep.Devices[0]
+			if d.Method != wantMethod {
+				t.Errorf("step method %v (%s), want %v", d.Method, d.MethodDetail, wantMethod)
+			}
+			if d.GPU != "NVIDIA H200" {
+				t.Errorf("GPU %q", d.GPU)
+			}
+			if len(d.Steps) != 13 {
+				t.Fatalf("%d steps, want 13", len(d.Steps))
+			}
+			for i := range d.Steps {
+				s := &d.Steps[i]
+				want := breakdown.Decode
+				if i == 0 {
+					want = breakdown.Prefill
+				}
+				if s.Phase != want {
+					t.Errorf("step %d: phase %v, want %v", i, s.Phase, want)
+				}
+				var sum time.Duration
+				for _, v := range s.Exclusive {
+					sum += v
+				}
+				if sum != s.Wall() {
+					t.Errorf("step %d: categories sum to %v, wall %v", i, sum, s.Wall())
+				}
+				for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+					if s.Busy[c] < s.Exclusive[c] {
+						t.Errorf("step %d: %v busy %v < exclusive %v", i, c, s.Busy[c], s.Exclusive[c])
+					}
+				}
+				if s.Gaps.Total != s.Exclusive[breakdown.Idle] {
+					t.Errorf("step %d: gaps %v != idle %v", i, s.Gaps.Total, s.Exclusive[breakdown.Idle])
+				}
+				if i == 0 {
+					if s.TotalKernels() != prefillKernels {
+						t.Errorf("prefill: %d kernels, want %d", s.TotalKernels(), prefillKernels)
+					}
+					continue
+				}
+				if s.TotalKernels() != decodeKernels {
+					t.Errorf("decode step %d: %d kernels, want %d", i, s.TotalKernels(), decodeKernels)
+				}
+				if s.Launches != decodeLaunches {
+					t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
+				}
+				// The token-buffer D2D copy and the D2H read-back.
+				if s.Kernels[breakdown.Memory] != 2 {
+					t.Errorf("decode step %d: %d memory operations, want 2", i, s.Kernels[breakdown.Memory])
+				}
+				if s.Kernels[breakdown.Attention] != 4 || s.Kernels[breakdown.Sampling] < 1 {
+					t.Errorf("decode step %d: %d attention and %d sampling kernels, want 4 and at least 1", i,
+						s.Kernels[breakdown.Attention], s.Kernels[breakdown.Sampling])
+				}
+			}
+			if sm := d.Summary; sm.Phase != breakdown.Decode || sm.Steps != 12 ||
+				sm.KernelsPerStep != float64(decodeKernels) || sm.LaunchesPerStp != float64(decodeLaunches) {
+				t.Errorf("summary: %v, %d steps, %v kernels/step, %v launches/step", sm.Phase, sm.Steps, sm.KernelsPerStep, sm.LaunchesPerStp)
+			}
+
+			var total, kernels time.Duration
+			var count int
+			for _, k := range rep.Kernels {
+				total += k.Total
+				count += k.Count
+			}
+			for _, k := range rep.Kernels {
+				if k.Category == breakdown.Other && float64(k.Total) > 0.01*float64(total) {
+					t.Errorf("unclassified kernel above 1%% of kernel time: %s (%v of %v)", k.Name, k.Total, total)
+				}
+			}
+			for _, k := range tr.Kernels {
+				kernels += k.Duration()
+			}
+			if kernels != total || count != len(tr.Kernels) {
+				t.Errorf("kernel stats total %v over %d kernels; the trace has %v over %d", total, count, kernels, len(tr.Kernels))
+			}
+			for _, w := range rep.Warnings {
+				t.Errorf("warning: %v", w)
+			}
+		})
+	}
+}
+
+// publicTraceDir holds the public nsys exports of ../shared/traces/public (not in git).
+var publicTraceDir = filepath.Join("..", "..", "shared", "traces", "public")
+
+// TestPublicPeriodic checks the CS336 2.7B forward benchmark captured without NVTX, sync
+// or memcpys: 18,320 kernels that are 10 identical passes of 1,832 kernels.
+func TestPublicPeriodic(t *testing.T) {
+	path := filepath.Join(publicTraceDir, "cs336a2-zx3xyy__result_2_7B_clean.sqlite")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("public trace not available: %v", err)
+	}
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Devices) != 1 {
+		t.Fatalf("%d devices, want 1", len(rep.Devices))
+	}
+	d := &rep.Devices[0]
+	if d.Method != breakdown.MethodPeriodic || d.MethodDetail != "kernel sequence repeats every 1832 kernels" {
+		t.Errorf("method %v (%s), want periodic every 1832 kernels", d.Method, d.MethodDetail)
+	}
+	if len(d.Steps) != 10 {
+		t.Fatalf("%d steps, want 10", len(d.Steps))
+	}
+	for i := range d.Steps {
+		s := &d.Steps[i]
+		if s.TotalKernels() != 1832 || s.Launches != 1832 {
+			t.Errorf("step %d: %d kernels, %d launches; want 1832", i, s.TotalKernels(), s.Launches)
+		}
+		var sum time.Duration
+		for _, v := range s.Exclusive {
+			sum += v
+		}
+		if sum != s.Wall() {
+			t.Errorf("step %d: categories sum to %v, wall %v", i, sum, s.Wall())
+		}
+	}
+}
+
+// TestPublicTracesReport runs the whole report (open, summarise, every renderer) over every
+// public trace: each gives a report whose steps add up, or, for the exports without GPU
+// activity, an error wrapping nsys.ErrNoGPUActivity. Nothing panics.
+func TestPublicTracesReport(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(publicTraceDir, "*.sqlite"))
+	if len(files) == 0 {
+		t.Skip("public traces not available")
+	}
+	if len(files) != 27 {
+		t.Errorf("%d public traces, want 27", len(files))
+	}
+	var noGPU []string
+	for _, path := range files {
+		name := filepath.Base(path)
+		t.Run(strings.TrimSuffix(name, ".sqlite"), func(t *testing.T) {
+			tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+			if err == nil {
+				var rep *breakdown.Report
+				rep, err = breakdown.Summarize(tr, breakdown.Options{})
+				if err == nil {
+					checkPublicReport(t, rep)
+					return
+				}
+			}
+			if !errors.Is(err, nsys.ErrNoGPUActivity) {
+				t.Fatalf("error %v, want a report or an error wrapping nsys.ErrNoGPUActivity", err)
+			}
+			if !strings.HasPrefix(err.Error(), path+": ") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			noGPU = append(noGPU, name)
+		})
+	}
+	if len(files) == 27 && len(noGPU) != 5 {
+		t.Errorf("%d traces without GPU activity, want 5: %v", len(noGPU), noGPU)
+	}
+}
+
+// checkPublicReport checks the accounting of every step and renders the report in every format.
+func checkPublicReport(t *testing.T, rep *breakdown.Report) {
+	t.Helper()
+	if len(rep.Devices) == 0 {
+		t.Fatal("no devices")
+	}
+	for _, d := range rep.Devices {
+		if len(d.Steps) == 0 {
+			t.Errorf("device %d: no steps", d.Device)
+		}
+		for i := range d.Steps {
+			s := &d.Steps[i]
+			var sum time.Duration
+			for _, v := range s.Exclusive {
+				sum += v
+			}
+			if sum != s.Wall() || s.Gaps.Total != s.Exclusive[breakdown.Idle] {
+				t.Errorf("device %d step %d: categories sum to %v, wall %v; gaps %v, idle %v", d.Device, s.Index,
+					sum, s.Wall(), s.Gaps.Total, s.Exclusive[breakdown.Idle])
+			}
+			for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+				if s.Busy[c] < s.Exclusive[c] {
+					t.Errorf("device %d step %d: %v busy %v < exclusive %v", d.Device, s.Index, c, s.Busy[c], s.Exclusive[c])
+				}
+			}
+		}
+	}
+	for _, f := range []func(io.Writer) error{
+		func(w io.Writer) error { return render.Text(w, rep, render.TextOptions{Top: 10}) },
+		func(w io.Writer) error { return render.JSON(w, rep) },
+		func(w io.Writer) error { return render.CSV(w, rep) },
+	} {
+		if err := f(io.Discard); err != nil {
+			t.Error(err)
+		}
+	}
+}
