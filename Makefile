@@ -45,6 +45,7 @@ FUZZTIME ?= 1m
 fuzz:
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./breakdown
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzDecodeNCCL -fuzztime $(FUZZTIME) ./breakdown
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzStepRanges -fuzztime $(FUZZTIME) ./breakdown
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./nsys
 
 clean:

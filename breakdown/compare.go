@@ -90,6 +90,9 @@ type Comparison struct {
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
 	Options    CompareOptions
 	Warnings   []error
+	// BaseSteps and NewSteps hold, per run, the wall time of each step of the compared
+	// phase, in order (devices of a run one after another).
+	BaseSteps, NewSteps [][]time.Duration
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
@@ -107,6 +110,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 	bs, bsteps := summarizeSide(base, phase)
 	ns, nsteps := summarizeSide(new, phase)
 	c.Base, c.New = bs, ns
+	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
 	row := func(name string, value func(s *Step) float64) Row {
@@ -126,6 +130,17 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Warnings = sideWarnings(bs, ns)
 	return c
+}
+
+// stepWalls returns the wall time of each step, per run.
+func stepWalls(runs [][]*Step) [][]time.Duration {
+	out := make([][]time.Duration, len(runs))
+	for i, run := range runs {
+		for _, s := range run {
+			out[i] = append(out[i], s.Wall())
+		}
+	}
+	return out
 }
 
 func values(steps []*Step, value func(s *Step) float64) []float64 {

@@ -179,6 +179,9 @@ type DeviceReport struct {
 	Skipped      int
 	Summary      Summary // over the phase chosen by Options.Phase
 	Warnings     []error
+	// SOL compares Summary.Median with the speed-of-light floor; nil without one
+	// (Options.SOLStep, Options.SOLBytes).
+	SOL *SOL
 }
 
 // KernelStat is one distinct kernel name over the whole trace (all devices).
@@ -198,6 +201,9 @@ type Report struct {
 	Devices  []DeviceReport
 	Kernels  []KernelStat // by total time, descending; ties by name
 	Warnings []error
+	// Ranks compares the devices: collectives matched across ranks, wait and transfer
+	// time, stragglers and step-time spread. Nil with fewer than two devices.
+	Ranks *RankReport
 }
 
 // NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.
@@ -222,4 +228,20 @@ type Options struct {
 	AllPhases bool
 	// NVTXCategories override the classifier for kernels launched inside matching ranges.
 	NVTXCategories []NVTXCategory
+	// SOLStep is the expected minimum step time (the speed-of-light floor); 0 for none.
+	SOLStep time.Duration
+	// SOLBytes are the bytes every step must move through memory (weights, KV cache); the
+	// floor is SOLBytes / Bandwidth. Exclusive with SOLStep; 0 for none.
+	SOLBytes int64
+	// Bandwidth is the memory bandwidth in bytes per second for SOLBytes; 0 takes the
+	// device's datasheet bandwidth (DatasheetBandwidth), and a GPU not in that table is an
+	// error wrapping ErrNoBandwidth.
+	Bandwidth float64
+	// Batch is the number of sequences a decode step advances by one token each, for the
+	// total tokens/s of the speed-of-light view; 0 when unknown.
+	Batch int
+	// UsageError, when not nil, wraps errors that come from these options rather than from
+	// the trace (such as ErrNoBandwidth), so that a command line can report them as usage
+	// mistakes.
+	UsageError func(error) error
 }

@@ -2,7 +2,6 @@ package breakdown
 
 import (
 	"cmp"
-	"container/heap"
 	"errors"
 	"fmt"
 	"regexp"
@@ -23,6 +22,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	cls := opt.Classifier
 	if cls == nil {
 		cls = DefaultClassifier()
+	}
+	if err := checkSOL(opt); err != nil {
+		return nil, optionError(opt, err)
 	}
 	rep := &Report{Path: t.Path, Meta: t.Meta}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
@@ -114,6 +116,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		if err != nil {
 			dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 		}
+		if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
+			return nil, optionError(opt, err)
+		}
 		rep.Devices = append(rep.Devices, dr)
 	}
 	var other time.Duration
@@ -130,7 +135,18 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	for _, d := range rep.Devices {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
+	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
+		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
+	}
 	return rep, nil
+}
+
+// optionError passes an error in the options through Options.UsageError.
+func optionError(opt Options, err error) error {
+	if opt.UsageError != nil {
+		return opt.UsageError(err)
+	}
+	return err
 }
 
 func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
@@ -275,7 +291,8 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides
 	return out
 }
 
-// endHeap is a min-heap of running activities by end time.
+// endHeap is a min-heap of running activities by end time. It is typed (not
+// container/heap) so that pushing an activity does not allocate.
 type endHeap []runningAct
 
 type runningAct struct {
@@ -283,15 +300,43 @@ type runningAct struct {
 	cat Category
 }
 
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(runningAct)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *endHeap) push(x runningAct) {
+	*h = append(*h, x)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if a[p].end <= a[i].end {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *endHeap) pop() runningAct {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].end < a[m].end {
+			m = l
+		}
+		if r < n && a[r].end < a[m].end {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
 }
 
 // account sweeps the device's activities once and fills the steps' exclusive and busy time,
@@ -377,8 +422,8 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 		return ai
 	}
 	tl.each(func(a *activity) bool {
-		for running.Len() > 0 && running[0].end <= a.start {
-			r := heap.Pop(&running).(runningAct)
+		for len(running) > 0 && running[0].end <= a.start {
+			r := running.pop()
 			advance(r.end)
 			active[r.cat]--
 		}
@@ -418,11 +463,11 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 			steps[j].Busy[a.cat] += e.Sub(s)
 		}
 		active[a.cat]++
-		heap.Push(&running, runningAct{a.end, a.cat})
+		running.push(runningAct{a.end, a.cat})
 		return true
 	})
-	for running.Len() > 0 {
-		r := heap.Pop(&running).(runningAct)
+	for len(running) > 0 {
+		r := running.pop()
 		advance(r.end)
 		active[r.cat]--
 	}

@@ -103,28 +103,28 @@ func NewInfo(t *nsys.Trace) *Info {
 // InfoText writes the info model as text.
 func InfoText(w io.Writer, in *Info) error {
 	tw := &errWriter{w: w}
-	tw.printf("Trace:    %s\n", in.Path)
-	tw.printf("Nsight:   %s (export schema %s, %s)\n", orNA(in.NsysVersion), orNA(in.ExportSchema), orDefault(in.MetaTable, "no metadata table"))
+	tw.printf("Trace:    %s\n", TerminalSafe(in.Path))
+	tw.printf("Nsight:   %s (export schema %s, %s)\n", TerminalSafe(orNA(in.NsysVersion)), TerminalSafe(orNA(in.ExportSchema)), orDefault(in.MetaTable, "no metadata table"))
 	if in.DurationNS > 0 {
 		tw.printf("GPU span: %s (%d .. %d ns)\n", Duration(in.DurationNS), in.StartNS, in.EndNS)
 	}
 	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
 	tw.printf("\n%6s  %8s  %8s  %6s  %6s  %11s  %s\n", "device", "kernels", "time", "memcpy", "memset", "graph execs", "gpu")
 	for _, d := range in.Devices {
-		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, Duration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, orNA(d.GPU))
+		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, Duration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, TerminalSafe(orNA(d.GPU)))
 	}
 	if len(in.Devices) == 0 {
 		tw.printf("%6s  (no GPU activity)\n", "-")
 	}
 	tw.printf("\n%10s  %s\n", "rows", "table")
 	for _, tb := range in.Tables {
-		tw.printf("%10d  %s\n", tb.Rows, tb.Name)
+		tw.printf("%10d  %s\n", tb.Rows, TerminalSafe(tb.Name))
 	}
 	for i, wn := range in.Warnings {
 		if i == 0 {
 			tw.printf("\nWarnings:\n")
 		}
-		tw.printf("  %d. %s\n", i+1, wn)
+		tw.printf("  %d. %s\n", i+1, TerminalSafe(wn))
 	}
 	return tw.err
 }

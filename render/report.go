@@ -19,6 +19,7 @@ type ReportJSON struct {
 	Devices  []DeviceJSON `json:"devices"`
 	Kernels  []KernelJSON `json:"kernels"`
 	Warnings []string     `json:"warnings"`
+	Ranks    *RanksJSON   `json:"ranks,omitempty"` // reports of two or more devices
 }
 
 // SourceJSON describes the input file.
@@ -37,6 +38,7 @@ type DeviceJSON struct {
 	Skipped      int         `json:"skipped_steps"`
 	Steps        []StepJSON  `json:"steps"`
 	Decode       SummaryJSON `json:"decode"`
+	SOL          *SOLJSON    `json:"sol,omitempty"` // with a speed-of-light floor only
 }
 
 // StepJSON is one step.
@@ -159,6 +161,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 				Share: round6(cs.Share), KernelsPerStep: round3(cs.KernelsPerStep), CallsMedian: cs.CallsMedian,
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
+		dj.SOL = solJSON(d.SOL)
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -171,6 +174,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 	for _, w := range r.Warnings {
 		out.Warnings = append(out.Warnings, w.Error())
 	}
+	out.Ranks = ranksJSON(r.Ranks)
 	return out
 }
 
@@ -210,12 +214,13 @@ type TextOptions struct {
 // sentences, top kernels and warnings.
 func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	ew := &errWriter{w: w}
-	ver := orNA(r.Meta.NsysVersion)
-	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", r.Path, ver, len(r.Devices), plural(len(r.Devices)))
+	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
+	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
 	for _, d := range r.Devices {
 		ew.printf("\n")
-		textDevice(ew, &d)
+		textDevice(ew, r, &d)
 	}
+	textRanks(ew, r)
 	if opt.Top > 0 && len(r.Kernels) > 0 {
 		var total int64
 		for _, k := range r.Kernels {
@@ -269,12 +274,12 @@ func PhaseCounts(steps []breakdown.Step) string {
 	return strings.Join(parts, ", ")
 }
 
-func textDevice(ew *errWriter, d *breakdown.DeviceReport) {
+func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	gpu := d.GPU
 	if gpu == "" {
 		gpu = "GPU n/a"
 	}
-	ew.printf("Device %d (%s): %d steps by %s (%s): %s", d.Device, gpu, len(d.Steps)+d.Skipped, d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
+	ew.printf("Device %d (%s): %d steps by %s (%s): %s", d.Device, TerminalSafe(gpu), len(d.Steps)+d.Skipped, d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
 	if d.Skipped > 0 {
 		ew.printf("; %d skipped", d.Skipped)
 	}
@@ -305,8 +310,11 @@ func textDevice(ew *errWriter, d *breakdown.DeviceReport) {
 	}
 	ew.printf("%-12s %11s %7s %10s %12.1f\n", "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
 	ew.printf("%s\n", IdleLine(sm))
-	for _, s := range Sentences(sm) {
+	for _, s := range DeviceSentences(r, d) {
 		ew.printf("  %s\n", s)
+	}
+	if s := SOLLine(d); s != "" {
+		ew.printf("%s\n", s)
 	}
 }
 

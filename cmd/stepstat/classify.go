@@ -23,6 +23,7 @@ var classifyCmd = &command{
 		fs.StringVar(&af.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 		fs.StringArrayVar(&af.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
 		fs.BoolVar(&af.progress, "progress", false, "show reading progress on stderr even when it is not a terminal")
+		registerCache(fs, &af.cache)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			path, err := needOne("classify", args)
 			if err != nil {
@@ -36,7 +37,7 @@ var classifyCmd = &command{
 			if err != nil {
 				return err
 			}
-			t, err := nsys.Open(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress)})
+			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress)}, af.cache)
 			if err != nil {
 				return err
 			}

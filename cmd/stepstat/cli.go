@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/stepstat/stepstat/render"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -146,9 +148,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// oneLine keeps an error message on one line, whatever a wrapped error put into it.
+// oneLine keeps an error message on one line, whatever a wrapped error put into it, and
+// escapes control characters (from file names or file contents) so that they cannot drive
+// the terminal.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return render.TerminalSafe(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " "))
 }
 
 // needOne checks that exactly one trace argument was given.

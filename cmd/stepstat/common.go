@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -28,6 +31,10 @@ type analysisFlags struct {
 	nvtxCats []string
 	progress bool
 	cache    bool
+	solStep  time.Duration
+	solBytes string
+	bw       float64
+	batch    int
 }
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
@@ -37,6 +44,10 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.skip, "skip", 0, "drop the first N steps of each device (warm-up)")
 	fs.StringVar(&f.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 	fs.StringArrayVar(&f.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
+	fs.DurationVar(&f.solStep, "sol-step", 0, "speed of light: the expected minimum step time, a `DURATION` such as 7ms; the report compares the median step with it")
+	fs.StringVar(&f.solBytes, "sol-bytes", "", "speed of light: `BYTES` every step must read from memory (e.g. 34.2GB, 16GiB); floor = BYTES / bandwidth")
+	fs.Float64Var(&f.bw, "bandwidth", 0, "memory bandwidth in `GB/s` for --sol-bytes (e.g. 4800 for 4.8 TB/s); default: the GPU's datasheet value (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell)")
+	fs.IntVar(&f.batch, "batch", 0, "speed of light: `N` sequences per decode step, for total tokens/s")
 	fs.BoolVar(&f.progress, "progress", false, "show reading progress on stderr even when it is not a terminal")
 	registerCache(fs, &f.cache)
 }
@@ -101,7 +112,80 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		}
 		opt.NVTXCategories = append(opt.NVTXCategories, breakdown.NVTXCategory{Match: re, Category: c})
 	}
+	if err := f.solOptions(cmd, &opt); err != nil {
+		return opt, err
+	}
 	return opt, nil
+}
+
+// solOptions checks the speed-of-light flags and sets them in opt. A --sol-bytes floor
+// for a GPU whose bandwidth is not known is found only once the trace is read; it is a
+// usage error too (through Options.UsageError).
+func (f *analysisFlags) solOptions(cmd string, opt *breakdown.Options) error {
+	if f.solStep < 0 {
+		return usagef(cmd, "--sol-step must not be negative")
+	}
+	if f.solBytes != "" {
+		n, err := parseBytes(f.solBytes)
+		if err != nil {
+			return usagef(cmd, "--sol-bytes: %v", err)
+		}
+		opt.SOLBytes = n
+	}
+	if f.solStep > 0 && opt.SOLBytes > 0 {
+		return usagef(cmd, "give --sol-step or --sol-bytes, not both")
+	}
+	if f.bw < 0 || math.IsNaN(f.bw) || math.IsInf(f.bw, 0) {
+		return usagef(cmd, "--bandwidth: want GB/s, a positive number (got %v)", f.bw)
+	}
+	if f.bw > 0 && opt.SOLBytes == 0 {
+		return usagef(cmd, "--bandwidth needs --sol-bytes")
+	}
+	if f.batch < 0 {
+		return usagef(cmd, "--batch must not be negative")
+	}
+	if f.batch > 0 && f.solStep == 0 && opt.SOLBytes == 0 {
+		return usagef(cmd, "--batch needs --sol-step or --sol-bytes")
+	}
+	opt.SOLStep = f.solStep
+	opt.Bandwidth = f.bw * 1e9
+	opt.Batch = f.batch
+	opt.UsageError = func(err error) error { return usagef(cmd, "%v", err) }
+	return nil
+}
+
+// byteUnits are the suffixes parseBytes accepts, longest first within each family.
+var byteUnits = []struct {
+	suffix string
+	mult   float64
+}{
+	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+	{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12},
+	{"b", 1},
+}
+
+// parseBytes parses a byte count: a number with an optional unit, decimal (kB, MB, GB, TB,
+// or K, M, G, T) or binary (KiB, MiB, GiB, TiB), in any letter case: 34.2GB, 16GiB,
+// 34200000000, "512 MB".
+func parseBytes(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := 1.0
+	for _, u := range byteUnits {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("want a positive byte count such as 34.2GB or 16GiB (got %q)", s)
+	}
+	b := math.Round(v * mult)
+	if b >= math.MaxInt64 || b < 1 {
+		return 0, fmt.Errorf("byte count out of range (got %q)", s)
+	}
+	return int64(b), nil
 }
 
 // openTrace reads a trace for analysis (an export, or a report exported first, see

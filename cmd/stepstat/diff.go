@@ -58,7 +58,7 @@ var diffCmd = &command{
 				label, files := splitSide(arg, i)
 				sides[i].Label = label
 				for _, f := range files {
-					t, err := openTrace(ctx, f, o, af.progress)
+					t, err := openTrace(ctx, f, o, af.progress, af.cache)
 					if err != nil {
 						return err
 					}

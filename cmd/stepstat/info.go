@@ -15,6 +15,8 @@ var infoCmd = &command{
 	short: "show what an export holds: versions, GPUs, tables, counts, gaps in the capture",
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
 		format := fs.StringP("format", "f", "text", "output format: text or json")
+		var cache bool
+		registerCache(fs, &cache)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			path, err := needOne("info", args)
 			if err != nil {
@@ -23,7 +25,7 @@ var infoCmd = &command{
 			if *format != "text" && *format != "json" {
 				return usagef("info", "unknown format %q (want text or json)", *format)
 			}
-			t, err := nsys.Open(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)})
+			t, err := openInput(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)}, cache)
 			if err != nil {
 				return err
 			}

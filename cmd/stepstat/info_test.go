@@ -175,7 +175,9 @@ func TestInfoBadInput(t *testing.T) {
 		{"info-text", "notes.txt", func(t *testing.T) {
 			writeFile(t, "notes.txt", "kernel,start,end\ngemm,100,200\n")
 		}},
+		// A report with no nsys on the PATH to export it (nsysrep_test.go has the rest).
 		{"info-nsys-rep", "x.nsys-rep", func(t *testing.T) {
+			t.Setenv("PATH", t.TempDir())
 			writeFile(t, "x.nsys-rep", "\x00\x01QDSTRM not an SQLite file at all\n")
 		}},
 		{"info-short-header", "short.sqlite", func(t *testing.T) {

@@ -38,7 +38,7 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
-			t, err := openTrace(ctx, path, o, af.progress)
+			t, err := openTrace(ctx, path, o, af.progress, af.cache)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,222 @@
+package breakdown
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// FuzzStepRanges feeds arbitrary NVTX texts through the step dialects and phase parsing,
+// and an arbitrary --steps value through parseSteps (as given and as nvtx:REGEX). texts
+// holds one NVTX range text per line; shape gives each range, one byte per range, its
+// thread, whether it nests in the previous range or was never closed, its length and the
+// device of the kernel it launches.
+//
+// Properties: nothing panics; phases are prefill, decode or unknown; a dialect match is
+// consistent with the dialect's expression and phase function; the step ranges of a
+// thread do not overlap; parseSteps accepts exactly the valid methods and regular
+// expressions; Summarize, automatic and with the user's expression, either fails naming
+// the trace or accounts each step's wall time exactly.
+//
+// The seeds (run by plain go test) are below and in testdata/fuzz/FuzzStepRanges at the
+// repository root.
+func FuzzStepRanges(f *testing.F) {
+	for _, s := range []struct {
+		texts, steps string
+		shape        []byte
+	}{
+		{"[Executor] _forward_step 12: 0 ctx reqs, 4 gen reqs\n[Executor] _forward_step 13: 1 ctx reqs, 3 gen reqs", "auto", nil},
+		{"execute_context_0(0)_generation_4(4)\nexecute_context_2(512)_generation_0(0)\nexecute_context_0(0)_generation_0(0)", "nvtx", []byte{0, 0, 1}},
+		{"decode\nprefill 1\nstep 3\nextend\ndecode_step", "nvtx:^(decode|prefill)", []byte{0, 4, 2, 1, 8}},
+		{"DECODE\n  Step 9\nstepping\nprefill_and_decode\nctx generation", "nvtx:(?i)step", []byte{0x80, 6, 0x21}},
+		{"decode 1\ndecode 2\n\xff\xfe\ndecode \x1b[31m3", "nvtx:", []byte{2, 2, 2, 2}},
+		{"[Executor] _forward_step 99999999999999999999: 99999999999999999999 ctx reqs, 0 gen reqs", "nvtx:(", nil},
+		{"", "nvtx:[[:alpha:]]+\\p{Greek}", nil},
+		{"step\nstep\nstep", "periodic", []byte{0xff, 0xff, 0xff}},
+		{"decode", "nvtx:a{1001}", nil},
+		{"decode 1\ndecode 2", "bogus", []byte{0x10, 0x30}},
+	} {
+		f.Add(s.texts, s.steps, s.shape)
+	}
+	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzStepRanges")) {
+		texts, ok1 := vals[0].(string)
+		steps, ok2 := vals[1].(string)
+		shape, ok3 := vals[2].([]byte)
+		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
+			f.Fatalf("FuzzStepRanges corpus entry %v: want (string, string, []byte)", vals)
+		}
+		f.Add(texts, steps, shape)
+	}
+	f.Fuzz(func(t *testing.T, texts, steps string, shape []byte) {
+		lines := strings.Split(texts, "\n")
+		if len(lines) > 64 {
+			lines = lines[:64]
+		}
+		for _, s := range lines {
+			if p := phaseFromText(s); p > Decode {
+				t.Fatalf("phaseFromText(%q) = %v", s, p)
+			}
+			for _, d := range dialects {
+				if m := d.re.FindStringSubmatch(s); m != nil {
+					if p := d.phase(m); p > Decode {
+						t.Fatalf("%s phase of %q = %v", d.name, s, p)
+					}
+				}
+			}
+		}
+
+		// parseSteps: the value as given, and as the expression of nvtx:REGEX.
+		method, re, err := parseSteps(steps)
+		switch {
+		case err != nil && (method != "" || re != nil):
+			t.Fatalf("parseSteps(%q) = %q, %v, %v", steps, method, re, err)
+		case err == nil && !strings.Contains(" auto nvtx graph sync periodic whole ", " "+method+" "):
+			t.Fatalf("parseSteps(%q) = unknown method %q", steps, method)
+		case err == nil && (re != nil) != strings.HasPrefix(steps, "nvtx:"):
+			t.Fatalf("parseSteps(%q) = %q with expression %v", steps, method, re)
+		case err != nil && !strings.HasPrefix(err.Error(), "--steps: "):
+			t.Fatalf("parseSteps(%q) error %q does not name --steps", steps, err)
+		}
+		if rest, ok := strings.CutPrefix(steps, "nvtx:"); ok {
+			if _, cerr := regexp.Compile(rest); (cerr == nil) != (err == nil) {
+				t.Fatalf("parseSteps(%q) error %v, regexp.Compile error %v", steps, err, cerr)
+			}
+		}
+		_, userRe, err := parseSteps("nvtx:" + steps)
+		if _, cerr := regexp.Compile(steps); (cerr == nil) != (err == nil) {
+			t.Fatalf("parseSteps(nvtx:%q) error %v, regexp.Compile error %v", steps, err, cerr)
+		}
+		if userRe != nil && userRe.String() != steps {
+			t.Fatalf("parseSteps(nvtx:%q) compiled %q", steps, userRe)
+		}
+
+		tr := fuzzTrace(t, lines, shape)
+		ms, detail := stepRanges(tr, nil)
+		checkStepRanges(t, tr, ms)
+		if len(ms) > 0 {
+			var dl *dialect
+			for i := range dialects {
+				if detail == dialects[i].name+" NVTX ranges" {
+					dl = &dialects[i]
+				}
+			}
+			if dl == nil {
+				t.Fatalf("stepRanges detail %q names no dialect", detail)
+			}
+			for _, m := range ms {
+				sub := dl.re.FindStringSubmatch(m.text)
+				if sub == nil {
+					t.Fatalf("%s step range %q does not match the dialect", dl.name, m.text)
+				}
+				if p := dl.phase(sub); p != m.phase {
+					t.Fatalf("%s step range %q: phase %v, dialect says %v", dl.name, m.text, m.phase, p)
+				}
+			}
+		}
+		if userRe != nil {
+			ms, _ := stepRanges(tr, userRe)
+			checkStepRanges(t, tr, ms)
+			for _, m := range ms {
+				sub := userRe.FindStringSubmatch(m.text)
+				if sub == nil {
+					t.Fatalf("step range %q does not match /%s/", m.text, userRe)
+				}
+				if p := phaseFromText(sub[0]); p != m.phase {
+					t.Fatalf("step range %q: phase %v, want %v", m.text, m.phase, p)
+				}
+			}
+		}
+
+		opts := []Options{{AllPhases: true}, {Steps: "nvtx", Skip: 1}}
+		if userRe != nil {
+			opts = append(opts, Options{Steps: "nvtx:" + steps, AllPhases: true})
+		}
+		for _, opt := range opts {
+			rep, err := Summarize(tr, opt)
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), tr.Path+": ") {
+					t.Fatalf("Summarize --steps %s: error %q does not name the trace", opt.Steps, err)
+				}
+				continue
+			}
+			for _, d := range rep.Devices {
+				for i, s := range d.Steps {
+					var sum time.Duration
+					for _, x := range s.Exclusive {
+						sum += x
+					}
+					if sum != s.Wall() {
+						t.Fatalf("--steps %s: device %d step %d: exclusive times sum to %v, wall %v", opt.Steps, d.Device, i, sum, s.Wall())
+					}
+				}
+			}
+		}
+	})
+}
+
+// checkStepRanges checks that matched ranges exist in the trace and that the step ranges
+// of each thread do not overlap.
+func checkStepRanges(t *testing.T, tr *nsys.Trace, ms []matchedRange) {
+	t.Helper()
+	lastEnd := map[int64]nsys.Time{}
+	for _, m := range ms {
+		if tr.RangeTexts[m.r.Text] != m.text {
+			t.Fatalf("matched range text %q, trace says %q", m.text, tr.RangeTexts[m.r.Text])
+		}
+		if m.phase > Decode {
+			t.Fatalf("range %q: phase %v", m.text, m.phase)
+		}
+		if e, ok := lastEnd[m.r.Thread]; ok && m.r.Start < e {
+			t.Fatalf("step range %q at %d overlaps the previous step range of its thread (ends %d)", m.text, m.r.Start, e)
+		}
+		lastEnd[m.r.Thread] = rangeEnd(m.r)
+	}
+}
+
+// rangeEnd is the end of a range, the largest time for one never closed.
+func rangeEnd(r nsys.Range) nsys.Time {
+	if r.Open() {
+		return 1<<63 - 1
+	}
+	return r.End
+}
+
+// fuzzTrace builds a trace with one NVTX range per text, shaped by shape, each launching
+// one kernel.
+func fuzzTrace(t *testing.T, texts []string, shape []byte) *nsys.Trace {
+	g := newTGen(t)
+	g.threadIn(2, 1000)
+	cursor := nsys.Time(0)
+	if len(shape) > 0 && shape[0]&0x80 != 0 {
+		cursor = -1_000_000
+	}
+	prevStart := cursor
+	for i, text := range texts {
+		var b byte
+		if i < len(shape) {
+			b = shape[i]
+		}
+		thread := int64(1 + b&1)
+		start := cursor
+		if b&4 != 0 && i > 0 {
+			start = prevStart + 10 // nested in (or overlapping) the previous range
+		} else {
+			cursor += 1000
+		}
+		end := start + 500 + nsys.Time(b>>3)*100
+		if b&2 != 0 {
+			end = start - 1 // never closed
+		}
+		g.nvtx(thread, start, end, text)
+		kstart := start + 20
+		g.launch(thread, start+5, k(kernelCats[i%len(kernelCats)], nsys.DeviceID(b>>5&1), nsys.StreamID(7+b>>6),
+			kstart, kstart+100+nsys.Time(b>>4)*10))
+		prevStart = start
+	}
+	return g.trace()
+}

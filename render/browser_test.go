@@ -1,0 +1,298 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/stepstat/stepstat/breakdown"
+)
+
+// findBrowser returns a Chromium or Chrome on PATH. Without one the browser test is
+// skipped, except under CI=true, where it fails: CI installs Debian's chromium (.ci/run).
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium, chromium-browser or google-chrome on PATH; CI=true needs one (apt-get install chromium)")
+	}
+	t.Skip("no chromium, chromium-browser or google-chrome on PATH")
+	return ""
+}
+
+// artifactDir is where the screenshots go: $STEPSTAT_ARTIFACTS, else out/ at the top of
+// the repository (gitignored).
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("STEPSTAT_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "out")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// chartState is what the page says about one chart element.
+type chartState struct {
+	ID       string  `json:"id"`
+	Instance bool    `json:"instance"` // echarts.getInstanceByDom found a chart
+	Series   int     `json:"series"`
+	Empty    []int   `json:"empty"`  // indices of series without data
+	Points   int     `json:"points"` // data items over every series
+	Width    int     `json:"width"`
+	Height   int     `json:"height"`
+	Inked    float64 `json:"inked"` // fraction of the canvas's pixels that are drawn
+}
+
+// checkCharts asks ECharts about every chart of the page, after two animation frames.
+const checkCharts = `new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const out = [];
+  for (const el of document.querySelectorAll("div.chart")) {
+    const c = echarts.getInstanceByDom(el);
+    const r = {id: el.id, instance: !!c, series: 0, empty: [], points: 0, width: el.clientWidth, height: el.clientHeight, inked: 0};
+    if (c) {
+      (c.getOption().series || []).forEach((s, i) => {
+        const n = (s.data || []).length;
+        r.series++;
+        r.points += n;
+        if (n === 0) r.empty.push(i);
+      });
+      const cv = el.querySelector("canvas");
+      if (cv && cv.width && cv.height) {
+        const px = cv.getContext("2d").getImageData(0, 0, cv.width, cv.height).data;
+        let n = 0;
+        for (let i = 3; i < px.length; i += 4) if (px[i] !== 0) n++;
+        r.inked = n / (cv.width * cv.height);
+      }
+    }
+    out.push(r);
+  }
+  done(out);
+})))`
+
+// showTips opens the tooltip of the first item of every series of every chart, so that
+// tooltip formatters run (and data would be turned into markup there, if it could).
+const showTips = `(() => {
+  let n = 0;
+  for (const el of document.querySelectorAll("div.chart")) {
+    const c = echarts.getInstanceByDom(el);
+    (c.getOption().series || []).forEach((s, i) => { c.dispatchAction({type: "showTip", seriesIndex: i, dataIndex: 0}); n++; });
+  }
+  return n;
+})()`
+
+// browserPage is what the browser saw of one page.
+type browserPage struct {
+	mu       sync.Mutex
+	console  []string // errors and warnings: console API, exceptions, browser log
+	requests []string // URLs the page asked for, other than the file itself
+	dialogs  []string
+}
+
+func (p *browserPage) add(list *[]string, s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*list = append(*list, s)
+}
+
+// TestHTMLInBrowser opens reports in headless Chromium with the real ECharts and no
+// network, and checks that every chart was initialised with data and drew on its canvas,
+// that the console has no errors or warnings, that the page asked for nothing but its own
+// file, and, for the page full of markup in kernel and GPU names, that no dialog opened
+// and no element was made from data, also with every tooltip shown. It saves a full-page
+// screenshot of each page in the artifact folder.
+func TestHTMLInBrowser(t *testing.T) {
+	exe := findBrowser(t)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("proxy-server", "127.0.0.1:9"),
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	defer cancelBrowser()
+	if err := chromedp.Do(browserCtx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	dir := artifactDir(t)
+
+	type pageCase struct {
+		name   string
+		report func(t *testing.T) *breakdown.Report
+		charts []string // chart ids, in page order
+		tips   bool     // show every tooltip and look for injected markup
+		full   bool     // screenshot the whole page (slow on a small machine), not only the charts
+	}
+	cases := []pageCase{
+		{"dense-eager", func(t *testing.T) *breakdown.Report { return demoReport(t) }, []string{"steps-0", "share-0", "gaps-0", "heat-0"}, true, true},
+		{"untrusted", func(t *testing.T) *breakdown.Report { return untrustedReport(t) },
+			[]string{"ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, true, false},
+		{"bucketed-20000", func(t *testing.T) *breakdown.Report { return synthReport(20000, 1) },
+			[]string{"steps-0", "share-0", "gaps-0", "heat-0"}, false, false},
+	}
+	public := filepath.Join("..", "..", "shared", "traces", "public", "nsys-ai__mfu_2gpu_before.sqlite")
+	if _, err := os.Stat(public); err == nil {
+		cases = append(cases, pageCase{"two-devices", func(t *testing.T) *breakdown.Report { return traceReport(t, public, breakdown.Options{}) },
+			[]string{"ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
+	} else {
+		t.Logf("two-device check skipped: %v", err)
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), tc.name+".html")
+			if err := os.WriteFile(file, render(t, tc.report(t), DefaultHTMLOptions()), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			url := "file://" + filepath.ToSlash(file)
+			seen := &browserPage{}
+			tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithListener(func(ev any) {
+				switch ev := ev.(type) {
+				case *runtime.EventConsoleAPICalled:
+					if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+						var args []string
+						for _, a := range ev.Args {
+							args = append(args, string(a.Value)+a.Description)
+						}
+						seen.add(&seen.console, fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " ")))
+					}
+				case *runtime.EventExceptionThrown:
+					seen.add(&seen.console, "exception: "+(&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+				case *log.EventEntryAdded:
+					if ev.Entry.Level == log.EntryLevelError || ev.Entry.Level == log.EntryLevelWarning {
+						seen.add(&seen.console, fmt.Sprintf("log %s (%s): %s %s", ev.Entry.Level, ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+					}
+				case *network.EventRequestWillBeSent:
+					if ev.Request.URL != url {
+						seen.add(&seen.requests, ev.Request.URL)
+					}
+				case *page.EventJavascriptDialogOpening:
+					seen.add(&seen.dialogs, string(ev.Type)+": "+ev.Message)
+				}
+			}))
+			defer cancelTab()
+			// Close any dialog, so that a script that opens one cannot stall the test.
+			go func() {
+				for range chromedp.Events(tabCtx, page.JavascriptDialogOpening) {
+					chromedp.Call(tabCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+				}
+			}()
+			if _, err := chromedp.Call(tabCtx, network.Enable, network.EnableParams{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate(url)); err != nil {
+				t.Fatalf("loading %s: %v", url, err)
+			}
+			raw, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]byte](checkCharts, chromedp.EvalAwaitPromise))
+			if err != nil {
+				t.Fatalf("asking the page about its charts: %v", err)
+			}
+			var states []chartState
+			if err := json.Unmarshal(raw, &states); err != nil {
+				t.Fatalf("decoding %s: %v", raw, err)
+			}
+			var ids []string
+			for _, s := range states {
+				ids = append(ids, s.ID)
+				t.Logf("chart %-8s %4dx%-4d %d series, %5d points, %4.1f%% of the canvas drawn", s.ID, s.Width, s.Height, s.Series, s.Points, 100*s.Inked)
+				switch {
+				case !s.Instance:
+					t.Errorf("chart %s: no ECharts instance", s.ID)
+				case s.Series == 0 || len(s.Empty) > 0:
+					t.Errorf("chart %s: %d series, these without data: %v", s.ID, s.Series, s.Empty)
+				case s.Width < 300 || s.Height < 200:
+					t.Errorf("chart %s: %dx%d pixels", s.ID, s.Width, s.Height)
+				case s.Inked < 0.02:
+					t.Errorf("chart %s: only %.2f%% of the canvas is drawn", s.ID, 100*s.Inked)
+				}
+			}
+			if got, want := strings.Join(ids, " "), strings.Join(tc.charts, " "); got != want {
+				t.Errorf("charts %q, want %q", got, want)
+			}
+			// Screenshots, before any tooltip is shown: the first device's charts, the
+			// comparison of devices, and the whole page.
+			shots := map[string]chromedp.Action[[]byte]{"charts": chromedp.Screenshot(chromedp.CSS("#device-0 .charts"))}
+			if tc.charts[0] == "ranks" {
+				shots["compare"] = chromedp.Screenshot(chromedp.CSS("#compare .charts"))
+			}
+			if tc.full {
+				shots["page"] = chromedp.FullScreenshot(100)
+			}
+			for _, what := range []string{"charts", "compare", "page"} {
+				if shots[what] == nil {
+					continue
+				}
+				shot, err := chromedp.Run(tabCtx, shots[what])
+				if err != nil {
+					t.Fatalf("screenshot: %v", err)
+				}
+				png := filepath.Join(dir, "html-"+tc.name+"-"+what+".png")
+				if err := os.WriteFile(png, shot, 0o666); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("screenshot: %s", png)
+			}
+			if tc.tips {
+				n, err := chromedp.Run(tabCtx, chromedp.Evaluate[int](showTips))
+				if err != nil {
+					t.Fatalf("showing tooltips: %v", err)
+				}
+				injected, err := chromedp.Run(tabCtx, chromedp.Evaluate[int](`document.querySelectorAll("img, iframe, object, embed").length + document.scripts.length - 2 - document.querySelectorAll('script[type="application/json"]').length`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if injected != 0 {
+					t.Errorf("after showing %d tooltips, the page has %d elements made from data (img, iframe, object, embed or script)", n, injected)
+				}
+			}
+
+			seen.mu.Lock()
+			defer seen.mu.Unlock()
+			for _, m := range seen.console {
+				t.Errorf("console: %s", m)
+			}
+			for _, u := range seen.requests {
+				t.Errorf("the page asked for %s", u)
+			}
+			for _, d := range seen.dialogs {
+				t.Errorf("a dialog opened: %s", d)
+			}
+		})
+	}
+	t.Logf("browser test took %v", time.Since(start).Round(time.Millisecond))
+}
