@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"database/sql"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -94,7 +95,7 @@ func (r *reader) require(table string, cols ...string) error {
 }
 
 type dropCounter struct {
-	zero, reversed int
+	zero, reversed, badDevice int
 }
 
 func (d *dropCounter) keep(start, end int64) bool {
@@ -102,27 +103,40 @@ func (d *dropCounter) keep(start, end int64) bool {
 	case start == 0 && end == 0:
 		d.zero++
 		return false
-	case end < start:
+	case end < start || end-start < 0: // the second: a duration past int64 (wrapped)
 		d.reversed++
 		return false
 	}
 	return true
 }
 
+// keepDevice drops rows whose device id does not fit DeviceID (no CUDA device has one).
+func (d *dropCounter) keepDevice(dev int64) bool {
+	if dev < 0 || dev > math.MaxInt16 {
+		d.badDevice++
+		return false
+	}
+	return true
+}
+
 func (d *dropCounter) warn(r *reader, what string, kept int) {
-	if d.zero+d.reversed == 0 {
+	if d.zero+d.reversed+d.badDevice == 0 {
 		return
 	}
-	total := kept + d.zero + d.reversed
+	total := kept + d.zero + d.reversed + d.badDevice
 	var why []string
 	if d.zero > 0 {
 		why = append(why, fmt.Sprintf("%d with zero timestamps", d.zero))
 	}
+	if d.badDevice > 0 {
+		why = append(why, fmt.Sprintf("%d with a device id out of range", d.badDevice))
+	}
 	if d.reversed > 0 {
 		why = append(why, fmt.Sprintf("%d ending before they start", d.reversed))
 	}
-	r.warnf("dropped %d of %d %s rows (%.3g%%): %s", d.zero+d.reversed, total, what,
-		100*float64(d.zero+d.reversed)/float64(total), strings.Join(why, ", "))
+	dropped := d.zero + d.reversed + d.badDevice
+	r.warnf("dropped %d of %d %s rows (%.3g%%): %s", dropped, total, what,
+		100*float64(dropped)/float64(total), strings.Join(why, ", "))
 }
 
 const kernelTable = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -154,7 +168,7 @@ func (r *reader) readKernels() error {
 	var drop dropCounter
 	r.t.Kernels = make([]Kernel, 0, r.maxRowid(kernelTable))
 	err := r.scan(kernelTable, q, 7, func(v []int64) {
-		if !drop.keep(v[0], v[1]) {
+		if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
 			return
 		}
 		var id NameID
@@ -243,7 +257,7 @@ func (r *reader) readMemops() error {
 		before := len(r.t.Memops)
 		r.t.Memops = slices.Grow(r.t.Memops, r.maxRowid(tb))
 		err := r.scan(tb, q, 8, func(v []int64) {
-			if !drop.keep(v[0], v[1]) {
+			if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
 				return
 			}
 			r.t.Memops = append(r.t.Memops, Memop{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
@@ -273,7 +287,7 @@ func (r *reader) readGraphs() error {
 		r.colOr(graphTable, "globalPid", "0") + ` FROM ` + graphTable
 	var drop dropCounter
 	err := r.scan(graphTable, q, 6, func(v []int64) {
-		if !drop.keep(v[0], v[1]) {
+		if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
 			return
 		}
 		r.t.Graphs = append(r.t.Graphs, GraphExec{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),

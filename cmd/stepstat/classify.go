@@ -29,6 +29,9 @@ var classifyCmd = &command{
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs("classify", []string{*output}, args); err != nil {
+				return err
+			}
 			if *format != "text" && *format != "json" {
 				return usagef("classify", "unknown format %q (want text or json)", *format)
 			}

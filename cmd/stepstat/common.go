@@ -262,3 +262,23 @@ func parsePercent(s string) (float64, error) {
 	}
 	return f, nil
 }
+
+// checkOutputs refuses output paths that name one of the inputs: writing the report
+// there would replace the trace.
+func checkOutputs(cmd string, outputs []string, inputs []string) error {
+	for _, o := range outputs {
+		if o == "" || o == "-" {
+			continue
+		}
+		ofi, err := os.Stat(o)
+		if err != nil {
+			continue // does not exist yet: cannot be an input
+		}
+		for _, in := range inputs {
+			if ifi, err := os.Stat(in); err == nil && os.SameFile(ofi, ifi) {
+				return usagef(cmd, "output %s is the input trace; choose another file", o)
+			}
+		}
+	}
+	return nil
+}

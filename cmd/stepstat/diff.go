@@ -30,6 +30,14 @@ var diffCmd = &command{
 			if len(args) != 2 {
 				return usagef("diff", "need exactly two inputs (got %d)", len(args))
 			}
+			var inputs []string
+			for i, a := range args {
+				_, files := splitSide(a, i)
+				inputs = append(inputs, files...)
+			}
+			if err := checkOutputs("diff", []string{*output, *html}, inputs); err != nil {
+				return err
+			}
 			switch *format {
 			case "text", "json", "html":
 			default:

@@ -26,6 +26,9 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			if err := checkOutputs("report", []string{*output, *html}, args); err != nil {
+				return err
+			}
 			switch *format {
 			case "text", "json", "csv", "html":
 			default:
