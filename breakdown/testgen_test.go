@@ -38,7 +38,7 @@ type tgen struct {
 	tr       nsys.Trace
 	names    map[string]nsys.NameID
 	texts    map[string]uint32
-	apiNames map[string]uint16
+	apiNames map[string]uint8
 	procs    map[int64]nsys.ProcID // by globalPid
 	procOf   map[int64]nsys.ProcID // thread -> process; threads not listed are in process 0
 	corr     uint32
@@ -48,7 +48,7 @@ type tgen struct {
 
 func newTGen(tb testing.TB) *tgen {
 	g := &tgen{tb: tb, names: map[string]nsys.NameID{}, texts: map[string]uint32{},
-		apiNames: map[string]uint16{}, procs: map[int64]nsys.ProcID{}, procOf: map[int64]nsys.ProcID{}, launchLat: 3}
+		apiNames: map[string]uint8{}, procs: map[int64]nsys.ProcID{}, procOf: map[int64]nsys.ProcID{}, launchLat: 3}
 	g.tr.Path = "gen.sqlite"
 	g.tr.HasKernelTable = true
 	g.proc(1000)
@@ -85,7 +85,7 @@ func (g *tgen) nextCorr() uint32 { g.corr++; return g.corr }
 func (g *tgen) api(thread int64, kind nsys.APIKind, name string, start, end nsys.Time) uint32 {
 	n, ok := g.apiNames[name]
 	if !ok {
-		n = uint16(len(g.tr.APINames))
+		n = uint8(len(g.tr.APINames))
 		g.tr.APINames = append(g.tr.APINames, name)
 		g.apiNames[name] = n
 	}

@@ -345,11 +345,13 @@ func (r *reader) readAPI() error {
 		return fmt.Errorf("reading StringIds: %w", err)
 	}
 	type nameInfo struct {
-		idx  uint16
+		idx  uint8
 		kind APIKind
+		ok   bool
 	}
-	names := map[int64]nameInfo{}
-	idxOf := map[string]uint16{}
+	// String ids are small and dense: a slice beats a map in the per-row lookup.
+	var names []nameInfo
+	idxOf := map[string]uint8{}
 	var idList []string
 	for rows.Next() {
 		var id int64
@@ -365,11 +367,22 @@ func (r *reader) readAPI() error {
 		base := apiSuffix.ReplaceAllString(v, "")
 		idx, ok := idxOf[base]
 		if !ok {
-			idx = uint16(len(r.t.APINames))
-			idxOf[base] = idx
-			r.t.APINames = append(r.t.APINames, base)
+			if len(r.t.APINames) == math.MaxUint8 {
+				base = "other CUDA calls" // more distinct names than APICall.Name holds
+			}
+			if idx, ok = idxOf[base]; !ok {
+				idx = uint8(len(r.t.APINames))
+				idxOf[base] = idx
+				r.t.APINames = append(r.t.APINames, base)
+			}
 		}
-		names[id] = nameInfo{idx, k}
+		if id < 0 || id >= 1<<24 {
+			continue // not a StringIds id this reader can index; such calls are skipped
+		}
+		if int(id) >= len(names) {
+			names = append(names, make([]nameInfo, int(id)+1-len(names))...)
+		}
+		names[id] = nameInfo{idx, k, true}
 		idList = append(idList, fmt.Sprint(id))
 	}
 	rows.Close()
@@ -388,7 +401,13 @@ func (r *reader) readAPI() error {
 		if !drop.keep(v[0], v[1]) {
 			return
 		}
-		ni := names[v[4]]
+		var ni nameInfo
+		if v[4] >= 0 && v[4] < int64(len(names)) {
+			ni = names[v[4]]
+		}
+		if !ni.ok {
+			return
+		}
 		r.t.APICalls = append(r.t.APICalls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
 			Correlation: uint32(v[3]), Name: ni.idx, Kind: ni.kind, Proc: r.proc(v[2])})
 	})

@@ -123,7 +123,7 @@ type APICall struct {
 	Start, End  Time
 	Thread      int64 // globalTid
 	Correlation uint32
-	Name        uint16 // index into Trace.APINames
+	Name        uint8 // index into Trace.APINames (the 256th and later names share the last slot)
 	Kind        APIKind
 	Proc        ProcID
 }
