@@ -196,7 +196,7 @@ func rowCategory(r *breakdown.Row) (breakdown.Category, bool) {
 
 // deltaClass marks significant changes: "worse" for slower, "better" for faster.
 func deltaClass(r *breakdown.Row) string {
-	if !r.Significant || math.IsNaN(r.DeltaPct) && r.Base.Center == 0 && r.New.Center == 0 {
+	if !r.Significant {
 		return ""
 	}
 	if r.New.Center > r.Base.Center {
@@ -208,9 +208,8 @@ func deltaClass(r *breakdown.Row) string {
 // diffTable is DiffText's benchstat table: median ± CI per side, the delta or ~, p and n.
 func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-table",
-		Caption: fmt.Sprintf("Time per %s step: median ± %g%% CI; vs base: the change of the median, or ~ when not significant",
-			c.Phase, 100*c.Options.Confidence),
-		Head: []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
+		Caption: fmt.Sprintf("Time per %s step: median ± %g%% confidence interval", c.Phase, 100*c.Options.Confidence),
+		Head:    []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
 	for _, r := range shownRows(c) {
 		name := cellText(r.Name)
 		if cat, ok := rowCategory(r); ok {
@@ -227,7 +226,8 @@ func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 		}
 		t.Rows = append(t.Rows, row)
 	}
-	t.Note = fmt.Sprintf("Samples: one per %s. Several categories are tested at once: expect about α=%g of the rows to test significant by chance.",
+	t.Note = fmt.Sprintf("vs base: the change of the median where the difference is significant, else ~. Samples: one per %s. "+
+		"Several categories are tested at once: expect about α=%g of the rows to test significant by chance.",
 		map[bool]string{false: "step", true: "run (its median per step)"}[c.Options.PerRun], c.Options.Alpha)
 	return t
 }
@@ -290,7 +290,7 @@ func changeTable(id, caption string, cs []breakdown.KernelChange, base bool) *ht
 			n, total, names = k.BaseCount, k.BaseTotal, k.BaseNames
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(n)), cellNum(Duration(int64(total))),
-			cellName(k.Family), namesCell(names)}})
+			familyCell(k.Family), namesCell(names)}})
 	}
 	return t
 }
@@ -310,7 +310,7 @@ func variantTable(cs []breakdown.KernelChange, bl, nl string) *htmlTable {
 			break
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(k.BaseCount)), cellNum(strconv.Itoa(k.NewCount)),
-			cellName(k.Family), namesCell(k.BaseNames), namesCell(k.NewNames)}})
+			familyCell(k.Family), namesCell(k.BaseNames), namesCell(k.NewNames)}})
 	}
 	return t
 }
@@ -318,6 +318,8 @@ func variantTable(cs []breakdown.KernelChange, bl, nl string) *htmlTable {
 func moreNote(n int) string {
 	return fmt.Sprintf("The first %d of %d are shown; stepstat diff --format json lists them all.", maxChangeRows, n)
 }
+
+func familyCell(f string) htmlCell { return htmlCell{Text: f, Class: "name family"} }
 
 // namesCell holds kernel names one a line.
 func namesCell(names []string) htmlCell {
@@ -419,12 +421,16 @@ func diffStepsChart(c *breakdown.Comparison) (chartBlock, bool, error) {
 			xs[b] = fmt.Sprintf("%d-%d", lo, hi-1)
 		}
 	}
+	bottom := "32"
+	if g.count() > 60 {
+		bottom = "80" // room for the axis name above the zoom slider
+	}
 	line := charts.NewLine()
 	line.SetGlobalOptions(append(baseOpts(title, sub),
 		charts.WithInitializationOpts(opts.Initialization{ChartID: "diff-steps"}),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: "100", Left: "8", Right: "24", Bottom: bottom, ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: diffStepAxisName(c, g), NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "step time", Scale: opts.Bool(true)}),
 	)...)

@@ -1,0 +1,455 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// captureComparison compares the project's dense captures, eager (base) against CUDA
+// graphs (new), as `stepstat diff` does by default.
+func captureComparison(t testing.TB) *breakdown.Comparison {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "traces")
+	a := traceReport(t, filepath.Join(dir, "dense-eager.sqlite.gz"), breakdown.Options{})
+	b := traceReport(t, filepath.Join(dir, "dense-graph.sqlite.gz"), breakdown.Options{})
+	a.Path, b.Path = "dense-eager.sqlite", "dense-graph.sqlite" // each read had its own temporary folder
+	return breakdown.Compare(breakdown.Side{Label: "dense-eager", Reports: []*breakdown.Report{a}},
+		breakdown.Side{Label: "dense-graph", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+}
+
+// untrustedKernel is a kernel name that holds the payload; Normalize drops the payload
+// from its family, but a kernel named payload is a family named payload.
+const untrustedKernel = "evil" + payload + "_kernel"
+
+// untrustedComparison compares two synthetic runs whose base label, paths, kernel names
+// and NCCL data type hold markup: one kernel family appears, one vanishes, one changes
+// variant, and both sides have NCCL kernels.
+func untrustedComparison(t testing.TB) *breakdown.Comparison {
+	t.Helper()
+	a, b := synthReport(8, 1), synthReport(8, 1)
+	a.Path, b.Path = "traces/"+payload+".sqlite", "traces/new.sqlite"
+	b.Devices[0].Method = breakdown.MethodSync // the step methods differ: a warning naming both labels
+	fasterGEMM(b, 40*time.Microsecond)
+	const us = time.Microsecond
+	a.Kernels = append(a.Kernels,
+		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1", Category: breakdown.GEMM, Count: 40, Total: 400 * us},
+		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Category: breakdown.AllReduce,
+			Count: 16, Total: 2160 * us, NCCL: &breakdown.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: "bf16"}})
+	b.Kernels = append(b.Kernels,
+		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", Category: breakdown.GEMM, Count: 40, Total: 380 * us},
+		breakdown.KernelStat{Name: untrustedKernel, Category: breakdown.Other, Count: 8, Total: 80 * us},
+		breakdown.KernelStat{Name: payload, Category: breakdown.Other, Count: 8, Total: 90 * us},
+		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_" + payload + "_RING_LL", Category: breakdown.AllReduce,
+			Count: 16, Total: 2000 * us, NCCL: &breakdown.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: payload}})
+	b.Kernels = slicesDeleteName(b.Kernels, "flash_fwd_splitkv_kernel")
+	return breakdown.Compare(breakdown.Side{Label: payload, Reports: []*breakdown.Report{a}},
+		breakdown.Side{Label: "tuned", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+}
+
+func slicesDeleteName(ks []breakdown.KernelStat, name string) []breakdown.KernelStat {
+	var out []breakdown.KernelStat
+	for _, k := range ks {
+		if k.Name != name {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// fasterGEMM takes d off the GEMM time of every step of r.
+func fasterGEMM(r *breakdown.Report, d time.Duration) {
+	for di := range r.Devices {
+		dev := &r.Devices[di]
+		for i := range dev.Steps {
+			s := &dev.Steps[i]
+			s.Exclusive[breakdown.GEMM] -= d
+			s.Busy[breakdown.GEMM] -= d
+			s.End -= nsys.Time(d)
+		}
+		dev.Summary = synthSummary(dev.Steps)
+	}
+}
+
+// synthComparison compares synthetic runs of nb and nn steps; the new one's GEMMs are
+// 15 µs faster.
+func synthComparison(nb, nn int) *breakdown.Comparison {
+	a, b := synthReport(nb, 1), synthReport(nn, 1)
+	b.Path = "synthetic-new.sqlite"
+	fasterGEMM(b, 15*time.Microsecond)
+	return breakdown.Compare(breakdown.Side{Label: "base", Reports: []*breakdown.Report{a}},
+		breakdown.Side{Label: "new", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+}
+
+func renderDiff(t testing.TB, c *breakdown.Comparison, opt HTMLOptions) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := DiffHTML(&b, c, opt); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestDiffHTMLGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    func(t *testing.T) *breakdown.Comparison
+	}{
+		{"diff-dense", func(t *testing.T) *breakdown.Comparison { return captureComparison(t) }},
+		{"diff-untrusted", func(t *testing.T) *breakdown.Comparison { return untrustedComparison(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkGolden(t, tc.name+".html", renderDiff(t, tc.c(t), stubJS))
+		})
+	}
+}
+
+// TestDiffHTMLDeterministic renders the captures' comparison twice, from separate reads,
+// with the real ECharts, and a bucketed comparison twice, and wants the same bytes.
+func TestDiffHTMLDeterministic(t *testing.T) {
+	if !bytes.Equal(renderDiff(t, captureComparison(t), DefaultHTMLOptions()), renderDiff(t, captureComparison(t), DefaultHTMLOptions())) {
+		t.Fatal("two renderings of the same comparison differ")
+	}
+	c := synthComparison(5000, 3000)
+	if !bytes.Equal(renderDiff(t, c, stubJS), renderDiff(t, c, stubJS)) {
+		t.Fatal("two renderings of the same bucketed comparison differ")
+	}
+}
+
+var (
+	tableRE = regexp.MustCompile(`(?s)<table id="([a-z-]+)">.*?</table>`)
+	rowRE   = regexp.MustCompile(`(?s)<tr[^>]*>(.*?)</tr>`)
+	cellRE  = regexp.MustCompile(`(?s)<t[dh][^>]*>(.*?)</t[dh]>`)
+)
+
+// pageTables returns the cells of each table of a page by id: rows of unescaped cell text,
+// the header first.
+func pageTables(page string) map[string][][]string {
+	out := map[string][][]string{}
+	for _, m := range tableRE.FindAllStringSubmatch(page, -1) {
+		var rows [][]string
+		for _, r := range rowRE.FindAllStringSubmatch(m[0], -1) {
+			var cells []string
+			for _, c := range cellRE.FindAllStringSubmatch(r[1], -1) {
+				cells = append(cells, html.UnescapeString(c[1]))
+			}
+			rows = append(rows, cells)
+		}
+		out[m[1]] = rows
+	}
+	return out
+}
+
+// TestDiffHTMLTable checks that the page's benchstat table holds what DiffText prints,
+// string for string, and the counts.
+func TestDiffHTMLTable(t *testing.T) {
+	for name, c := range map[string]*breakdown.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
+		t.Run(name, func(t *testing.T) {
+			var text bytes.Buffer
+			if err := DiffText(&text, c); err != nil {
+				t.Fatal(err)
+			}
+			tables := pageTables(string(renderDiff(t, c, stubJS)))
+			rows := tables["diff-table"]
+			if len(rows) < 2 {
+				t.Fatalf("no benchstat table: %v", rows)
+			}
+			nrows := 0
+			for _, r := range rows[1:] {
+				if len(r) != 7 {
+					t.Fatalf("row %q: %d cells, want 7", r, len(r))
+				}
+				// DiffText's row layout, filled with the page's cells.
+				line := strings.TrimRight(fmtDiffLine(r), " ") + "\n"
+				if !strings.Contains(text.String(), line) {
+					t.Errorf("DiffText has no line %q", line)
+				}
+				nrows++
+			}
+			if rows[len(rows)-1][0] != "step total" {
+				t.Errorf("last row %q, want the step total", rows[len(rows)-1])
+			}
+			// Every row of DiffText's table is in the page.
+			if got := strings.Count(text.String(), "(p="); got != nrows {
+				t.Errorf("DiffText has %d rows, the page %d", got, nrows)
+			}
+			counts := tables["diff-counts"]
+			if len(counts) != 7 || counts[0][1] != c.Base.Label || counts[0][2] != c.New.Label {
+				t.Errorf("counts table %q", counts)
+			}
+		})
+	}
+}
+
+func fmtDiffLine(r []string) string {
+	var b bytes.Buffer
+	ew := &errWriter{w: &b}
+	ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s", 12, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	return b.String()
+}
+
+// TestDiffHTMLContent checks the parts of the page of a comparison with kernel changes,
+// NCCL kernels and warnings.
+func TestDiffHTMLContent(t *testing.T) {
+	c := untrustedComparison(t)
+	page := string(renderDiff(t, c, stubJS))
+	tables := pageTables(page)
+	for _, id := range []string{"sides", "diff-table", "diff-counts", "diff-nccl", "diff-appeared", "diff-vanished", "diff-variants"} {
+		if len(tables[id]) < 2 {
+			t.Errorf("table %s: %q", id, tables[id])
+		}
+	}
+	if got := tables["diff-nccl"]; len(got) != 3 || got[1][0] != payload || got[2][4] != payload {
+		t.Errorf("NCCL table %q", got)
+	}
+	if got := tables["diff-appeared"]; !slices.ContainsFunc(got, func(r []string) bool { return len(r) == 5 && r[3] == payload && r[4] == payload }) ||
+		!slices.ContainsFunc(got, func(r []string) bool { return len(r) == 5 && r[4] == untrustedKernel }) {
+		t.Errorf("appeared table %q does not name the new kernels", got)
+	}
+	if got := tables["diff-vanished"]; !slices.ContainsFunc(got, func(r []string) bool { return len(r) == 5 && r[3] == "flash_fwd_splitkv_kernel" }) {
+		t.Errorf("vanished table %q lacks flash_fwd_splitkv_kernel", got)
+	}
+	if got := tables["diff-variants"]; len(got) != 2 || !strings.Contains(got[1][4], "tilesize64x128x64") || !strings.Contains(got[1][5], "tilesize128x128x64") {
+		t.Errorf("variants table %q", got)
+	}
+	for _, want := range []string{"Note: " + html.EscapeString(DiffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
+		`<dt>Phase compared</dt><dd>decode</dd>`, `<td class="num better">-`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	ws := diffWarnings(c)
+	if len(ws) == 0 || strings.Count(page, "<li>") < len(ws) {
+		t.Errorf("warnings %q not all on the page", ws)
+	}
+
+	// The captures have no kernel changes and no NCCL kernels: the page says so.
+	page = string(renderDiff(t, captureComparison(t), stubJS))
+	if !strings.Contains(page, "No kernel family appeared, vanished or changed variant") || strings.Contains(page, `id="diff-nccl"`) {
+		t.Error("captures' page: kernel changes or NCCL section wrong")
+	}
+}
+
+// TestDiffHTMLUntrusted checks that labels, paths, kernel names and NCCL fields that hold
+// markup stay text: in HTML, in the charts' JSON, and in the legend and titles.
+func TestDiffHTMLUntrusted(t *testing.T) {
+	page := string(renderDiff(t, untrustedComparison(t), DefaultHTMLOptions()))
+	outside := strings.Replace(page, echartsMinJS, "", 1)
+	for _, bad := range []string{"<img", "</script><img", "<!--", "onerror=alert(1)>"} {
+		if strings.Contains(outside, bad) {
+			t.Errorf("page holds %q", bad)
+		}
+	}
+	charts := jsonBlock.FindAllStringSubmatch(page, -1)
+	if got, want := len(scriptOpen.FindAllString(page, -1)), 2+len(charts); got != want {
+		t.Errorf("%d <script> elements, want %d", got, want)
+	}
+	if got, want := strings.Count(strings.ToLower(page), "</script"), 2+len(charts); got != want {
+		t.Errorf("%d </script, want %d", got, want)
+	}
+	var ids []string
+	for _, m := range charts {
+		ids = append(ids, m[1])
+	}
+	if got := strings.Join(ids, " "); got != "diff-cats diff-steps" {
+		t.Errorf("charts %q, want diff-cats diff-steps", got)
+	}
+	// Escaped in the title, heading, facts, sides table, benchstat and counts headers,
+	// NCCL table, kernel tables and warnings.
+	if want := `&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;`; strings.Count(page, want) < 10 {
+		t.Errorf("the escaped payload is in the page %d times, want at least 10", strings.Count(page, want))
+	}
+	for _, want := range []string{
+		`<td class="name family">&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;</td>`,
+		`<td class="name names">evil&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;_kernel</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the kernel family or name %q is not in the page as text", want)
+		}
+	}
+	if want := `\u003c/script\u003e\u003cimg src=x onerror=alert(1)\u003e`; !strings.Contains(page, want) {
+		t.Errorf("chart JSON does not hold %q", want)
+	}
+	for _, m := range charts {
+		var opt struct {
+			Title  struct{ Text string } `json:"title"`
+			Series []struct{ Name string }
+		}
+		if err := json.Unmarshal([]byte(m[2]), &opt); err != nil {
+			t.Fatalf("chart %s: option is not JSON: %v", m[1], err)
+		}
+		if !strings.Contains(opt.Title.Text, payload) || len(opt.Series) == 0 || opt.Series[0].Name != payload {
+			t.Errorf("chart %s: title %q, first series %q: the label does not come back intact", m[1], opt.Title.Text, opt.Series)
+		}
+	}
+}
+
+// TestDiffHTMLLoadsNothing: no reference to load anything, no http outside ECharts, and
+// ECharts inlined once.
+func TestDiffHTMLLoadsNothing(t *testing.T) {
+	for name, c := range map[string]*breakdown.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
+		page := string(renderDiff(t, c, DefaultHTMLOptions()))
+		if m := loadRefs.FindAllString(page, 5); m != nil {
+			t.Errorf("%s: page references something to load: %q", name, m)
+		}
+		outside := strings.Replace(page, echartsMinJS, "", 1)
+		if len(outside) != len(page)-len(echartsMinJS) || strings.Count(page, echartsMinJS) != 1 {
+			t.Fatalf("%s: the ECharts source is not inlined verbatim, once", name)
+		}
+		for _, tag := range []string{"<link", "<iframe", "<img", "<object", "<embed"} {
+			if strings.Contains(strings.ToLower(outside), tag) {
+				t.Errorf("%s: page holds %s", name, tag)
+			}
+		}
+		if i := strings.Index(strings.ToLower(outside), "http"); i >= 0 {
+			t.Errorf("%s: page holds %q outside ECharts", name, outside[max(0, i-40):min(len(outside), i+40)])
+		}
+	}
+}
+
+// chartOption decodes the option of chart id.
+func chartOption(t *testing.T, page, id string, v any) {
+	t.Helper()
+	for _, m := range jsonBlock.FindAllStringSubmatch(page, -1) {
+		if m[1] == id {
+			if err := json.Unmarshal([]byte(m[2]), v); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no chart %s", id)
+}
+
+type seriesJSON struct {
+	Name       string
+	XAxisIndex int `json:"xAxisIndex"`
+	Data       []json.RawMessage
+}
+
+// TestDiffHTMLCharts checks the charts' data: one bar per shown category and side plus
+// the step total, labels on the new side's bars, and every step of both sides; above
+// 2,000 steps buckets of the same size on both sides, said in the title.
+func TestDiffHTMLCharts(t *testing.T) {
+	c := captureComparison(t)
+	page := string(renderDiff(t, c, stubJS))
+	var cats struct {
+		XAxis  []struct{ Data []string } `json:"xAxis"`
+		Series []seriesJSON
+	}
+	chartOption(t, page, "diff-cats", &cats)
+	shown := shownRows(c)
+	if len(cats.Series) != 4 || len(cats.XAxis) != 2 || len(cats.XAxis[0].Data) != len(shown)-1 || cats.XAxis[1].Data[0] != "step total" {
+		t.Fatalf("diff-cats: axes %v, %d series", cats.XAxis, len(cats.Series))
+	}
+	for i, s := range cats.Series {
+		want := len(shown) - 1
+		if i >= 2 {
+			want = 1
+		}
+		if len(s.Data) != want {
+			t.Errorf("diff-cats series %d (%s): %d bars, want %d", i, s.Name, len(s.Data), want)
+		}
+	}
+	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-81.52%"`) {
+		t.Errorf("the step total's new bar is not labelled with its change: %s", cats.Series[3].Data[0])
+	}
+
+	var steps struct {
+		Title  struct{ Text string } `json:"title"`
+		Series []seriesJSON
+	}
+	chartOption(t, page, "diff-steps", &steps)
+	if len(steps.Series) != 2 || len(steps.Series[0].Data) != c.Base.Steps || len(steps.Series[1].Data) != c.New.Steps {
+		t.Errorf("diff-steps: %d series, want 2 of %d and %d points", len(steps.Series), c.Base.Steps, c.New.Steps)
+	}
+
+	big := string(renderDiff(t, synthComparison(5000, 3000), stubJS))
+	chartOption(t, big, "diff-steps", &steps)
+	if want := "(buckets of 5 steps: median, shortest and longest)"; !strings.Contains(steps.Title.Text, want) {
+		t.Errorf("bucketed title %q lacks %q", steps.Title.Text, want)
+	}
+	want := map[string]int{"base median": 1000, "base shortest": 1000, "base longest": 1000, "new median": 600, "new shortest": 600, "new longest": 600}
+	if len(steps.Series) != len(want) {
+		t.Errorf("bucketed diff-steps: %d series, want %d", len(steps.Series), len(want))
+	}
+	for _, s := range steps.Series {
+		if len(s.Data) != want[s.Name] {
+			t.Errorf("bucketed series %q: %d points, want %d", s.Name, len(s.Data), want[s.Name])
+		}
+	}
+	t.Logf("captures: %d bytes with stub ECharts; 5000 vs 3000 steps: %d bytes", len(page), len(big))
+}
+
+// TestDiffHTMLEdges: equal labels, a side without steps of the phase, several runs per
+// side, and a writer that fails.
+func TestDiffHTMLEdges(t *testing.T) {
+	a, b := synthReport(6, 1), synthReport(6, 1)
+	same := breakdown.Compare(breakdown.Side{Label: "x", Reports: []*breakdown.Report{a}},
+		breakdown.Side{Label: "x", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+	page := string(renderDiff(t, same, stubJS))
+	if !strings.Contains(page, `"name":"base x"`) || !strings.Contains(page, `"name":"new x"`) {
+		t.Error("equal labels are not told apart in the charts")
+	}
+
+	// Prefill only on the new side: no decode steps there.
+	p := synthReport(6, 1)
+	for i := range p.Devices[0].Steps {
+		p.Devices[0].Steps[i].Phase = breakdown.Prefill
+	}
+	empty := breakdown.Compare(breakdown.Side{Label: "a", Reports: []*breakdown.Report{a}},
+		breakdown.Side{Label: "b", Reports: []*breakdown.Report{p}}, breakdown.Decode, breakdown.CompareOptions{})
+	page = string(renderDiff(t, empty, stubJS))
+	var steps struct{ Series []seriesJSON }
+	chartOption(t, page, "diff-steps", &steps)
+	if len(steps.Series) != 1 || steps.Series[0].Name != "a" {
+		t.Errorf("one side without steps: series %v", steps.Series)
+	}
+	if !strings.Contains(page, "no comparison") {
+		t.Error("the lead does not say there is nothing to compare")
+	}
+
+	runs := breakdown.Compare(breakdown.Side{Label: "a", Reports: []*breakdown.Report{a, synthReport(4, 2)}},
+		breakdown.Side{Label: "b", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{PerRun: true, MinChange: 0.01})
+	page = string(renderDiff(t, runs, stubJS))
+	chartOption(t, page, "diff-steps", &steps)
+	if len(steps.Series[0].Data) != 5+3*2 {
+		t.Errorf("two runs (one of two devices): %d base points, want 11", len(steps.Series[0].Data))
+	}
+	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s median per step is a sample)", "changes under 1% show as ~"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+
+	err := DiffHTML(&failWriter{n: 4000}, same, stubJS)
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("err = %v, want the writer's error", err)
+	}
+	if err := DiffHTML(&bytes.Buffer{}, same, HTMLOptions{EChartsJS: "</script>"}); err == nil {
+		t.Error("EChartsJS with </script: no error")
+	}
+	var buf bytes.Buffer
+	if err := DiffHTML(&buf, same, HTMLOptions{}); err != nil || !strings.Contains(buf.String(), "<table") {
+		t.Errorf("no ECharts: err %v", err)
+	}
+}
+
+// TestDiffHTMLSize measures the page of the captures' comparison and of a long run.
+func TestDiffHTMLSize(t *testing.T) {
+	n := len(renderDiff(t, captureComparison(t), DefaultHTMLOptions()))
+	big := len(renderDiff(t, synthComparison(20000, 20000), DefaultHTMLOptions()))
+	t.Logf("captures: %d bytes; 20000 vs 20000 steps: %d bytes (ECharts %d)", n, big, len(echartsMinJS))
+	if n > 2<<20 || big > 3<<20 {
+		t.Errorf("pages of %d and %d bytes, want under 2 and 3 MB", n, big)
+	}
+}
