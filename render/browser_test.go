@@ -168,7 +168,7 @@ func TestHTMLInBrowser(t *testing.T) {
 	public := filepath.Join("..", "..", "shared", "traces", "public", "nsys-ai__mfu_2gpu_before.sqlite")
 	if _, err := os.Stat(public); err == nil {
 		cases = append(cases, pageCase{"two-devices", func(t *testing.T) *breakdown.Report { return traceReport(t, public, breakdown.Options{}) },
-			[]string{"ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
+			[]string{"ranks", "rankcat", "rankwait", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
 	} else {
 		t.Logf("two-device check skipped: %v", err)
 	}

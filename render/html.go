@@ -115,7 +115,7 @@ func cellName(s string) htmlCell { return htmlCell{Text: s, Class: "name"} }
 // chartBlock is one chart of the page: an element with a fixed id and the ECharts option
 // of the chart as a JSON data block.
 type chartBlock struct {
-	ID     string // fixed element id: "steps-0", "share-0", "heat-0", "gaps-0", "ranks", "rankcat"
+	ID     string // fixed element id: "steps-0", "share-0", "heat-0", "gaps-0", "ranks", "rankcat", "rankwait"
 	Title  string // the chart's title, repeated as the element's label
 	Height int    // pixels
 	Wide   bool   // full width; otherwise half
@@ -232,6 +232,9 @@ type htmlReport struct {
 	Devices   []htmlDevice
 	Ranks     []chartBlock // several devices: step time and category medians per device
 	RankTable *htmlTable
+	// RankWait (several devices with matched collectives): wait vs transfer per rank.
+	RankWait  *htmlTable
+	RankLines []string // alignment, spread and straggler lines
 	Kernels   *htmlTable
 }
 
@@ -245,6 +248,7 @@ type htmlDevice struct {
 	Summary   *htmlTable
 	IdleLine  string
 	Sentences []string
+	SOL       string // the speed-of-light line, when asked for
 	Steps     *htmlTable
 }
 
@@ -297,6 +301,10 @@ func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
 		if err != nil {
 			return nil, err
 		}
+		if d.Sentences != nil {
+			d.Sentences = DeviceSentences(r, &r.Devices[i]) // per-rank wording with several ranks
+		}
+		d.SOL = SOLLine(&r.Devices[i])
 		out.Devices = append(out.Devices, d)
 	}
 	if len(r.Devices) > 1 {
@@ -306,6 +314,17 @@ func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
 		}
 		out.Ranks = ranks
 		out.RankTable = rankTable(r.Devices)
+	}
+	if rr := r.Ranks; rr != nil {
+		out.RankLines = rankLines(rr)
+		if len(rr.Calls) > 0 {
+			wait, err := rankWaitChart(rr)
+			if err != nil {
+				return nil, err
+			}
+			out.Ranks = append(out.Ranks, wait)
+			out.RankWait = rankWaitTable(rr)
+		}
 	}
 	top := opt.Top
 	if top == 0 {
@@ -959,4 +978,63 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 		return nil, err
 	}
 	return []chartBlock{ranks, rankcat}, nil
+}
+
+// rankLines says how the ranks were compared: alignment, matched calls, spread, straggler.
+func rankLines(rr *breakdown.RankReport) []string {
+	n := len(rr.Steps)
+	lines := []string{fmt.Sprintf("%d aligned step%s (by %s), %d collective call%s matched on every rank, %d kernel%s unmatched.",
+		n, plural(n), rr.AlignedBy, len(rr.Calls), plural(len(rr.Calls)), rr.Unmatched, plural(rr.Unmatched))}
+	if n > 0 {
+		lines = append(lines, fmt.Sprintf("Step spread across ranks: median %s, p90 %s.", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90))))
+	}
+	if s := StragglerLine(rr); s != "" {
+		lines = append(lines, s)
+	}
+	return lines
+}
+
+// rankWaitTable is the text report's per-rank table: collective time split into waiting
+// for the last rank and transfer.
+func rankWaitTable(rr *breakdown.RankReport) *htmlTable {
+	n := len(rr.Steps)
+	t := &htmlTable{Caption: "Collectives per rank: waiting for the last rank vs transfer (per aligned step)",
+		Head: []htmlCell{cellText("rank"), cellNum("median/step"), cellNum("allreduce/step"), cellNum("collective/step"),
+			cellNum("wait/step"), cellNum("transfer/step"), cellNum("wait share"), cellNum("times last")}}
+	for i := range rr.Devices {
+		d := &rr.Devices[i]
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprint(d.Device)), cellNum(Duration(int64(d.MedianStep))),
+			cellNum(perStep(d.AllReduce.Time, n)), cellNum(perStep(d.Collective.Time, n)), cellNum(perStep(d.Wait, n)),
+			cellNum(perStep(d.Transfer, n)), cellNum(Percent(frac(int64(d.Wait), int64(d.Wait+d.Transfer)))),
+			cellNum(fmt.Sprintf("%d (%s)", d.LastArrivals, Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls))))))}})
+	}
+	return t
+}
+
+// rankWaitChart stacks each rank's collective time per aligned step: waiting for the last
+// rank, then transfer.
+func rankWaitChart(rr *breakdown.RankReport) (chartBlock, error) {
+	n := max(len(rr.Steps), 1)
+	labels := make([]string, len(rr.Devices))
+	wait := make([]opts.BarData, len(rr.Devices))
+	xfer := make([]opts.BarData, len(rr.Devices))
+	for i := range rr.Devices {
+		d := &rr.Devices[i]
+		labels[i] = fmt.Sprintf("device %d", d.Device)
+		wait[i].Value = chartUS(d.Wait / time.Duration(n))
+		xfer[i].Value = chartUS(d.Transfer / time.Duration(n))
+	}
+	title := "Per device: collective time per step, waiting vs transfer"
+	bar := charts.NewBar()
+	bar.SetGlobalOptions(append(baseOpts(title, "wait: from the rank's own start to the last rank's start; transfer: the rest"),
+		charts.WithInitializationOpts(opts.Initialization{ChartID: "rankwait"}),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+	)...)
+	bar.SetXAxis(labels)
+	bar.AddSeries("wait", wait, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#d4572a"}))
+	bar.AddSeries("transfer", xfer, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#3182bd"}))
+	return newChart(chartBlock{ID: "rankwait", Title: title, Height: 340, Units: "time"}, bar)
 }
