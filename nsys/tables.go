@@ -13,6 +13,12 @@ import (
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
 // with each row's values. It is the one place rows cross from SQLite into Go.
 func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
+	return r.scanFilter(table, query, ncol, -1, nil, fn)
+}
+
+// scanFilter is scan with the batch reader's C-side row filter (see batchDB.scanFilter);
+// the database/sql fallback must filter in the query instead.
+func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
 	total := r.rowCount(table)
 	var n int64
 	progress := func() {
@@ -21,7 +27,7 @@ func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
 		}
 	}
 	if r.batch != nil {
-		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
+		err := r.batch.scanFilter(query, ncol, fcol, keep, func(rows []int64, k int) error {
 			for i := 0; i < k; i++ {
 				fn(rows[i*ncol : (i+1)*ncol : (i+1)*ncol])
 			}
@@ -332,27 +338,37 @@ func APIKindOf(name string) APIKind {
 
 const runtimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
-func (r *reader) readAPI() error {
+// apiPlan is the runtime-table scan shared by the two lanes: which names to keep, and the
+// rowid that splits the table between the lanes.
+type apiPlan struct {
+	names  []apiName // by StringIds id
+	keep   []byte    // bitmap of kept StringIds ids, for the C-side filter
+	idList string    // the same ids for SQL
+	mid    int64     // rows with rowid <= mid are part 0, the rest part 1
+}
+
+type apiName struct {
+	idx  uint8
+	kind APIKind
+	ok   bool
+}
+
+// planAPI finds the API names the analysis uses (launch, graph launch, synchronize,
+// memcpy, memset), so the runtime table's other rows are skipped as cheaply as possible.
+func (r *reader) planAPI() error {
 	if !r.has(runtimeTable) {
 		return nil
 	}
 	if err := r.require(runtimeTable, "start", "end", "nameId"); err != nil {
 		return err
 	}
-	// Find the names the analysis uses first, so the runtime table is filtered in SQL.
 	rows, err := r.db.QueryContext(r.ctx, `SELECT id, value FROM StringIds WHERE value GLOB 'cu*'`)
 	if err != nil {
 		return fmt.Errorf("reading StringIds: %w", err)
 	}
-	type nameInfo struct {
-		idx  uint8
-		kind APIKind
-		ok   bool
-	}
-	// String ids are small and dense: a slice beats a map in the per-row lookup.
-	var names []nameInfo
+	p := &apiPlan{}
 	idxOf := map[string]uint8{}
-	var idList []string
+	var ids []string
 	for rows.Next() {
 		var id int64
 		var v string
@@ -363,6 +379,9 @@ func (r *reader) readAPI() error {
 		k := APIKindOf(v)
 		if k == APIOther {
 			continue
+		}
+		if id < 0 || id >= 1<<24 {
+			continue // not a StringIds id this reader can index; such calls are skipped
 		}
 		base := apiSuffix.ReplaceAllString(v, "")
 		idx, ok := idxOf[base]
@@ -376,49 +395,98 @@ func (r *reader) readAPI() error {
 				r.t.APINames = append(r.t.APINames, base)
 			}
 		}
-		if id < 0 || id >= 1<<24 {
-			continue // not a StringIds id this reader can index; such calls are skipped
+		if int(id) >= len(p.names) {
+			p.names = append(p.names, make([]apiName, int(id)+1-len(p.names))...)
 		}
-		if int(id) >= len(names) {
-			names = append(names, make([]nameInfo, int(id)+1-len(names))...)
-		}
-		names[id] = nameInfo{idx, k, true}
-		idList = append(idList, fmt.Sprint(id))
+		p.names[id] = apiName{idx, k, true}
+		ids = append(ids, fmt.Sprint(id))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading StringIds: %w", err)
 	}
-	if len(idList) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
+	p.keep = make([]byte, (len(p.names)+7)/8)
+	for id, n := range p.names {
+		if n.ok {
+			p.keep[id>>3] |= 1 << (id & 7)
+		}
+	}
+	p.idList = strings.Join(ids, ",")
+	p.mid = int64(r.maxRowid(runtimeTable)) / 2
+	r.api = p
+	return nil
+}
+
+// readAPIPart reads part 0 or 1 of the runtime table (or all of it, part -1) into this
+// lane's apiCalls.
+func (r *reader) readAPIPart(part int) error {
+	p := r.api
+	if p == nil {
+		return nil
+	}
+	cond := "1"
+	switch part {
+	case 0:
+		cond = fmt.Sprintf("rowid <= %d", p.mid)
+	case 1:
+		cond = fmt.Sprintf("rowid > %d", p.mid)
+	}
 	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
-		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
-		` WHERE nameId IN (` + strings.Join(idList, ",") + `)`
+		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable + ` WHERE ` + cond
+	fcol, keep := 4, p.keep
+	if r.batch == nil {
+		q += ` AND nameId IN (` + p.idList + `)` // database/sql: filter in SQL
+		fcol, keep = -1, nil
+	}
 	var drop dropCounter
-	r.t.APICalls = make([]APICall, 0, r.maxRowid(runtimeTable)) // untouched capacity costs no memory
-	err = r.scan(runtimeTable, q, 5, func(v []int64) {
+	// Room for every row in each part: untouched capacity costs no memory, and mergeAPI can
+	// then append the other part in place.
+	r.apiCalls = make([]APICall, 0, r.maxRowid(runtimeTable)+1)
+	err := r.scanFilter(runtimeTable, q, 5, fcol, keep, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return
 		}
-		var ni nameInfo
-		if v[4] >= 0 && v[4] < int64(len(names)) {
-			ni = names[v[4]]
+		var ni apiName
+		if v[4] >= 0 && v[4] < int64(len(p.names)) {
+			ni = p.names[v[4]]
 		}
 		if !ni.ok {
 			return
 		}
-		r.t.APICalls = append(r.t.APICalls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
+		r.apiCalls = append(r.apiCalls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
 			Correlation: uint32(v[3]), Name: ni.idx, Kind: ni.kind, Proc: r.proc(v[2])})
 	})
 	if err != nil {
 		return err
 	}
+	r.apiDrop = drop
+	return nil
+}
+
+// mergeAPI joins the lanes' API calls, in time order.
+func (r *reader) mergeAPI(parts ...*reader) {
+	n := 0
+	var drop dropCounter
+	for _, l := range parts {
+		n += len(l.apiCalls)
+		drop.zero += l.apiDrop.zero
+		drop.reversed += l.apiDrop.reversed
+	}
+	if r.api == nil {
+		return
+	}
+	r.t.APICalls = parts[0].apiCalls
+	for _, l := range parts[1:] {
+		r.t.APICalls = append(r.t.APICalls, l.apiCalls...) // in place: the capacity is there
+		l.apiCalls = nil
+	}
 	drop.warn(r, "CUDA API", len(r.t.APICalls))
 	if !slices.IsSortedFunc(r.t.APICalls, apiLess) {
 		slices.SortFunc(r.t.APICalls, apiLess)
 	}
-	return nil
 }
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -134,6 +135,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				defer pprof.StopCPUProfile()
 			}
 		}
+	}
+	if prof := os.Getenv("STEPSTAT_MEMPROFILE"); prof != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(prof); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 	err := runFn(ctx, fs.Args(), &stdio{in: stdin, out: stdout, errOut: stderr})
 	if err == nil {
