@@ -39,7 +39,7 @@ bigtrace:
 bench: build
 	@test -f $(BIG) || $(MAKE) bigtrace
 	bash internal/bench/bench.sh $(BIG)
-	STEPSTAT_BENCH_TRACE=$(BIG) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
+	STEPSTAT_BENCH_TRACE=$(abspath $(BIG)) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
 
 FUZZTIME ?= 1m
 fuzz:
