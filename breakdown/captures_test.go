@@ -1,7 +1,6 @@
 package breakdown_test
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepstat/stepstat/internal/nsystest"
+
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
@@ -19,26 +20,8 @@ import (
 // gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.
 func gunzipCapture(t *testing.T, gz, dir string) string {
 	t.Helper()
-	in, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(gz), ".gz"))
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	nsystest.Gunzip(t, gz, path)
 	return path
 }
 

@@ -2,13 +2,11 @@ package nsys_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/url"
 	"os"
@@ -223,28 +221,7 @@ func fuzzBases(tb testing.TB) []fuzzBase {
 	return out
 }
 
-func gunzip(tb testing.TB, src, dst string) {
-	tb.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		tb.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		tb.Fatal(err)
-	}
-}
+func gunzip(tb testing.TB, src, dst string) { nsystest.Gunzip(tb, src, dst) }
 
 func fileURI(path string) string {
 	abs, _ := filepath.Abs(path)

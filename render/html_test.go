@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -94,26 +93,8 @@ func render(t testing.TB, r *breakdown.Report, opt HTMLOptions) []byte {
 func traceReport(t testing.TB, path string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
 	if strings.HasSuffix(path, ".gz") {
-		in, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		zr, err := gzip.NewReader(in)
-		if err != nil {
-			t.Fatal(err)
-		}
 		dst := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
-		out, err := os.Create(dst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(out, zr); err != nil {
-			t.Fatal(err)
-		}
-		if err := out.Close(); err != nil {
-			t.Fatal(err)
-		}
+		nsystest.Gunzip(t, path, dst)
 		path = dst
 	}
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})

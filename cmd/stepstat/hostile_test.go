@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
@@ -374,25 +373,7 @@ func mkdir(t *testing.T, name string) {
 }
 
 // gunzipTo decompresses the gzip file src into dst.
-func gunzipTo(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	zr, err := gzip.NewReader(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func gunzipTo(t *testing.T, src, dst string) { nsystest.Gunzip(t, src, dst) }
 
 // TestInputUntouched checks the read-only guarantee through the CLI: info, report (every
 // format), classify and diff leave the input's bytes and mtime as they were, and create

@@ -2,16 +2,16 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stepstat/stepstat/internal/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown"
 )
@@ -40,22 +40,7 @@ func inCaptureDir(t *testing.T, names ...string) {
 	t.Helper()
 	t.Chdir(t.TempDir())
 	for _, name := range names {
-		in, err := os.Open(filepath.Join(captureDir, name+".sqlite.gz"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(zr)
-		in.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(name+".sqlite", b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		nsystest.Gunzip(t, filepath.Join(captureDir, name+".sqlite.gz"), name+".sqlite")
 	}
 }
 

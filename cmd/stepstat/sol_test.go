@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,26 +44,12 @@ func TestParseBytes(t *testing.T) {
 // into a temporary folder.
 func solTrace(t *testing.T) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "traces", "dense-eager.sqlite.gz"))
-	if err != nil {
+	gz := filepath.Join("..", "..", "testdata", "traces", "dense-eager.sqlite.gz")
+	if _, err := os.Stat(gz); err != nil {
 		t.Skipf("capture not available: %v", err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(t.TempDir(), "dense-eager.sqlite")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	nsystest.Gunzip(t, gz, path)
 	return path
 }
 
