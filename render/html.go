@@ -376,17 +376,8 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 func summaryTable(sm *breakdown.Summary) *htmlTable {
 	t := &htmlTable{Caption: capitalize(phaseWhat(sm)) + " by category",
 		Head: []htmlCell{cellText("category"), cellNum("median/step"), cellNum("share"), cellNum("p90/step"), cellNum("kernels/step")}}
-	for _, c := range breakdown.Order {
-		cs := sm.Categories[c]
-		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != breakdown.Idle {
-			continue
-		}
-		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
-		if c == breakdown.Idle {
-			kps = "-"
-		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(c), cellNum(Duration(int64(cs.Median))), cellNum(Percent(cs.Share)),
-			cellNum(Duration(int64(cs.P90))), cellNum(kps)}})
+	for _, r := range summaryRows(sm) {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.median), cellNum(r.share), cellNum(r.p90), cellNum(r.kernels)}})
 	}
 	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Median))), cellNum("100%"),
 		cellNum(Duration(int64(sm.P90))), cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})

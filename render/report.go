@@ -297,16 +297,8 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps,
 		sm.LaunchesPerStp, sm.KernelsPerStep)
 	ew.printf("%-12s %11s %7s %10s %12s\n", "category", "median/step", "share", "p90/step", "kernels/step")
-	for _, c := range breakdown.Order {
-		cs := sm.Categories[c]
-		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != breakdown.Idle {
-			continue
-		}
-		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
-		if c == breakdown.Idle {
-			kps = "-"
-		}
-		ew.printf("%-12s %11s %7s %10s %12s\n", c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps)
+	for _, r := range summaryRows(sm) {
+		ew.printf("%-12s %11s %7s %10s %12s\n", r.cat, r.median, r.share, r.p90, r.kernels)
 	}
 	ew.printf("%-12s %11s %7s %10s %12.1f\n", "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
 	ew.printf("%s\n", IdleLine(sm))
@@ -413,4 +405,28 @@ func TerminalSafe(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// summaryRow is one category line of the summary table, formatted: the display model that
+// the text and HTML reports share.
+type summaryRow struct {
+	cat                         breakdown.Category
+	median, share, p90, kernels string
+}
+
+// summaryRows lists the categories present in the summary (idle always), in Order.
+func summaryRows(sm *breakdown.Summary) []summaryRow {
+	var rows []summaryRow
+	for _, c := range breakdown.Order {
+		cs := sm.Categories[c]
+		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != breakdown.Idle {
+			continue
+		}
+		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
+		if c == breakdown.Idle {
+			kps = "-"
+		}
+		rows = append(rows, summaryRow{c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps})
+	}
+	return rows
 }
