@@ -113,4 +113,3 @@ func TestDiffPublicPair(t *testing.T) {
 		}
 	}
 }
-
