@@ -357,9 +357,9 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = fmt.Sprintf("%s: median %s, p10 %s, p90 %s (%d steps; %.1f host launches/step, %.1f kernels/step)",
+		h.Lead = fmt.Sprintf("%s: median %s, p10 %s, p90 %s (%d step%s; %.1f host launches/step, %.1f kernels/step)",
 			capitalize(phaseWhat(sm)), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)),
-			sm.Steps, sm.LaunchesPerStp, sm.KernelsPerStep)
+			sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
 		h.Summary = summaryTable(sm)
 		h.IdleLine = IdleLine(sm)
 		h.Sentences = Sentences(sm)

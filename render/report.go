@@ -279,7 +279,8 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	if gpu == "" {
 		gpu = "GPU n/a"
 	}
-	ew.printf("Device %d (%s): %d steps by %s (%s): %s", d.Device, TerminalSafe(gpu), len(d.Steps)+d.Skipped, d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
+	n := len(d.Steps) + d.Skipped
+	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
 	if d.Skipped > 0 {
 		ew.printf("; %d skipped", d.Skipped)
 	}
@@ -293,8 +294,8 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	if sm.Phase == breakdown.Unknown {
 		what = "step (all phases)"
 	}
-	ew.printf("%s: median %s  p10 %s  p90 %s  (%d steps; %.1f host launches/step, %.1f kernels/step)\n",
-		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps,
+	ew.printf("%s: median %s  p10 %s  p90 %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)\n",
+		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps, plural(sm.Steps),
 		sm.LaunchesPerStp, sm.KernelsPerStep)
 	ew.printf("%-12s %11s %7s %10s %12s\n", "category", "median/step", "share", "p90/step", "kernels/step")
 	for _, r := range summaryRows(sm) {
