@@ -69,6 +69,12 @@ func TestCaptures(t *testing.T) {
 			if graph {
 				decodeLaunches = 1
 			}
+			// The workload all-reduces after attention and after the MLP of each of its 4
+			// layers when tensor parallel (tp2-* captures): 2 per layer per rank; none at tp 1.
+			wantAllReduce := 0
+			if strings.HasPrefix(name, "tp2-") {
+				wantAllReduce = 2 * 4
+			}
 
 			if len(rep.Devices) != 1 || rep.Devices[0].Device != 0 {
 				t.Fatalf("%d devices, want device 0 only", len(rep.Devices))
@@ -115,6 +121,9 @@ func TestCaptures(t *testing.T) {
 				}
 				if s.TotalKernels() != decodeKernels {
 					t.Errorf("decode step %d: %d kernels, want %d", i, s.TotalKernels(), decodeKernels)
+				}
+				if n := s.Kernels[breakdown.AllReduce]; n != wantAllReduce {
+					t.Errorf("decode step %d: %d all-reduce kernels, want %d", i, n, wantAllReduce)
 				}
 				if s.Launches != decodeLaunches {
 					t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
