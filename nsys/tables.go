@@ -20,12 +20,17 @@ func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
 // the database/sql fallback must filter in the query instead.
 func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
 	total := r.rowCount(table)
+	if total < 0 && r.opt.Progress != nil {
+		total = int64(r.maxRowid(table)) // an upper bound, known at once
+	}
 	var n int64
 	progress := func() {
 		if r.opt.Progress != nil {
 			r.opt.Progress(table, n, total)
 		}
 	}
+	// The last call says the table is done: done == total.
+	defer func() { total = n; progress() }()
 	if r.batch != nil {
 		err := r.batch.scanFilter(query, ncol, fcol, keep, func(rows []int64, k int) error {
 			for i := 0; i < k; i++ {
@@ -43,7 +48,6 @@ func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", table, err)
 		}
-		progress()
 		return nil
 	}
 	rows, err := r.db.QueryContext(r.ctx, query)
@@ -69,7 +73,6 @@ func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading %s: %w", table, err)
 	}
-	progress()
 	return nil
 }
 

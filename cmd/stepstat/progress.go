@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -22,9 +23,14 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 	if !force && !isTerminal(o.errOut) {
 		return nil
 	}
-	var last time.Time
-	shown := false
+	var (
+		mu    sync.Mutex // the reader reports from two goroutines at once
+		last  time.Time
+		shown bool
+	)
 	return func(table string, done, total int64) {
+		mu.Lock()
+		defer mu.Unlock()
 		if done < 1<<20 && !shown {
 			return
 		}
