@@ -220,8 +220,15 @@ func graphDetect(h *hostIndex, tl *timeline) *detection {
 	seen := map[uint64]bool{}
 	var b []boundary
 	first := true
+	var lastKey uint64
 	tl.each(func(a *activity) bool {
 		k := a.key()
+		// A graph's kernels share their launch's key and mostly run back to back: one map
+		// lookup per run of equal keys, not per kernel.
+		if !first && k == lastKey {
+			return true
+		}
+		lastKey = k
 		if h.graphs[k] && !seen[k] {
 			seen[k] = true
 			b = append(b, boundary{start: a.start})

@@ -32,7 +32,14 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	cats, rules := classifyNames(t, cls)
 	h := newHostIndex(t)
 	over := nvtxOverrides(t, opt.NVTXCategories)
-	rep.Kernels = kernelStats(t, cats, rules, over)
+	// The whole-trace kernel table is independent of the steps: build it on the other core.
+	kernelsDone := make(chan []KernelStat, 1)
+	go func() { kernelsDone <- kernelStats(t, cats, rules, over) }()
+	defer func() {
+		if rep.Kernels == nil {
+			<-kernelsDone // on an early error return, do not leave the goroutine behind
+		}
+	}()
 
 	devs := make([]nsys.DeviceID, 0, len(t.Devices))
 	for _, d := range t.Devices {
@@ -121,6 +128,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		}
 		rep.Devices = append(rep.Devices, dr)
 	}
+	rep.Kernels = <-kernelsDone
 	var other time.Duration
 	var total time.Duration
 	for _, k := range rep.Kernels {
@@ -255,18 +263,35 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides
 		total time.Duration
 	}
 	per := map[key]*acc{}
-	for _, k := range t.Kernels {
-		kk := key{k.Name, cats[k.Name]}
-		if c, ok := over.category(k.Proc, k.Correlation); ok {
-			kk.cat = c
+	if over == nil {
+		// Without NVTX rules a name has one category: total per name in a slice (a map
+		// lookup per kernel costs several times more), one map entry per distinct name.
+		byName := make([]acc, len(t.Names))
+		for i := range t.Kernels {
+			k := &t.Kernels[i]
+			byName[k.Name].n++
+			byName[k.Name].total += k.Duration()
 		}
-		a := per[kk]
-		if a == nil {
-			a = &acc{}
-			per[kk] = a
+		for id := range byName {
+			if byName[id].n > 0 {
+				per[key{nsys.NameID(id), cats[id]}] = &byName[id]
+			}
 		}
-		a.n++
-		a.total += k.Duration()
+	} else {
+		for i := range t.Kernels {
+			k := &t.Kernels[i]
+			kk := key{k.Name, cats[k.Name]}
+			if c, ok := over.category(k.Proc, k.Correlation); ok {
+				kk.cat = c
+			}
+			a := per[kk]
+			if a == nil {
+				a = &acc{}
+				per[kk] = a
+			}
+			a.n++
+			a.total += k.Duration()
+		}
 	}
 	out := make([]KernelStat, 0, len(per))
 	for kk, a := range per {
@@ -359,7 +384,10 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 		now     nsys.Time
 		started bool
 		si      int // step of the current instant (for exclusive time)
-		ai      int // step of the latest activity start
+		// lastGraphKey is the graph launch whose kernels are being seen: its kernels are
+		// mostly consecutive, so this spares a map lookup per kernel.
+		lastGraphKey uint64 = 1<<64 - 1
+		ai           int    // step of the latest activity start
 	)
 	owner := func() Category {
 		best, bp := Idle, -1
@@ -437,8 +465,17 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 			st.Kernels[a.cat]++
 			switch a.src {
 			case srcKernel:
-				if k := a.key(); !h.graphs[k] || h.firstOfGraph(k) {
+				k := a.key()
+				switch {
+				case k == lastGraphKey:
+					// another kernel of the graph launch counted just before
+				case !h.graphs[k]:
 					st.Launches++
+				default:
+					lastGraphKey = k
+					if h.firstOfGraph(k) {
+						st.Launches++
+					}
 				}
 			case srcGraph:
 				st.Launches++
