@@ -739,10 +739,19 @@ func SelectSteps(steps []Step, opt Options) ([]Step, Phase, error) {
 	if want == Unknown {
 		want = Decode
 	}
-	var out []Step
-	for _, s := range steps {
-		if s.Phase == want {
-			out = append(out, s)
+	n := 0
+	for i := range steps {
+		if steps[i].Phase == want {
+			n++
+		}
+	}
+	if n == len(steps) {
+		return steps, want, nil // every step has the phase: no copy
+	}
+	out := make([]Step, 0, n) // steps are large: copy each once
+	for i := range steps {
+		if steps[i].Phase == want {
+			out = append(out, steps[i])
 		}
 	}
 	if len(out) == 0 && len(steps) > 0 {
