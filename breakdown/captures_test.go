@@ -37,8 +37,8 @@ func TestCaptures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) < 6 {
-		t.Fatalf("found %d captures in testdata/traces, want at least 6", len(files))
+	if len(files) < 10 {
+		t.Fatalf("found %d captures in testdata/traces, want the 10 of its README", len(files))
 	}
 	dir := t.TempDir()
 	for _, gz := range files {
@@ -52,7 +52,8 @@ func TestCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			moe := strings.HasPrefix(name, "moe-")
+			tp2 := strings.HasPrefix(name, "tp2-")
+			moe := strings.HasPrefix(strings.TrimPrefix(name, "tp2-"), "moe-")
 			graph := strings.Contains(name, "-graph")
 			wantMethod := breakdown.MethodSync
 			switch {
@@ -65,6 +66,10 @@ func TestCaptures(t *testing.T) {
 			if moe {
 				decodeKernels, prefillKernels = 322, 321
 			}
+			if tp2 {
+				// Per rank: 8 all-reduces, the logits' all-gather and its concatenation.
+				decodeKernels, prefillKernels = decodeKernels+10, prefillKernels+10
+			}
 			decodeLaunches := decodeKernels
 			if graph {
 				decodeLaunches = 1
@@ -76,91 +81,100 @@ func TestCaptures(t *testing.T) {
 				wantAllReduce = 2 * 4
 			}
 
-			if len(rep.Devices) != 1 || rep.Devices[0].Device != 0 {
-				t.Fatalf("%d devices, want device 0 only", len(rep.Devices))
+			wantDevices := 1
+			if tp2 {
+				wantDevices = 2
 			}
-			d := &rep.Devices[0]
-			if d.Method != wantMethod {
-				t.Errorf("step method %v (%s), want %v", d.Method, d.MethodDetail, wantMethod)
+			if len(rep.Devices) != wantDevices {
+				t.Fatalf("%d devices, want %d", len(rep.Devices), wantDevices)
 			}
-			if d.GPU != "NVIDIA H200" {
-				t.Errorf("GPU %q", d.GPU)
-			}
-			if len(d.Steps) != 13 {
-				t.Fatalf("%d steps, want 13", len(d.Steps))
-			}
-			for i := range d.Steps {
-				s := &d.Steps[i]
-				want := breakdown.Decode
-				if i == 0 {
-					want = breakdown.Prefill
+			for di := range rep.Devices {
+				d := &rep.Devices[di]
+				if d.Device != nsys.DeviceID(di) {
+					t.Errorf("device %d, want %d", d.Device, di)
 				}
-				if s.Phase != want {
-					t.Errorf("step %d: phase %v, want %v", i, s.Phase, want)
+				if d.Method != wantMethod {
+					t.Errorf("step method %v (%s), want %v", d.Method, d.MethodDetail, wantMethod)
 				}
-				var sum time.Duration
-				for _, v := range s.Exclusive {
-					sum += v
+				if d.GPU != "NVIDIA H200" {
+					t.Errorf("GPU %q", d.GPU)
 				}
-				if sum != s.Wall() {
-					t.Errorf("step %d: categories sum to %v, wall %v", i, sum, s.Wall())
+				if len(d.Steps) != 13 {
+					t.Fatalf("%d steps, want 13", len(d.Steps))
 				}
-				for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
-					if s.Busy[c] < s.Exclusive[c] {
-						t.Errorf("step %d: %v busy %v < exclusive %v", i, c, s.Busy[c], s.Exclusive[c])
+				for i := range d.Steps {
+					s := &d.Steps[i]
+					want := breakdown.Decode
+					if i == 0 {
+						want = breakdown.Prefill
+					}
+					if s.Phase != want {
+						t.Errorf("step %d: phase %v, want %v", i, s.Phase, want)
+					}
+					var sum time.Duration
+					for _, v := range s.Exclusive {
+						sum += v
+					}
+					if sum != s.Wall() {
+						t.Errorf("step %d: categories sum to %v, wall %v", i, sum, s.Wall())
+					}
+					for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+						if s.Busy[c] < s.Exclusive[c] {
+							t.Errorf("step %d: %v busy %v < exclusive %v", i, c, s.Busy[c], s.Exclusive[c])
+						}
+					}
+					if s.Gaps.Total != s.Exclusive[breakdown.Idle] {
+						t.Errorf("step %d: gaps %v != idle %v", i, s.Gaps.Total, s.Exclusive[breakdown.Idle])
+					}
+					if i == 0 {
+						if s.TotalKernels() != prefillKernels {
+							t.Errorf("prefill: %d kernels, want %d", s.TotalKernels(), prefillKernels)
+						}
+						continue
+					}
+					if s.TotalKernels() != decodeKernels {
+						t.Errorf("decode step %d: %d kernels, want %d", i, s.TotalKernels(), decodeKernels)
+					}
+					if n := s.Kernels[breakdown.AllReduce]; n != wantAllReduce {
+						t.Errorf("decode step %d: %d all-reduce kernels, want %d", i, n, wantAllReduce)
+					}
+					if s.Launches != decodeLaunches {
+						t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
+					}
+					// The token-buffer D2D copy and the D2H read-back.
+					if s.Kernels[breakdown.Memory] != 2 {
+						t.Errorf("decode step %d: %d memory operations, want 2", i, s.Kernels[breakdown.Memory])
+					}
+					if s.Kernels[breakdown.Attention] != 4 || s.Kernels[breakdown.Sampling] < 1 {
+						t.Errorf("decode step %d: %d attention and %d sampling kernels, want 4 and at least 1", i,
+							s.Kernels[breakdown.Attention], s.Kernels[breakdown.Sampling])
 					}
 				}
-				if s.Gaps.Total != s.Exclusive[breakdown.Idle] {
-					t.Errorf("step %d: gaps %v != idle %v", i, s.Gaps.Total, s.Exclusive[breakdown.Idle])
+				if sm := d.Summary; sm.Phase != breakdown.Decode || sm.Steps != 12 ||
+					sm.KernelsPerStep != float64(decodeKernels) || sm.LaunchesPerStp != float64(decodeLaunches) {
+					t.Errorf("summary: %v, %d steps, %v kernels/step, %v launches/step", sm.Phase, sm.Steps, sm.KernelsPerStep, sm.LaunchesPerStp)
 				}
-				if i == 0 {
-					if s.TotalKernels() != prefillKernels {
-						t.Errorf("prefill: %d kernels, want %d", s.TotalKernels(), prefillKernels)
-					}
-					continue
-				}
-				if s.TotalKernels() != decodeKernels {
-					t.Errorf("decode step %d: %d kernels, want %d", i, s.TotalKernels(), decodeKernels)
-				}
-				if n := s.Kernels[breakdown.AllReduce]; n != wantAllReduce {
-					t.Errorf("decode step %d: %d all-reduce kernels, want %d", i, n, wantAllReduce)
-				}
-				if s.Launches != decodeLaunches {
-					t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
-				}
-				// The token-buffer D2D copy and the D2H read-back.
-				if s.Kernels[breakdown.Memory] != 2 {
-					t.Errorf("decode step %d: %d memory operations, want 2", i, s.Kernels[breakdown.Memory])
-				}
-				if s.Kernels[breakdown.Attention] != 4 || s.Kernels[breakdown.Sampling] < 1 {
-					t.Errorf("decode step %d: %d attention and %d sampling kernels, want 4 and at least 1", i,
-						s.Kernels[breakdown.Attention], s.Kernels[breakdown.Sampling])
-				}
-			}
-			if sm := d.Summary; sm.Phase != breakdown.Decode || sm.Steps != 12 ||
-				sm.KernelsPerStep != float64(decodeKernels) || sm.LaunchesPerStp != float64(decodeLaunches) {
-				t.Errorf("summary: %v, %d steps, %v kernels/step, %v launches/step", sm.Phase, sm.Steps, sm.KernelsPerStep, sm.LaunchesPerStp)
-			}
 
-			var total, kernels time.Duration
-			var count int
-			for _, k := range rep.Kernels {
-				total += k.Total
-				count += k.Count
-			}
-			for _, k := range rep.Kernels {
-				if k.Category == breakdown.Other && float64(k.Total) > 0.01*float64(total) {
-					t.Errorf("unclassified kernel above 1%% of kernel time: %s (%v of %v)", k.Name, k.Total, total)
+				var total, kernels time.Duration
+				var count int
+				for _, k := range rep.Kernels {
+					total += k.Total
+					count += k.Count
 				}
-			}
-			for _, k := range tr.Kernels {
-				kernels += k.Duration()
-			}
-			if kernels != total || count != len(tr.Kernels) {
-				t.Errorf("kernel stats total %v over %d kernels; the trace has %v over %d", total, count, kernels, len(tr.Kernels))
-			}
-			for _, w := range rep.Warnings {
-				t.Errorf("warning: %v", w)
+				for _, k := range rep.Kernels {
+					if k.Category == breakdown.Other && float64(k.Total) > 0.01*float64(total) {
+						t.Errorf("unclassified kernel above 1%% of kernel time: %s (%v of %v)", k.Name, k.Total, total)
+					}
+				}
+				for _, k := range tr.Kernels {
+					kernels += k.Duration()
+				}
+				if kernels != total || count != len(tr.Kernels) {
+					t.Errorf("kernel stats total %v over %d kernels; the trace has %v over %d", total, count, kernels, len(tr.Kernels))
+				}
+				for _, w := range rep.Warnings {
+					t.Errorf("warning: %v", w)
+				}
 			}
 		})
 	}

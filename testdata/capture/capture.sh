@@ -34,6 +34,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export PYTHONUNBUFFERED=1
 NSYS=/tmp/ns/target-linux-x64/nsys
 NSYS_FLAGS="-t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node --capture-range=cudaProfilerApi --capture-range-end=stop --wait=primary"
+# Several ranks in eager mode: the first cudaProfilerStop would end the capture for every
+# process while another rank's last activity is still buffered (it was lost); record until
+# the processes exit instead (the workload exits cleanly then).
 
 {
   echo "# stepstat capture log  $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -55,11 +58,15 @@ for cfg in "$@"; do
   case "$mlp/$mode" in dense/eager|dense/graph|moe/eager|moe/graph) ;; *)
     echo "## $cfg: bad config name" >> "$LOG"; fail=1; continue;; esac
   args="--mode $mode --mlp $mlp --tp $tp $nvtx ${WORKLOAD_ARGS:-}"
-  cmd="$NSYS profile $NSYS_FLAGS -f true -o $TMP/$cfg python3 testdata/capture/workload.py $args"
+  flags=$NSYS_FLAGS
+  if [ "$tp" -gt 1 ] && [ "$mode" = eager ]; then
+    flags=${flags/--capture-range-end=stop/--capture-range-end=none}
+  fi
+  cmd="$NSYS profile $flags -f true -o $TMP/$cfg python3 testdata/capture/workload.py $args"
   echo "## config $cfg" >> "$LOG"
   echo "command: $cmd" >> "$LOG"
   t0=$(date +%s)
-  timeout 240 $NSYS profile $NSYS_FLAGS -f true -o "$TMP/$cfg" python3 "$WL" $args > "$TMP/$cfg.out" 2>&1
+  timeout 240 $NSYS profile $flags -f true -o "$TMP/$cfg" python3 "$WL" $args > "$TMP/$cfg.out" 2>&1
   rc=$?
   echo "profile rc=$rc seconds=$(( $(date +%s) - t0 ))" >> "$LOG"
   echo "summary: $(grep -m1 '^{"workload"' "$TMP/$cfg.out")" >> "$LOG"

@@ -311,9 +311,17 @@ def run(rank, a):
         }
         print(json.dumps(summary, separators=(",", ":")), flush=True)
     sys.stdout.flush()
-    if tp > 1:
+    if tp > 1 and a.mode == "graph":
         # NCCL teardown after graph capture can hang: the trace is flushed at the stop.
         os._exit(0)
+    if tp > 1:
+        # Eager: exit cleanly. capture.sh records these until the processes exit
+        # (--capture-range-end=none): with "stop", the first rank's cudaProfilerStop ended
+        # the capture while the other rank's last activity was still buffered, and it was
+        # lost (seen: a rank missing its last 2 to 7 steps).
+        barrier()
+        import torch.distributed as dist
+        dist.destroy_process_group()
 
 
 def main():
