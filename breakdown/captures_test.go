@@ -52,6 +52,17 @@ func TestCaptures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The workload's own NVTX step ranges exist exactly in the -nvtx captures (NCCL
+			// adds ranges of its own at tp 2 either way).
+			stepRanges := 0
+			for _, r := range tr.Ranges {
+				if strings.HasPrefix(tr.RangeTexts[r.Text], "decode_step ") {
+					stepRanges++
+				}
+			}
+			if want := strings.HasSuffix(name, "-nvtx"); want != (stepRanges > 0) {
+				t.Errorf("%d decode_step NVTX ranges; want them: %v", stepRanges, want)
+			}
 			tp2 := strings.HasPrefix(name, "tp2-")
 			moe := strings.HasPrefix(strings.TrimPrefix(name, "tp2-"), "moe-")
 			graph := strings.Contains(name, "-graph")
@@ -137,6 +148,19 @@ func TestCaptures(t *testing.T) {
 					}
 					if n := s.Kernels[breakdown.AllReduce]; n != wantAllReduce {
 						t.Errorf("decode step %d: %d all-reduce kernels, want %d", i, n, wantAllReduce)
+					}
+					// Families the workload runs per decode step: one attention kernel per
+					// layer; 17 GEMMs + 4 split-K reduces (dense) or 77 GEMMs (MoE); the
+					// logits' all-gather at tp 2.
+					wantGEMM, wantGather := 21, 0
+					if moe {
+						wantGEMM = 77
+					}
+					if tp2 {
+						wantGather = 1
+					}
+					if got := [3]int{s.Kernels[breakdown.Attention], s.Kernels[breakdown.GEMM], s.Kernels[breakdown.Collective]}; got != [3]int{4, wantGEMM, wantGather} {
+						t.Errorf("decode step %d: attention, gemm, collective kernels %v, want [4 %d %d]", i, got, wantGEMM, wantGather)
 					}
 					if s.Launches != decodeLaunches {
 						t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
