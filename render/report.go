@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
@@ -43,15 +45,56 @@ type DeviceJSON struct {
 
 // StepJSON is one step.
 type StepJSON struct {
-	Index      int                    `json:"index"`
-	Phase      string                 `json:"phase"`
-	Label      string                 `json:"label,omitempty"`
-	StartNS    int64                  `json:"start_ns"`
-	EndNS      int64                  `json:"end_ns"`
-	Launches   int                    `json:"launches"`
-	Categories map[string]StepCatJSON `json:"categories"`
-	Gaps       GapsJSON               `json:"gaps"`
+	Index      int                `json:"index"`
+	Phase      string             `json:"phase"`
+	Label      string             `json:"label,omitempty"`
+	StartNS    int64              `json:"start_ns"`
+	EndNS      int64              `json:"end_ns"`
+	Launches   int                `json:"launches"`
+	Categories StepCategoriesJSON `json:"categories"`
+	Gaps       GapsJSON           `json:"gaps"`
 }
+
+// StepCategoriesJSON holds a step's categories, indexed by breakdown.Category. It marshals
+// as a JSON object keyed by category id in sorted order, as a map would, without building
+// a map per step (reports of long traces have tens of thousands of steps).
+type StepCategoriesJSON [breakdown.NumCategories]StepCatJSON
+
+// MarshalJSON writes the object; encoding/json then escapes and compacts it.
+func (c StepCategoriesJSON) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 64*len(c))
+	b = append(b, '{')
+	for i, cat := range sortedCategories {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		e := &c[cat]
+		b = append(b, '"')
+		b = append(b, cat.String()...)
+		b = append(b, `":{"ns":`...)
+		b = strconv.AppendInt(b, e.NS, 10)
+		b = append(b, `,"busy_ns":`...)
+		b = strconv.AppendInt(b, e.BusyNS, 10)
+		b = append(b, `,"kernels":`...)
+		b = strconv.AppendInt(b, int64(e.Kernels), 10)
+		if e.Gaps != nil {
+			b = append(b, `,"gaps":`...)
+			b = strconv.AppendInt(b, int64(*e.Gaps), 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// sortedCategories lists the categories by id, the key order of a JSON object from a map.
+var sortedCategories = func() []breakdown.Category {
+	cs := make([]breakdown.Category, 0, breakdown.NumCategories)
+	for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b breakdown.Category) int { return strings.Compare(a.String(), b.String()) })
+	return cs
+}()
 
 // StepCatJSON is one category in one step. Gaps is set for idle only.
 type StepCatJSON struct {
@@ -63,11 +106,63 @@ type StepCatJSON struct {
 
 // GapsJSON details idle gaps: counts and time per size class, and the host's activity.
 type GapsJSON struct {
-	Count   int              `json:"count"`
-	TotalNS int64            `json:"total_ns"`
-	Sizes   map[string]int   `json:"sizes"`
-	SizeNS  map[string]int64 `json:"size_ns"`
-	HostNS  map[string]int64 `json:"host_ns"`
+	Count   int          `json:"count"`
+	TotalNS int64        `json:"total_ns"`
+	Sizes   GapSizesJSON `json:"sizes"`   // by breakdown.GapSizeNames
+	SizeNS  GapSizesJSON `json:"size_ns"` // by breakdown.GapSizeNames
+	HostNS  HostJSON     `json:"host_ns"` // by host activity: sync, copy, launch, none
+}
+
+// GapSizesJSON holds one number per gap size class; it marshals as an object keyed by the
+// class names (<10us, 10-100us, 100us-1ms, >1ms) in sorted order, as a map would.
+type GapSizesJSON [breakdown.NumGapSizes]int64
+
+// HostJSON holds idle time per host activity; it marshals as an object keyed by sync,
+// copy, launch and none in sorted order.
+type HostJSON [breakdown.NumHostActivities]int64
+
+func (g GapSizesJSON) MarshalJSON() ([]byte, error) { return sortedObject(gapSizeKeys, g[:]), nil }
+func (h HostJSON) MarshalJSON() ([]byte, error)     { return sortedObject(hostKeys, h[:]), nil }
+
+// A keyOrder lists the keys of an object in sorted order, with the index of each value.
+type keyOrder []struct {
+	key string
+	idx int
+}
+
+func newKeyOrder(names []string) keyOrder {
+	k := make(keyOrder, len(names))
+	for i, n := range names {
+		k[i].key, k[i].idx = n, i
+	}
+	slices.SortFunc(k, func(a, b struct {
+		key string
+		idx int
+	}) int {
+		return strings.Compare(a.key, b.key)
+	})
+	return k
+}
+
+var (
+	gapSizeKeys = newKeyOrder(breakdown.GapSizeNames[:])
+	hostKeys    = newKeyOrder([]string{breakdown.HostSync: "sync", breakdown.HostCopy: "copy",
+		breakdown.HostLaunch: "launch", breakdown.HostNone: "none"})
+)
+
+// sortedObject writes {"key":value,...} in the key order; encoding/json escapes the result.
+func sortedObject(keys keyOrder, vals []int64) []byte {
+	b := make([]byte, 0, 24*len(keys))
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k.key)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, vals[k.idx], 10)
+	}
+	return append(b, '}')
 }
 
 // SummaryJSON summarises the steps of one phase (decode unless asked otherwise).
@@ -114,19 +209,15 @@ type NCCLJSON struct {
 }
 
 func gapsJSON(g *breakdown.Gaps) GapsJSON {
-	out := GapsJSON{Count: g.Count, TotalNS: int64(g.Total), Sizes: map[string]int{}, SizeNS: map[string]int64{}, HostNS: map[string]int64{}}
-	for i, n := range breakdown.GapSizeNames {
-		out.Sizes[n] = g.Sizes[i]
-		out.SizeNS[n] = int64(g.SizeNS[i])
+	out := GapsJSON{Count: g.Count, TotalNS: int64(g.Total)}
+	for i := range breakdown.GapSizeNames {
+		out.Sizes[i] = int64(g.Sizes[i])
+		out.SizeNS[i] = int64(g.SizeNS[i])
 	}
 	for i := range g.Host {
-		out.HostNS[hostKey(breakdown.HostActivity(i))] = int64(g.Host[i])
+		out.HostNS[i] = int64(g.Host[i])
 	}
 	return out
-}
-
-func hostKey(h breakdown.HostActivity) string {
-	return [...]string{"sync", "copy", "launch", "none"}[h]
 }
 
 // NewReportJSON builds the JSON contract from a report.
@@ -140,14 +231,14 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 		for i := range d.Steps {
 			s := &d.Steps[i]
 			sj := StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
-				Launches: s.Launches, Categories: map[string]StepCatJSON{}, Gaps: gapsJSON(&s.Gaps)}
+				Launches: s.Launches, Gaps: gapsJSON(&s.Gaps)}
 			for _, c := range breakdown.Order {
 				cj := StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
 				if c == breakdown.Idle {
 					n := s.Gaps.Count
 					cj.Gaps = &n
 				}
-				sj.Categories[c.String()] = cj
+				sj.Categories[c] = cj
 			}
 			dj.Steps = append(dj.Steps, sj)
 		}
