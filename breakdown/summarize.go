@@ -2,8 +2,8 @@ package breakdown
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -157,6 +157,13 @@ func optionError(opt Options, err error) error {
 	return err
 }
 
+// CheckSteps reports whether s is a valid Options.Steps value (the --steps flag), with an
+// error a command line can show.
+func CheckSteps(s string) error {
+	_, _, err := parseSteps(s)
+	return err
+}
+
 func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
 	switch {
 	case s == "" || s == "auto":
@@ -172,9 +179,6 @@ func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
 	}
 	return "", nil, fmt.Errorf("--steps: unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", s)
 }
-
-// ErrBadSteps is wrapped by step-option errors (a usage mistake).
-var ErrBadSteps = errors.New("bad --steps")
 
 // overrides assigns categories to kernels launched inside NVTX ranges (--nvtx-category).
 type overrides struct {
@@ -698,20 +702,14 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// quantile returns the q-quantile of ds with linear interpolation between order statistics.
+// quantile returns the q-quantile of ds with linear interpolation between order statistics,
+// rounded to the nanosecond.
 func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(pos)
-	if lo+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	frac := pos - float64(lo)
-	return s[lo] + time.Duration(frac*float64(s[lo+1]-s[lo])+0.5)
+	return time.Duration(math.Floor(quantileF(xs, q) + 0.5))
 }
 
 func quantileF(xs []float64, q float64) float64 {

@@ -112,20 +112,18 @@ func dsn(path string) (string, error) {
 
 // A reader holds the open database during Open.
 type reader struct {
-	ctx      context.Context
-	db       *sql.DB
-	batch    *batchDB // nil when unavailable
-	uri      string   // SQLite URI of the file, for more connections
-	warns    []error  // this lane's warnings
-	cache    procCache
-	api      *apiPlan    // the runtime-table scan, planned before the lanes start
-	apiCalls []APICall   // this lane's part of the runtime table
-	apiDrop  dropCounter // rows this lane dropped from it
-	t        *Trace
-	opt      Options
-	cols     map[string]map[string]bool // table -> column set
-	procs    *procTable
-	counts   map[string]int64
+	ctx    context.Context
+	db     *sql.DB
+	batch  *batchDB // nil when unavailable
+	uri    string   // SQLite URI of the file, for more connections
+	warns  []error  // this lane's warnings
+	cache  procCache
+	api    *apiPlan // the runtime-table scan, planned before the lanes start
+	t      *Trace
+	opt    Options
+	cols   map[string]map[string]bool // table -> column set
+	procs  *procTable
+	counts map[string]int64
 }
 
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
@@ -192,7 +190,7 @@ func (r *reader) read() error {
 	// eager mode): it gets a lane to itself.
 	lanes := [][]func(*reader) error{
 		{(*reader).readKernels, (*reader).readMemops, (*reader).readGraphs, (*reader).readNVTX},
-		{func(l *reader) error { return l.readAPIPart(-1) }},
+		{(*reader).readAPI},
 	}
 	lr := make([]*reader, len(lanes))
 	errs := make([]error, len(lanes))
@@ -232,7 +230,6 @@ func (r *reader) read() error {
 		}
 		r.t.Warnings = append(r.t.Warnings, lr[i].warns...)
 	}
-	r.mergeAPI(lr[1])
 	r.renumberProcs()
 	return r.readDevices()
 }

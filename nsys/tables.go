@@ -341,13 +341,11 @@ func APIKindOf(name string) APIKind {
 
 const runtimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
-// apiPlan is the runtime-table scan shared by the two lanes: which names to keep, and the
-// rowid that splits the table between the lanes.
+// apiPlan is the runtime-table scan, planned before the lanes start: which names to keep.
 type apiPlan struct {
 	names  []apiName // by StringIds id
 	keep   []byte    // bitmap of kept StringIds ids, for the C-side filter
 	idList string    // the same ids for SQL
-	mid    int64     // rows with rowid <= mid are part 0, the rest part 1
 }
 
 type apiName struct {
@@ -418,36 +416,26 @@ func (r *reader) planAPI() error {
 		}
 	}
 	p.idList = strings.Join(ids, ",")
-	p.mid = int64(r.maxRowid(runtimeTable)) / 2
 	r.api = p
 	return nil
 }
 
-// readAPIPart reads part 0 or 1 of the runtime table (or all of it, part -1) into this
-// lane's apiCalls.
-func (r *reader) readAPIPart(part int) error {
+// readAPI reads the runtime table's launch, synchronize, memcpy and memset calls into
+// Trace.APICalls, in time order.
+func (r *reader) readAPI() error {
 	p := r.api
 	if p == nil {
 		return nil
 	}
-	cond := "1"
-	switch part {
-	case 0:
-		cond = fmt.Sprintf("rowid <= %d", p.mid)
-	case 1:
-		cond = fmt.Sprintf("rowid > %d", p.mid)
-	}
 	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
-		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable + ` WHERE ` + cond
+		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable
 	fcol, keep := 4, p.keep
 	if r.batch == nil {
-		q += ` AND nameId IN (` + p.idList + `)` // database/sql: filter in SQL
+		q += ` WHERE nameId IN (` + p.idList + `)` // database/sql: filter in SQL
 		fcol, keep = -1, nil
 	}
 	var drop dropCounter
-	// Room for every row in each part: untouched capacity costs no memory, and mergeAPI can
-	// then append the other part in place.
-	r.apiCalls = make([]APICall, 0, r.maxRowid(runtimeTable)+1)
+	calls := make([]APICall, 0, r.maxRowid(runtimeTable)) // untouched capacity costs no memory
 	err := r.scanFilter(runtimeTable, q, 5, fcol, keep, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return
@@ -459,37 +447,18 @@ func (r *reader) readAPIPart(part int) error {
 		if !ni.ok {
 			return
 		}
-		r.apiCalls = append(r.apiCalls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
+		calls = append(calls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
 			Correlation: uint32(v[3]), Name: ni.idx, Kind: ni.kind, Proc: r.proc(v[2])})
 	})
 	if err != nil {
 		return err
 	}
-	r.apiDrop = drop
+	drop.warn(r, "CUDA API", len(calls))
+	if !slices.IsSortedFunc(calls, apiLess) {
+		slices.SortFunc(calls, apiLess)
+	}
+	r.t.APICalls = calls
 	return nil
-}
-
-// mergeAPI joins the lanes' API calls, in time order.
-func (r *reader) mergeAPI(parts ...*reader) {
-	n := 0
-	var drop dropCounter
-	for _, l := range parts {
-		n += len(l.apiCalls)
-		drop.zero += l.apiDrop.zero
-		drop.reversed += l.apiDrop.reversed
-	}
-	if r.api == nil {
-		return
-	}
-	r.t.APICalls = parts[0].apiCalls
-	for _, l := range parts[1:] {
-		r.t.APICalls = append(r.t.APICalls, l.apiCalls...) // in place: the capacity is there
-		l.apiCalls = nil
-	}
-	drop.warn(r, "CUDA API", len(r.t.APICalls))
-	if !slices.IsSortedFunc(r.t.APICalls, apiLess) {
-		slices.SortFunc(r.t.APICalls, apiLess)
-	}
 }
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).

@@ -60,15 +60,8 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		opt.Device = &d
 	}
 	opt.Steps = f.steps
-	if _, err := regexp.Compile(strings.TrimPrefix(f.steps, "nvtx:")); err != nil && strings.HasPrefix(f.steps, "nvtx:") {
-		return opt, usagef(cmd, "--steps: bad regular expression: %v", err)
-	}
-	switch f.steps {
-	case "auto", "nvtx", "graph", "sync", "periodic", "whole":
-	default:
-		if !strings.HasPrefix(f.steps, "nvtx:") {
-			return opt, usagef(cmd, "--steps: unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", f.steps)
-		}
+	if err := breakdown.CheckSteps(f.steps); err != nil {
+		return opt, usagef(cmd, "%v", err)
 	}
 	switch f.phase {
 	case "decode":
