@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -181,24 +183,78 @@ func (r *reader) read() error {
 		return err
 	}
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
-	// Two lanes on the two cores a CI machine has: kernels on one, everything else on the
-	// other. Each lane has its own connection and its own warnings, merged in a fixed order.
 	if err := r.planAPI(); err != nil {
 		return err
 	}
-	// The runtime table is the largest (every CUDA call, 2-3 rows per kernel launched in
-	// eager mode): it gets a lane to itself.
-	lanes := [][]func(*reader) error{
-		{(*reader).readKernels, (*reader).readMemops, (*reader).readGraphs, (*reader).readNVTX},
-		{(*reader).readAPI},
+	whole := func(f func(*reader) error) func(*reader) (*job, error) {
+		return func(*reader) (*job, error) { return &job{tasks: []func(*reader) error{f}}, nil }
 	}
-	lr := make([]*reader, len(lanes))
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for i, lane := range lanes {
+	// The runtime table is the largest in eager traces (every CUDA call, 2-3 rows per
+	// kernel launched) and is read whole (its kept rows cannot be placed by rowid); the
+	// kernel table is read in parts beside it.
+	api := func(*reader) (*job, error) {
+		return &job{tasks: []func(*reader) error{(*reader).readAPI}, first: true}, nil
+	}
+	err := r.runJobs([]func(*reader) (*job, error){
+		(*reader).planKernels, whole((*reader).readMemops), whole((*reader).readGraphs),
+		whole((*reader).readNVTX), api,
+	})
+	if err != nil {
+		return err
+	}
+	r.renumberProcs()
+	return r.readDevices()
+}
+
+// A job reads one table: its tasks run concurrently with other jobs' tasks, each on a
+// lane's own connection, then finish (if any) puts the results together.
+type job struct {
+	tasks  []func(*reader) error
+	finish func(*reader) error
+	first  bool // its tasks are long: start them before the others'
+}
+
+// runJobs plans the jobs in order, runs all their tasks on one lane per core (at least
+// two, each with its own connection), then the finishes concurrently. Warnings are kept
+// in job order whichever lane produced them: a job's plan, tasks, then finish.
+func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
+	type planned struct {
+		r     reader // the job's own reader: its warnings
+		job   *job
+		warns [][]error // by task
+		errs  []error   // by task
+		nplan int       // warnings from the plan
+	}
+	jobs := make([]*planned, len(plans))
+	type taskRef struct{ j, t int }
+	var queue []taskRef
+	for i, plan := range plans {
+		p := &planned{r: *r}
+		p.r.warns = nil
+		j, err := plan(&p.r)
+		if err != nil {
+			return err
+		}
+		if j == nil {
+			j = &job{}
+		}
+		p.job, p.warns, p.errs, p.nplan = j, make([][]error, len(j.tasks)), make([]error, len(j.tasks)), len(p.r.warns)
+		jobs[i] = p
+		for t := range j.tasks {
+			queue = append(queue, taskRef{i, t})
+		}
+	}
+	slices.SortStableFunc(queue, func(a, b taskRef) int {
+		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
+	})
+	lanes := max(2, min(runtime.GOMAXPROCS(0), 4))
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next int
+	)
+	for i := 0; i < lanes; i++ {
 		l := *r
-		l.warns = nil
-		l.cache = procCache{}
 		if i > 0 && r.batch != nil {
 			b, err := openBatch(r.uri)
 			if err != nil {
@@ -207,31 +263,64 @@ func (r *reader) read() error {
 			defer b.Close()
 			l.batch = b
 		}
-		lr[i] = &l
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for _, f := range lane {
-				if err := l.ctx.Err(); err != nil {
-					errs[i] = err
+			for {
+				mu.Lock()
+				if next >= len(queue) {
+					mu.Unlock()
 					return
 				}
-				if err := f(&l); err != nil {
-					errs[i] = err
-					return
+				tr := queue[next]
+				next++
+				mu.Unlock()
+				// Every task runs, even after another failed, so that the error returned is
+				// the same whichever lane got there first: the first in job order.
+				p := jobs[tr.j]
+				if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
+					continue
 				}
+				t := l
+				t.warns, t.cache = nil, procCache{}
+				p.errs[tr.t] = p.job.tasks[tr.t](&t)
+				p.warns[tr.t] = t.warns
 			}
 		}()
 	}
 	wg.Wait()
-	for i := range lanes {
-		if errs[i] != nil {
-			return errs[i]
+	for _, p := range jobs {
+		for _, err := range p.errs {
+			if err != nil {
+				return err
+			}
 		}
-		r.t.Warnings = append(r.t.Warnings, lr[i].warns...)
 	}
-	r.renumberProcs()
-	return r.readDevices()
+	ferrs := make([]error, len(jobs))
+	for i, p := range jobs {
+		if p.job.finish == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ferrs[i] = p.job.finish(&p.r)
+		}()
+	}
+	wg.Wait()
+	for _, err := range ferrs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range jobs {
+		r.t.Warnings = append(r.t.Warnings, p.r.warns[:p.nplan]...)
+		for _, w := range p.warns {
+			r.t.Warnings = append(r.t.Warnings, w...)
+		}
+		r.t.Warnings = append(r.t.Warnings, p.r.warns[p.nplan:]...)
+	}
+	return nil
 }
 
 func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
@@ -446,4 +535,11 @@ func (r *reader) loadStrings(table string, ids []int64) (map[int64]string, error
 		r.warnf("%d string ids used by %s not found in StringIds", missing, table)
 	}
 	return out, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

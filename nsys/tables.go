@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
@@ -19,40 +21,72 @@ func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
 // scanFilter is scan with the batch reader's C-side row filter (see batchDB.scanFilter);
 // the database/sql fallback must filter in the query instead.
 func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
+	p := r.newProgress(table, 1)
+	return r.scanPart(p, query, ncol, fcol, keep, fn)
+}
+
+// A tableProgress reports the rows read of one table, summed over the parts of it that
+// are read at once.
+type tableProgress struct {
+	table string
+	fn    func(table string, done, total int64)
+	total int64
+	mu    sync.Mutex
+	done  int64
+	parts int // parts still being read
+}
+
+func (r *reader) newProgress(table string, parts int) *tableProgress {
 	total := r.rowCount(table)
 	if total < 0 && r.opt.Progress != nil {
 		total = int64(r.maxRowid(table)) // an upper bound, known at once
 	}
-	var n int64
-	progress := func() {
-		if r.opt.Progress != nil {
-			r.opt.Progress(table, n, total)
+	return &tableProgress{table: table, fn: r.opt.Progress, total: total, parts: parts}
+}
+
+// add counts n more rows read; last says a part is done. The table's last call says it
+// is done: done == total.
+func (p *tableProgress) add(n int64, last bool) {
+	if p.fn == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	if last {
+		if p.parts--; p.parts == 0 {
+			p.total = p.done
 		}
 	}
-	// The last call says the table is done: done == total.
-	defer func() { total = n; progress() }()
+	p.fn(p.table, p.done, p.total)
+}
+
+// scanPart runs a query over the table of p (all of it, or a rowid range of it).
+func (r *reader) scanPart(p *tableProgress, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
+	var n int64 // rows not yet reported
+	defer func() { p.add(n, true) }()
 	if r.batch != nil {
 		err := r.batch.scanFilter(query, ncol, fcol, keep, func(rows []int64, k int) error {
 			for i := 0; i < k; i++ {
 				fn(rows[i*ncol : (i+1)*ncol : (i+1)*ncol])
 			}
-			n += int64(k)
-			if n&0xFFFFF < batchRows {
+			if n += int64(k); n >= 1<<20 {
 				if err := r.ctx.Err(); err != nil {
 					return err
 				}
-				progress()
+				p.add(n, false)
+				n = 0
 			}
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", table, err)
+			return fmt.Errorf("reading %s: %w", p.table, err)
 		}
 		return nil
 	}
 	rows, err := r.db.QueryContext(r.ctx, query)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", table, err)
+		return fmt.Errorf("reading %s: %w", p.table, err)
 	}
 	defer rows.Close()
 	v := make([]int64, ncol)
@@ -62,18 +96,64 @@ func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn
 	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("reading %s: %w", table, err)
+			return fmt.Errorf("reading %s: %w", p.table, err)
 		}
 		fn(v)
-		n++
-		if n&0xFFFF == 0 {
-			progress()
+		if n++; n == 1<<16 {
+			p.add(n, false)
+			n = 0
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", table, err)
+		return fmt.Errorf("reading %s: %w", p.table, err)
 	}
 	return nil
+}
+
+// A part is a range [lo, hi) of a table's rowids, read on its own while other parts are.
+// The zero part is the whole table.
+type part struct{ lo, hi int64 }
+
+func (p part) where() string {
+	if p == (part{}) {
+		return ""
+	}
+	return fmt.Sprintf(" WHERE rowid >= %d AND rowid < %d", p.lo, p.hi)
+}
+
+// partRows is about the number of rows of a part: small enough that the two lanes finish
+// close together, large enough that each part's query and seek cost nothing.
+var partRows int = 1 << 21 // a variable for tests
+
+// parts splits table into rowid ranges of about partRows rows, to be read concurrently,
+// and returns the number of slots they index (hi-lo of the whole): a part's rows can be
+// stored at their rowid's offset without knowing how many rows the other parts hold. It
+// returns the whole table as one part, and an upper bound of its row count, when the
+// batch reader is unavailable, the table is small, or its rowids are too sparse to index.
+func (r *reader) parts(table string) ([]part, int) {
+	whole := []part{{}}
+	bound := r.maxRowid(table)
+	if r.batch == nil || bound < 2*partRows {
+		return whole, bound
+	}
+	var lo, hi sql.NullInt64 // one query each: SQLite finds a lone min or max in O(log n)
+	if r.db.QueryRowContext(r.ctx, `SELECT min(rowid) FROM "`+table+`"`).Scan(&lo) != nil ||
+		r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM "`+table+`"`).Scan(&hi) != nil ||
+		!lo.Valid || !hi.Valid || lo.Int64 < 0 {
+		return whole, bound
+	}
+	span := hi.Int64 + 1 - lo.Int64
+	// A row takes more than 16 bytes of the file: more slots than that means rowids with
+	// gaps, and slots that would cost memory for nothing.
+	if fi, err := os.Stat(r.t.Path); err != nil || span > fi.Size()/16 || span > 1<<31 {
+		return whole, bound
+	}
+	n := int((span + int64(partRows) - 1) / int64(partRows))
+	ps := make([]part, n)
+	for i := range ps {
+		ps[i] = part{lo.Int64 + span*int64(i)/int64(n), lo.Int64 + span*int64(i+1)/int64(n)}
+	}
+	return ps, int(span)
 }
 
 // maxRowid returns an upper bound of a table's row count (its largest rowid), cheap to ask,
@@ -150,72 +230,133 @@ func (d *dropCounter) warn(r *reader, what string, kept int) {
 
 const kernelTable = "CUPTI_ACTIVITY_KIND_KERNEL"
 
-func (r *reader) readKernels() error {
+// planKernels plans the kernel table's read: one task per part of the table, then a
+// finish that puts the parts together, names the kernels and sorts them.
+func (r *reader) planKernels() (*job, error) {
 	if !r.has(kernelTable) {
 		r.warnf("no %s table: the capture has no CUDA kernels (profile with -t cuda)", kernelTable)
-		return nil
+		return nil, nil
 	}
 	r.t.HasKernelTable = true
 	if err := r.require(kernelTable, "start", "end", "deviceId", "streamId"); err != nil {
-		return err
+		return nil, err
 	}
 	nameCol := "demangledName"
 	if !r.hasCol(kernelTable, nameCol) {
 		if !r.hasCol(kernelTable, "shortName") {
-			return fmt.Errorf("table %s has neither demangledName nor shortName", kernelTable)
+			return nil, fmt.Errorf("table %s has neither demangledName nor shortName", kernelTable)
 		}
 		nameCol = "shortName"
 		r.warnf("%s has no demangledName column; classifying short names", kernelTable)
 	}
 	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(kernelTable, "correlationId", "0") + `, ` +
 		nameCol + `, ` + r.colOr(kernelTable, "globalPid", "0") + ` FROM ` + kernelTable
-	// String ids are small, dense integers: a slice indexed by id (0 = not seen yet) is
-	// several times faster than a map for the per-row lookup; a map takes the rare big ids.
-	var dense []NameID
-	sparse := map[int64]NameID{}
-	var order []int64
-	var drop dropCounter
-	r.t.Kernels = make([]Kernel, 0, r.maxRowid(kernelTable))
-	err := r.scan(kernelTable, q, 7, func(v []int64) {
-		if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
-			return
+	ps, slots := r.parts(kernelTable)
+	prog := r.newProgress(kernelTable, len(ps))
+	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
+	// so no part waits for another and the rows need no copy when none was dropped.
+	all := make([]Kernel, slots) // zeroed memory that no row lands in is never touched
+	type kernelPart struct {
+		ks   []Kernel
+		drop dropCounter
+		wide map[int]int64 // string ids that do not fit Kernel.Name, by index in ks
+	}
+	kp := make([]kernelPart, len(ps))
+	j := &job{}
+	for i, p := range ps {
+		j.tasks = append(j.tasks, func(l *reader) error {
+			d := &kp[i]
+			if p == (part{}) {
+				d.ks = all[:0] // the whole table: grows past the bound if it must
+			} else {
+				d.ks = all[p.lo-ps[0].lo : p.lo-ps[0].lo : p.hi-ps[0].lo]
+			}
+			// Kernel.Name holds the StringIds id until finish numbers the names.
+			return l.scanPart(prog, q+p.where(), 7, -1, nil, func(v []int64) {
+				if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
+					return
+				}
+				sid := v[5]
+				if sid < 0 || sid > math.MaxUint32 {
+					if d.wide == nil {
+						d.wide = map[int]int64{}
+					}
+					d.wide[len(d.ks)] = sid
+				}
+				d.ks = append(d.ks, Kernel{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
+					Stream: StreamID(v[3]), Correlation: uint32(v[4]), Name: NameID(sid), Proc: l.proc(v[6])})
+			})
+		})
+	}
+	j.finish = func(r *reader) error {
+		ks := all[:0]
+		var drop dropCounter
+		wide := map[int]int64{}
+		for i := range kp {
+			d := &kp[i]
+			for k, sid := range d.wide {
+				wide[len(ks)+k] = sid
+			}
+			switch {
+			case len(kp) == 1:
+				ks = d.ks // the whole table, grown past all if it had to
+			case len(d.ks) > 0 && len(ks) < cap(ks) && &ks[:len(ks)+1][len(ks)] == &d.ks[0]:
+				ks = ks[:len(ks)+len(d.ks)] // already in place: no row before it was dropped
+			default:
+				ks = append(ks, d.ks...) // moves the part's rows down, within all
+			}
+			drop.zero += d.drop.zero
+			drop.reversed += d.drop.reversed
+			drop.badDevice += d.drop.badDevice
 		}
-		var id NameID
-		if sid := v[5]; sid >= 0 && sid < 1<<22 {
-			if sid >= int64(len(dense)) {
-				dense = append(dense, make([]NameID, int(sid)+1-len(dense)+len(dense)/2)...)
+		drop.warn(r, "kernel", len(ks))
+		// Number the names in order of first appearance. String ids are small, dense
+		// integers: a slice indexed by id (0 = not seen yet) is several times faster than a
+		// map for the per-row lookup; a map takes the rare big ids.
+		var dense []NameID
+		sparse := map[int64]NameID{}
+		var order []int64
+		for i := range ks {
+			sid := int64(ks[i].Name)
+			if len(wide) > 0 {
+				if w, ok := wide[i]; ok {
+					sid = w
+				}
 			}
-			if id = dense[sid]; id == 0 {
-				order = append(order, sid)
-				id = NameID(len(order))
-				dense[sid] = id
+			var id NameID
+			if sid >= 0 && sid < 1<<22 {
+				if sid >= int64(len(dense)) {
+					dense = append(dense, make([]NameID, int(sid)+1-len(dense)+len(dense)/2)...)
+				}
+				if id = dense[sid]; id == 0 {
+					order = append(order, sid)
+					id = NameID(len(order))
+					dense[sid] = id
+				}
+				id--
+			} else {
+				var ok bool
+				if id, ok = sparse[sid]; !ok {
+					id = NameID(len(order))
+					sparse[sid] = id
+					order = append(order, sid)
+				}
 			}
-			id--
-		} else {
-			var ok bool
-			if id, ok = sparse[sid]; !ok {
-				id = NameID(len(order))
-				sparse[sid] = id
-				order = append(order, sid)
-			}
+			ks[i].Name = id
 		}
-		r.t.Kernels = append(r.t.Kernels, Kernel{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
-			Stream: StreamID(v[3]), Correlation: uint32(v[4]), Name: id, Proc: r.proc(v[6])})
-	})
-	if err != nil {
-		return err
+		strs, err := r.loadStrings(kernelTable, order)
+		if err != nil {
+			return err
+		}
+		r.t.Names = make([]string, len(order))
+		for i, id := range order {
+			r.t.Names[i] = strs[id]
+		}
+		sortKernels(ks)
+		r.t.Kernels = ks
+		return nil
 	}
-	drop.warn(r, "kernel", len(r.t.Kernels))
-	strs, err := r.loadStrings(kernelTable, order)
-	if err != nil {
-		return err
-	}
-	r.t.Names = make([]string, len(order))
-	for i, id := range order {
-		r.t.Names[i] = strs[id]
-	}
-	sortKernels(r.t.Kernels)
-	return nil
+	return j, nil
 }
 
 // kernelLess orders kernels by start, then device, stream, end, correlation and name: a

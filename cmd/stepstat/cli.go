@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -32,6 +33,15 @@ type command struct {
 type stdio struct {
 	in          io.Reader
 	out, errOut io.Writer
+	phases      func(name string) // STEPSTAT_PHASES: marks the end of a phase; nil when off
+}
+
+// phase marks the end of a phase of the command (read, summarize, render) for
+// STEPSTAT_PHASES, which prints each phase's wall time on stderr.
+func (o *stdio) phase(name string) {
+	if o.phases != nil {
+		o.phases(name)
+	}
 }
 
 // A usageError is a mistake in the command line: exit status 2.
@@ -145,7 +155,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	err := runFn(ctx, fs.Args(), &stdio{in: stdin, out: stdout, errOut: stderr})
+	o := &stdio{in: stdin, out: stdout, errOut: stderr}
+	if os.Getenv("STEPSTAT_PHASES") != "" {
+		last := time.Now()
+		o.phases = func(name string) {
+			now := time.Now()
+			fmt.Fprintf(stderr, "stepstat: %-10s %7.3fs\n", name, now.Sub(last).Seconds())
+			last = now
+		}
+	}
+	err := runFn(ctx, fs.Args(), o)
 	if err == nil {
 		return 0
 	}

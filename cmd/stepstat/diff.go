@@ -70,10 +70,12 @@ var diffCmd = &command{
 					if err != nil {
 						return err
 					}
+					o.phase("read")
 					rep, err := breakdown.Summarize(t, opt)
 					if err != nil {
 						return err
 					}
+					o.phase("summarize")
 					sides[i].Reports = append(sides[i].Reports, rep)
 				}
 			}
@@ -82,6 +84,7 @@ var diffCmd = &command{
 			}
 			c := breakdown.Compare(sides[0], sides[1], phase, breakdown.CompareOptions{Alpha: *alpha, Confidence: *conf,
 				MinChange: mc, PerRun: *unit == "run"})
+			o.phase("compare")
 			write := func(w io.Writer) error {
 				switch *format {
 				case "json":
@@ -94,6 +97,7 @@ var diffCmd = &command{
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
 			}
+			o.phase("render")
 			if *html != "" {
 				return writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) })
 			}

@@ -45,10 +45,12 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			o.phase("read")
 			rep, err := breakdown.Summarize(t, opt)
 			if err != nil {
 				return err
 			}
+			o.phase("summarize")
 			write := func(w io.Writer) error {
 				switch *format {
 				case "json":
@@ -63,6 +65,7 @@ var reportCmd = &command{
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
 			}
+			o.phase("render")
 			if *html != "" {
 				return writeOutput(*html, o.out, func(w io.Writer) error {
 					return render.HTML(w, rep, render.DefaultHTMLOptions())
