@@ -144,7 +144,7 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, &Error{path, err}
 	}
 	defer db.Close()
-	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}}, opt: opt,
+	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
 		cols: map[string]map[string]bool{}, procs: &procTable{ids: map[int64]ProcID{}}}
 	// Large tables are scanned through a second, C-level connection many rows per call;
 	// database/sql remains the fallback.

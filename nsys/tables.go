@@ -255,7 +255,7 @@ func (r *reader) planKernels() (*job, error) {
 	prog := r.newProgress(kernelTable, len(ps))
 	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
 	// so no part waits for another and the rows need no copy when none was dropped.
-	all := make([]Kernel, slots) // zeroed memory that no row lands in is never touched
+	all := bigSlice[Kernel](r.t, slots) // zeroed memory that no row lands in is never touched
 	type kernelPart struct {
 		ks   []Kernel
 		drop dropCounter
@@ -576,7 +576,7 @@ func (r *reader) readAPI() error {
 		fcol, keep = -1, nil
 	}
 	var drop dropCounter
-	calls := make([]APICall, 0, r.maxRowid(runtimeTable)) // untouched capacity costs no memory
+	calls := bigSlice[APICall](r.t, r.maxRowid(runtimeTable))[:0] // untouched capacity costs no memory
 	err := r.scanFilter(runtimeTable, q, 5, fcol, keep, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return

@@ -183,6 +183,8 @@ type Trace struct {
 	Warnings   []error  // non-fatal: dropped rows, missing tables, fallbacks
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
+
+	big *bigMaps // memory mapped outside the Go heap, for Release
 }
 
 // Name returns the demangled name of k.

@@ -75,6 +75,7 @@ var diffCmd = &command{
 					if err != nil {
 						return err
 					}
+					t.Release() // the report holds none of it
 					o.phase("summarize")
 					sides[i].Reports = append(sides[i].Reports, rep)
 				}

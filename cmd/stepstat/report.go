@@ -50,6 +50,7 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			t.Release() // the report holds none of it
 			o.phase("summarize")
 			write := func(w io.Writer) error {
 				switch *format {
