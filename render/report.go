@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -124,23 +125,21 @@ type HostJSON [breakdown.NumHostActivities]int64
 func (g GapSizesJSON) MarshalJSON() ([]byte, error) { return sortedObject(gapSizeKeys, g[:]), nil }
 func (h HostJSON) MarshalJSON() ([]byte, error)     { return sortedObject(hostKeys, h[:]), nil }
 
-// A keyOrder lists the keys of an object in sorted order, with the index of each value.
-type keyOrder []struct {
-	key string
-	idx int
+// A keyOrder lists the keys of an object in sorted order, with the index of each value
+// and the key as a JSON string (HTML characters escaped, as encoding/json does).
+type keyOrder []keyIdx
+
+type keyIdx struct {
+	key, quoted string
+	idx         int
 }
 
 func newKeyOrder(names []string) keyOrder {
 	k := make(keyOrder, len(names))
 	for i, n := range names {
-		k[i].key, k[i].idx = n, i
+		k[i] = keyIdx{n, string(appendString(nil, n)), i}
 	}
-	slices.SortFunc(k, func(a, b struct {
-		key string
-		idx int
-	}) int {
-		return strings.Compare(a.key, b.key)
-	})
+	slices.SortFunc(k, func(a, b keyIdx) int { return strings.Compare(a.key, b.key) })
 	return k
 }
 
@@ -152,13 +151,16 @@ var (
 
 // sortedObject writes {"key":value,...} in the key order; encoding/json escapes the result.
 func sortedObject(keys keyOrder, vals []int64) []byte {
-	b := make([]byte, 0, 24*len(keys))
+	return appendSorted(make([]byte, 0, 24*len(keys)), keys, vals)
+}
+
+func appendSorted(b []byte, keys keyOrder, vals []int64) []byte {
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendQuote(b, k.key)
+		b = append(b, k.quoted...)
 		b = append(b, ':')
 		b = strconv.AppendInt(b, vals[k.idx], 10)
 	}
@@ -273,11 +275,154 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 
 // JSON writes the report as JSON contract v1, compact (reports of long traces are large;
-// pipe through jq for reading).
+// pipe through jq for reading). The bytes are those of encoding/json on NewReportJSON's
+// value; the steps, most of a long trace's report, are written straight from the report
+// one at a time instead of built and reflected over.
 func JSON(w io.Writer, r *breakdown.Report) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(true)
-	return enc.Encode(NewReportJSON(r))
+	bw := bufio.NewWriterSize(w, 256<<10)
+	var b []byte
+	var err error
+	put := func(v any) { // v through encoding/json, as the Encoder of NewReportJSON's value would
+		if err != nil {
+			return
+		}
+		var j []byte
+		if j, err = json.Marshal(v); err == nil {
+			b = append(b, j...)
+		}
+	}
+	flush := func() {
+		if err == nil {
+			_, err = bw.Write(b)
+		}
+		b = b[:0]
+	}
+	b = append(b, `{"schema":`...)
+	put(ReportSchema)
+	b = append(b, `,"source":`...)
+	put(SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion})
+	b = append(b, `,"devices":[`...)
+	head := NewReportJSON(&breakdown.Report{Path: r.Path, Meta: r.Meta, Devices: stepless(r.Devices)})
+	for i, d := range r.Devices {
+		dj := &head.Devices[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"device":`...)
+		b = strconv.AppendInt(b, int64(dj.Device), 10)
+		b = append(b, `,"gpu":`...)
+		put(dj.GPU)
+		b = append(b, `,"step_method":`...)
+		put(dj.StepMethod)
+		b = append(b, `,"step_method_detail":`...)
+		put(dj.MethodDetail)
+		b = append(b, `,"skipped_steps":`...)
+		b = strconv.AppendInt(b, int64(dj.Skipped), 10)
+		b = append(b, `,"steps":[`...)
+		for k := range d.Steps {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = appendStep(b, &d.Steps[k])
+			if len(b) >= 128<<10 {
+				flush()
+			}
+		}
+		b = append(b, `],"decode":`...)
+		put(dj.Decode)
+		if dj.SOL != nil {
+			b = append(b, `,"sol":`...)
+			put(dj.SOL)
+		}
+		b = append(b, '}')
+	}
+	rest := NewReportJSON(&breakdown.Report{Kernels: r.Kernels, Warnings: r.Warnings, Ranks: r.Ranks})
+	b = append(b, `],"kernels":`...)
+	put(rest.Kernels)
+	b = append(b, `,"warnings":`...)
+	put(rest.Warnings)
+	if rest.Ranks != nil {
+		b = append(b, `,"ranks":`...)
+		put(rest.Ranks)
+	}
+	b = append(b, "}\n"...)
+	flush()
+	if err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// stepless returns the devices without their steps.
+func stepless(ds []breakdown.DeviceReport) []breakdown.DeviceReport {
+	out := slices.Clone(ds)
+	for i := range out {
+		out[i].Steps = nil
+	}
+	return out
+}
+
+// appendStep appends the JSON of one step, as encoding/json writes StepJSON.
+func appendStep(b []byte, s *breakdown.Step) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(s.Index), 10)
+	b = append(b, `,"phase":`...)
+	b = appendString(b, s.Phase.String())
+	if s.Label != "" {
+		b = append(b, `,"label":`...)
+		b = appendString(b, s.Label)
+	}
+	b = append(b, `,"start_ns":`...)
+	b = strconv.AppendInt(b, int64(s.Start), 10)
+	b = append(b, `,"end_ns":`...)
+	b = strconv.AppendInt(b, int64(s.End), 10)
+	b = append(b, `,"launches":`...)
+	b = strconv.AppendInt(b, int64(s.Launches), 10)
+	b = append(b, `,"categories":{`...)
+	for i, c := range sortedCategories {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, c.String()...)
+		b = append(b, `":{"ns":`...)
+		b = strconv.AppendInt(b, int64(s.Exclusive[c]), 10)
+		b = append(b, `,"busy_ns":`...)
+		b = strconv.AppendInt(b, int64(s.Busy[c]), 10)
+		b = append(b, `,"kernels":`...)
+		b = strconv.AppendInt(b, int64(s.Kernels[c]), 10)
+		if c == breakdown.Idle {
+			b = append(b, `,"gaps":`...)
+			b = strconv.AppendInt(b, int64(s.Gaps.Count), 10)
+		}
+		b = append(b, '}')
+	}
+	g := gapsJSON(&s.Gaps)
+	b = append(b, `},"gaps":{"count":`...)
+	b = strconv.AppendInt(b, int64(g.Count), 10)
+	b = append(b, `,"total_ns":`...)
+	b = strconv.AppendInt(b, g.TotalNS, 10)
+	b = append(b, `,"sizes":`...)
+	b = appendSorted(b, gapSizeKeys, g.Sizes[:])
+	b = append(b, `,"size_ns":`...)
+	b = appendSorted(b, gapSizeKeys, g.SizeNS[:])
+	b = append(b, `,"host_ns":`...)
+	b = appendSorted(b, hostKeys, g.HostNS[:])
+	return append(b, "}}"...)
+}
+
+// appendString appends s as a JSON string: plain ASCII directly, anything else through
+// encoding/json, whose escaping (HTML characters, invalid UTF-8, U+2028) it keeps.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s) // a string always marshals
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // CSV writes one row per step and category with raw nanoseconds.
