@@ -90,8 +90,6 @@ func textPhase(text string) Phase {
 type hostIndex struct {
 	t      *nsys.Trace
 	graphs map[uint64]bool // keys of graph launches
-	// graphSeen holds graph launch keys already counted as a launch (see firstOfGraph).
-	graphSeen map[uint64]bool
 }
 
 func isLaunchLike(k nsys.APIKind) bool {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -74,59 +75,23 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 			return nil, &nsys.Error{Path: t.Path, Err: fmt.Errorf("%s launched GPU work", what)}
 		}
 	}
-	for _, dev := range devs {
-		tl := tls[dev]
-		var det *detection
-		try := func(m string, f func() *detection) {
-			if det == nil && (method == "auto" || method == m) {
-				det = f()
-			}
+	// Devices are independent once NVTX ranges are matched: one goroutine each.
+	drs := make([]DeviceReport, len(devs))
+	errs := make([]error, len(devs))
+	var wg sync.WaitGroup
+	for i, dev := range devs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			drs[i], errs[i] = deviceReport(t, h, tls[dev], nvtx[dev], method, opt)
+		}()
+	}
+	wg.Wait()
+	for i := range devs {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
-		try("nvtx", func() *detection {
-			// A single matching range in auto mode is a phase marker (warm-up, benchmark
-			// loop), not a step.
-			if d := nvtx[dev]; d != nil && (method == "nvtx" || len(d.bounds) >= 2) {
-				return d
-			}
-			return nil
-		})
-		try("graph", func() *detection { return graphDetect(h, tl) })
-		try("sync", func() *detection { return syncDetect(t, h, tl) })
-		try("periodic", func() *detection { return periodicDetect(tl) })
-		dr := DeviceReport{Device: dev}
-		if d, ok := t.Device(dev); ok {
-			dr.GPU = d.Name
-		}
-		if det == nil {
-			if method != "auto" && method != "whole" {
-				dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: --steps %s found no steps; the whole trace is one step", dev, method))
-			} else if method == "auto" {
-				dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", dev))
-			}
-			det = &detection{method: MethodWhole, detail: "whole trace"}
-			tl.each(func(a *activity) bool {
-				det.bounds = []boundary{{start: a.start}}
-				return false
-			})
-		}
-		dr.Method, dr.MethodDetail = det.method, det.detail
-		steps := account(t, h, tl, det)
-		if det.method != MethodWhole {
-			inferPhases(steps, tl)
-		}
-		if opt.Skip > 0 {
-			dr.Skipped = min(opt.Skip, len(steps))
-			steps = steps[dr.Skipped:]
-		}
-		dr.Steps = steps
-		dr.Summary, err = summarize(steps, opt)
-		if err != nil {
-			dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
-		}
-		if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
-			return nil, optionError(opt, err)
-		}
-		rep.Devices = append(rep.Devices, dr)
+		rep.Devices = append(rep.Devices, drs[i])
 	}
 	rep.Kernels = <-kernelsDone
 	var other time.Duration
@@ -147,6 +112,64 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
 	return rep, nil
+}
+
+// deviceReport finds the steps of one device (nvtx: its NVTX detection, if any) and
+// accounts them.
+func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method string, opt Options) (DeviceReport, error) {
+	dev := tl.dev
+	var det *detection
+	try := func(m string, f func() *detection) {
+		if det == nil && (method == "auto" || method == m) {
+			det = f()
+		}
+	}
+	try("nvtx", func() *detection {
+		// A single matching range in auto mode is a phase marker (warm-up, benchmark
+		// loop), not a step.
+		if nvtx != nil && (method == "nvtx" || len(nvtx.bounds) >= 2) {
+			return nvtx
+		}
+		return nil
+	})
+	try("graph", func() *detection { return graphDetect(h, tl) })
+	try("sync", func() *detection { return syncDetect(t, h, tl) })
+	try("periodic", func() *detection { return periodicDetect(tl) })
+	dr := DeviceReport{Device: dev}
+	if d, ok := t.Device(dev); ok {
+		dr.GPU = d.Name
+	}
+	if det == nil {
+		if method != "auto" && method != "whole" {
+			dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: --steps %s found no steps; the whole trace is one step", dev, method))
+		} else if method == "auto" {
+			dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", dev))
+		}
+		det = &detection{method: MethodWhole, detail: "whole trace"}
+		tl.each(func(a *activity) bool {
+			det.bounds = []boundary{{start: a.start}}
+			return false
+		})
+	}
+	dr.Method, dr.MethodDetail = det.method, det.detail
+	steps := account(t, h, tl, det)
+	if det.method != MethodWhole {
+		inferPhases(steps, tl)
+	}
+	if opt.Skip > 0 {
+		dr.Skipped = min(opt.Skip, len(steps))
+		steps = steps[dr.Skipped:]
+	}
+	dr.Steps = steps
+	var err error
+	dr.Summary, err = summarize(steps, opt)
+	if err != nil {
+		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
+	}
+	if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
+		return dr, optionError(opt, err)
+	}
+	return dr, nil
 }
 
 // optionError passes an error in the options through Options.UsageError.
@@ -392,6 +415,9 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 		// mostly consecutive, so this spares a map lookup per kernel.
 		lastGraphKey uint64 = 1<<64 - 1
 		ai           int    // step of the latest activity start
+		// graphSeen holds the graph launches already counted: a graph launch counts once
+		// however many kernels it ran.
+		graphSeen = map[uint64]bool{}
 	)
 	owner := func() Category {
 		best, bp := Idle, -1
@@ -477,7 +503,8 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 					st.Launches++
 				default:
 					lastGraphKey = k
-					if h.firstOfGraph(k) {
+					if !graphSeen[k] {
+						graphSeen[k] = true
 						st.Launches++
 					}
 				}
@@ -525,19 +552,6 @@ func gapSize(d time.Duration) int {
 		return Gap100usTo1ms
 	}
 	return GapOver1ms
-}
-
-// firstOfGraph reports whether this is the first kernel seen for a graph launch key, so
-// a graph launch counts once however many kernels it ran.
-func (h *hostIndex) firstOfGraph(k uint64) bool {
-	if h.graphSeen == nil {
-		h.graphSeen = map[uint64]bool{}
-	}
-	if h.graphSeen[k] {
-		return false
-	}
-	h.graphSeen[k] = true
-	return true
 }
 
 // hostGaps attributes idle time to what the host threads of the device's processes were doing.
