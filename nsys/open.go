@@ -424,17 +424,23 @@ type procTable struct {
 }
 
 // procCache remembers a lane's last process: consecutive rows nearly always share it.
+// procCache remembers the last few processes looked up: rows of a table come from a
+// handful of processes, interleaved (one per rank), and the shared table takes a lock.
 type procCache struct {
-	global int64
-	id     ProcID
-	ok     bool
+	global [4]int64
+	id     [4]ProcID
+	n      int // entries in use
+	next   int // the entry to replace next
 }
 
 // proc returns the ProcID of a globalPid (or globalTid: the thread bits are cleared).
 func (r *reader) proc(global int64) ProcID {
 	global &^= 0xFFFFFF
-	if r.cache.ok && r.cache.global == global {
-		return r.cache.id
+	c := &r.cache
+	for i := 0; i < c.n; i++ {
+		if c.global[i] == global {
+			return c.id[i]
+		}
 	}
 	pt := r.procs
 	pt.mu.Lock()
@@ -445,7 +451,11 @@ func (r *reader) proc(global int64) ProcID {
 		pt.pid = append(pt.pid, global)
 	}
 	pt.mu.Unlock()
-	r.cache = procCache{global, p, true}
+	c.global[c.next], c.id[c.next] = global, p
+	c.next = (c.next + 1) % len(c.global)
+	if c.n < len(c.global) {
+		c.n++
+	}
 	return p
 }
 

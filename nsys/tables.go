@@ -757,9 +757,11 @@ func nestRanges(rs []Range) []Range {
 
 // readDevices lists the devices with GPU activity and names them from the GPU tables.
 func (r *reader) readDevices() error {
-	seen := map[DeviceID]bool{}
-	for _, k := range r.t.Kernels {
-		seen[k.Device] = true
+	// Device ids are 0..MaxInt16 (the reader drops other rows): a flag per id is cheaper
+	// than a map lookup per kernel.
+	seen := make([]bool, math.MaxInt16+1)
+	for i := range r.t.Kernels {
+		seen[r.t.Kernels[i].Device] = true
 	}
 	for _, m := range r.t.Memops {
 		seen[m.Device] = true
@@ -803,15 +805,13 @@ func (r *reader) readDevices() error {
 			return fmt.Errorf("reading GPU info: %w", err)
 		}
 	}
-	for id := range seen {
-		d, ok := info[id]
-		d.ID = id
-		if !ok {
-			d.Name = ""
+	for id, ok := range seen {
+		if ok {
+			d := info[DeviceID(id)]
+			d.ID = DeviceID(id)
+			r.t.Devices = append(r.t.Devices, d)
 		}
-		r.t.Devices = append(r.t.Devices, d)
 	}
-	slices.SortFunc(r.t.Devices, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
 	return nil
 }
 
