@@ -2,10 +2,13 @@ package breakdown
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -170,28 +173,48 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		ors[i] = ownerRange{mr.r.Thread, mr.r.Start, end}
 	}
 	lo := newLaunchOwners(t, ors, func(*nsys.APICall) bool { return true })
-	owner := func(a *activity) (int32, bool) { return lo.owner(a.proc, a.corr) }
-	out := map[nsys.DeviceID]*detection{}
-	for _, dev := range devs {
-		first := map[int32]nsys.Time{}
-		tl := tls[dev]
-		tl.each(func(a *activity) bool {
-			if i, ok := owner(a); ok {
-				if _, seen := first[i]; !seen {
-					first[i] = a.start
+	// One goroutine per device, each filling its own detection.
+	dets := make([]*detection, len(devs))
+	var wg sync.WaitGroup
+	for di, dev := range devs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first := map[int32]nsys.Time{}
+			// A graph's kernels share their launch's key: look the owner up once per run of
+			// equal keys.
+			lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
+			tls[dev].each(func(a *activity) bool {
+				if k := a.key(); !any || k != lastKey {
+					lastKey, any = k, true
+					lastOwner, lastOK = lo.owner(a.proc, a.corr)
 				}
+				if lastOK {
+					if _, seen := first[lastOwner]; !seen {
+						first[lastOwner] = a.start
+					}
+				}
+				return true
+			})
+			if len(first) == 0 {
+				return
 			}
-			return true
-		})
-		if len(first) == 0 {
-			continue
+			d := &detection{method: MethodNVTX, detail: detail}
+			// In range order, so that of two ranges whose work starts at the same instant
+			// the earlier one always names the step.
+			for _, i := range slices.Sorted(maps.Keys(first)) {
+				d.bounds = append(d.bounds, boundary{start: first[i], phase: ranges[i].phase, label: ranges[i].text})
+			}
+			d.bounds = sortBounds(d.bounds)
+			dets[di] = d
+		}()
+	}
+	wg.Wait()
+	out := map[nsys.DeviceID]*detection{}
+	for i, dev := range devs {
+		if dets[i] != nil {
+			out[dev] = dets[i]
 		}
-		d := &detection{method: MethodNVTX, detail: detail}
-		for i, s := range first {
-			d.bounds = append(d.bounds, boundary{start: s, phase: ranges[i].phase, label: ranges[i].text})
-		}
-		d.bounds = sortBounds(d.bounds)
-		out[dev] = d
 	}
 	return out
 }
