@@ -43,12 +43,12 @@ type timeline struct {
 
 // each calls fn for every activity of the device in start order; fn returns false to stop.
 func (tl *timeline) each(fn func(a *activity) bool) {
-	ks, ms, gs := tl.t.Kernels, tl.t.Memops, tl.t.Graphs
+	ks, ms, gs, sites := tl.t.Kernels, tl.t.Memops, tl.t.Graphs, tl.t.Sites
 	i, j, k := 0, 0, 0
 	var a activity
 	for {
 		// Advance each source to its next activity on this device.
-		for i < len(ks) && ks[i].Device != tl.dev {
+		for i < len(ks) && sites[ks[i].Site].Device != tl.dev {
 			i++
 		}
 		for j < len(ms) && ms[j].Device != tl.dev {
@@ -73,8 +73,9 @@ func (tl *timeline) each(fn func(a *activity) bool) {
 			return
 		case 0:
 			kk := &ks[i]
-			a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: kk.Proc,
-				src: srcKernel, cat: tl.cats[kk.Name], name: kk.Name}
+			st := &sites[kk.Site]
+			a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
+				src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
 			if tl.over != nil {
 				if c, ok := tl.over.category(a.proc, a.corr); ok {
 					a.cat = c

@@ -193,9 +193,9 @@ type act struct {
 func deviceActs(t *nsys.Trace, dev nsys.DeviceID, cls *Classifier) []act {
 	var out []act
 	for _, k := range t.Kernels {
-		if k.Device == dev {
-			c, _ := cls.Classify(t.Names[k.Name])
-			out = append(out, act{k.Start, k.End, c, k.Proc})
+		if st := t.SiteOf(k); st.Device == dev {
+			c, _ := cls.Classify(t.Names[st.Name])
+			out = append(out, act{k.Start, k.End, c, st.Proc})
 		}
 	}
 	for _, m := range t.Memops {

@@ -254,16 +254,17 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 	si := make([]int, len(rep.Devices)) // current step per device
 	for i := range t.Kernels {
 		k := &t.Kernels[i]
-		cat := tl.cats[k.Name]
+		st := &t.Sites[k.Site]
+		cat := tl.cats[st.Name]
 		if tl.over != nil {
-			if c, ok := tl.over.category(k.Proc, k.Correlation); ok {
+			if c, ok := tl.over.category(st.Proc, k.Correlation); ok {
 				cat = c
 			}
 		}
 		if cat != AllReduce && cat != Collective {
 			continue
 		}
-		d := slices.IndexFunc(rep.Devices, func(dr DeviceReport) bool { return dr.Device == k.Device })
+		d := slices.IndexFunc(rep.Devices, func(dr DeviceReport) bool { return dr.Device == st.Device })
 		if d < 0 || len(rep.Devices[d].Steps) == 0 {
 			continue
 		}
@@ -275,7 +276,7 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 			continue
 		}
 		if g := aligned[d][si[d]]; g >= 0 {
-			refs[d][g] = append(refs[d][g], collRef{kernel: i, op: opOf(k.Name), cat: cat})
+			refs[d][g] = append(refs[d][g], collRef{kernel: i, op: opOf(st.Name), cat: cat})
 		}
 	}
 }

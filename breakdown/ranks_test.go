@@ -69,8 +69,8 @@ func rkBuild(tb testing.TB, sp rkSpec) (*nsys.Trace, rkWant) {
 	corr := make([]uint32, sp.ranks)
 	kernel := func(d int, n string, s, e nsys.Time) {
 		corr[d]++
-		tr.Kernels = append(tr.Kernels, nsys.Kernel{Start: s, End: e, Device: nsys.DeviceID(d), Stream: 7,
-			Correlation: corr[d], Name: name(n), Proc: nsys.ProcID(d)})
+		tr.AddKernel(nsys.Kernel{Start: s, End: e, Correlation: corr[d]},
+			nsys.Site{Device: nsys.DeviceID(d), Stream: 7, Name: name(n), Proc: nsys.ProcID(d)})
 	}
 	for d := 0; d < sp.ranks; d++ {
 		tr.Devices = append(tr.Devices, nsys.Device{ID: nsys.DeviceID(d), Name: sp.gpu})
@@ -157,7 +157,8 @@ func rkBuild(tb testing.TB, sp rkSpec) (*nsys.Trace, rkWant) {
 		w.walls = append(w.walls, walls)
 	}
 	slices.SortStableFunc(tr.Kernels, func(a, b nsys.Kernel) int {
-		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Stream, b.Stream))
+		sa, sb := tr.SiteOf(a), tr.SiteOf(b)
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(sa.Device, sb.Device), cmp.Compare(sa.Stream, sb.Stream))
 	})
 	slices.SortStableFunc(tr.Memops, func(a, b nsys.Memop) int { return cmp.Compare(a.Start, b.Start) })
 	return tr, w
@@ -190,7 +191,7 @@ func rkCheckCalls(t *testing.T, tr *nsys.Trace, rr *RankReport) {
 		}
 		for d, a := range c.Arrivals {
 			k := tr.Kernels[a.Kernel]
-			if k.Device != rr.Devices[d].Device || k.Start != a.Start || k.End != a.End {
+			if tr.SiteOf(k).Device != rr.Devices[d].Device || k.Start != a.Start || k.End != a.End {
 				t.Fatalf("call %d rank %d: arrival %+v is not kernel %+v of the device", ci, d, a, k)
 			}
 			if a.Wait+a.Transfer != k.Duration() {
@@ -460,9 +461,10 @@ func TestRanksWaitClipped(t *testing.T) {
 	// Rank 0's kernel ends before rank 1 arrives: its wait is its whole duration.
 	tr := &nsys.Trace{Path: "clip.sqlite", HasKernelTable: true, Names: []string{rkCustomAR},
 		Devices: []nsys.Device{{ID: 0}, {ID: 1}}, Procs: []int64{1, 2},
+		Sites:   []nsys.Site{{Device: 0, Proc: 0}, {Device: 1, Proc: 1}},
 		Kernels: []nsys.Kernel{
-			{Start: 100, End: 200, Device: 0, Correlation: 1, Proc: 0},
-			{Start: 500, End: 650, Device: 1, Correlation: 1, Proc: 1},
+			{Start: 100, End: 200, Correlation: 1, Site: 0},
+			{Start: 500, End: 650, Correlation: 1, Site: 1},
 		}}
 	rr := rkSummarize(t, tr, Options{}).Ranks
 	if len(rr.Calls) != 1 {
@@ -513,7 +515,7 @@ func TestRanksPublicDDP(t *testing.T) {
 			var n int
 			s := stepByIndex(dr, st.Steps[d])
 			for _, k := range tr.Kernels {
-				if k.Device == dr.Device && k.Start >= s.Start && k.Start < s.End && strings.HasPrefix(tr.Names[k.Name], "ncclDevKernel_") {
+				if tr.SiteOf(k).Device == dr.Device && k.Start >= s.Start && k.Start < s.End && strings.HasPrefix(tr.Name(k), "ncclDevKernel_") {
 					kernels += k.Duration()
 					n++
 				}

@@ -291,13 +291,20 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides
 	}
 	per := map[key]*acc{}
 	if over == nil {
-		// Without NVTX rules a name has one category: total per name in a slice (a map
-		// lookup per kernel costs several times more), one map entry per distinct name.
-		byName := make([]acc, len(t.Names))
+		// Without NVTX rules a name has one category: totals per site in a slice (a map
+		// lookup per kernel costs several times more), then per name, then one map entry
+		// per distinct name.
+		bySite := make([]acc, len(t.Sites))
 		for i := range t.Kernels {
 			k := &t.Kernels[i]
-			byName[k.Name].n++
-			byName[k.Name].total += k.Duration()
+			bySite[k.Site].n++
+			bySite[k.Site].total += k.Duration()
+		}
+		byName := make([]acc, len(t.Names))
+		for s, a := range bySite {
+			n := t.Sites[s].Name
+			byName[n].n += a.n
+			byName[n].total += a.total
 		}
 		for id := range byName {
 			if byName[id].n > 0 {
@@ -307,8 +314,9 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides
 	} else {
 		for i := range t.Kernels {
 			k := &t.Kernels[i]
-			kk := key{k.Name, cats[k.Name]}
-			if c, ok := over.category(k.Proc, k.Correlation); ok {
+			st := &t.Sites[k.Site]
+			kk := key{st.Name, cats[st.Name]}
+			if c, ok := over.category(st.Proc, k.Correlation); ok {
 				kk.cat = c
 			}
 			a := per[kk]

@@ -122,8 +122,8 @@ func (s kspec) name() string {
 
 // kernelCorr adds a kernel with the given correlation id in the given process.
 func (g *tgen) kernelCorr(proc nsys.ProcID, corr uint32, s kspec) {
-	g.tr.Kernels = append(g.tr.Kernels, nsys.Kernel{Start: s.Start, End: s.End, Correlation: corr,
-		Name: g.name(s.name()), Stream: s.Stream, Device: s.Dev, Proc: proc})
+	g.tr.AddKernel(nsys.Kernel{Start: s.Start, End: s.End, Correlation: corr},
+		nsys.Site{Name: g.name(s.name()), Stream: s.Stream, Device: s.Dev, Proc: proc})
 }
 
 // kernel adds a kernel without a host launch call (a correlation id nobody else uses).
@@ -195,22 +195,23 @@ func (g *tgen) trace() *nsys.Trace {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Device, b.Device); c != 0 {
+		sa, sb := t.SiteOf(a), t.SiteOf(b)
+		if c := cmp.Compare(sa.Device, sb.Device); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Stream, b.Stream); c != 0 {
+		if c := cmp.Compare(sa.Stream, sb.Stream); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.End, b.End); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.Proc, b.Proc); c != 0 {
+		if c := cmp.Compare(sa.Proc, sb.Proc); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Name, b.Name)
+		return cmp.Compare(sa.Name, sb.Name)
 	})
 	slices.SortStableFunc(t.Memops, func(a, b nsys.Memop) int { return cmp.Compare(a.Start, b.Start) })
 	slices.SortStableFunc(t.Graphs, func(a, b nsys.GraphExec) int { return cmp.Compare(a.Start, b.Start) })
@@ -218,7 +219,7 @@ func (g *tgen) trace() *nsys.Trace {
 	slices.SortStableFunc(t.Ranges, func(a, b nsys.Range) int { return cmp.Compare(a.Start, b.Start) })
 	devs := map[nsys.DeviceID]bool{}
 	for _, k := range t.Kernels {
-		devs[k.Device] = true
+		devs[t.SiteOf(k).Device] = true
 	}
 	for _, m := range t.Memops {
 		devs[m.Device] = true

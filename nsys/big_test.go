@@ -3,6 +3,7 @@ package nsys
 import (
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 // TestBigSliceRelease checks the arrays mapped outside the Go heap: zeroed, of the
@@ -10,7 +11,7 @@ import (
 // rather than faulting.
 func TestBigSliceRelease(t *testing.T) {
 	tr := &Trace{big: &bigMaps{}}
-	n := bigMin/32 + 1000
+	n := bigMin/int(unsafe.Sizeof(Kernel{})) + 1000
 	ks := bigSlice[Kernel](tr, n)
 	if len(ks) != n {
 		t.Fatalf("len %d, want %d", len(ks), n)

@@ -35,21 +35,26 @@ func (t *Trace) CheckValid() error {
 		}
 		return nil
 	}
+	for i, st := range t.Sites {
+		if int(st.Name) >= len(t.Names) {
+			return fmt.Errorf("site %d: name %d out of range (%d names)", i, st.Name, len(t.Names))
+		}
+		if err := device("site", i, st.Device); err != nil {
+			return err
+		}
+		if err := proc("site", i, st.Proc); err != nil {
+			return err
+		}
+	}
 	for i, k := range t.Kernels {
 		if err := span("kernel", i, k.Start, k.End); err != nil {
 			return err
 		}
-		if i > 0 && kernelLess(t.Kernels[i-1], k) > 0 {
+		if int(k.Site) >= len(t.Sites) {
+			return fmt.Errorf("kernel %d: site %d out of range (%d sites)", i, k.Site, len(t.Sites))
+		}
+		if i > 0 && kernelOrder(t.Sites)(t.Kernels[i-1], k) > 0 {
 			return fmt.Errorf("kernel %d: not sorted by start, device, stream", i)
-		}
-		if int(k.Name) >= len(t.Names) {
-			return fmt.Errorf("kernel %d: name %d out of range (%d names)", i, k.Name, len(t.Names))
-		}
-		if err := device("kernel", i, k.Device); err != nil {
-			return err
-		}
-		if err := proc("kernel", i, k.Proc); err != nil {
-			return err
 		}
 	}
 	for i, m := range t.Memops {

@@ -81,8 +81,8 @@ func checkCounts(t *testing.T, file string, tr *nsys.Trace) {
 	got := counts{map[nsys.DeviceID]int{}, map[nsys.DeviceID]int{}, map[nsys.DeviceID]int{}, map[nsys.DeviceID]int{}}
 	devices := map[nsys.DeviceID]bool{}
 	for _, k := range tr.Kernels {
-		got.kernels[k.Device]++
-		devices[k.Device] = true
+		got.kernels[tr.SiteOf(k).Device]++
+		devices[tr.SiteOf(k).Device] = true
 	}
 	for _, m := range tr.Memops {
 		if m.Kind == nsys.Memset {

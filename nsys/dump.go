@@ -44,7 +44,8 @@ func (t *Trace) String() string {
 
 	p("kernels %d (start end dev stream corr proc name)\n", len(t.Kernels))
 	for _, k := range t.Kernels {
-		p("  %d %d %d %d %d %d %s\n", k.Start, k.End, k.Device, k.Stream, k.Correlation, k.Proc, t.lookup(t.Names, uint32(k.Name)))
+		st := t.lookupSite(k.Site)
+		p("  %d %d %d %d %d %d %s\n", k.Start, k.End, st.Device, st.Stream, k.Correlation, st.Proc, t.lookup(t.Names, uint32(st.Name)))
 	}
 
 	p("memops %d (start end dev stream corr proc bytes kind)\n", len(t.Memops))
@@ -93,6 +94,14 @@ func (t *Trace) String() string {
 }
 
 // lookup returns names[i] for printing, or a marker when i is out of range.
+// lookupSite returns the site of id, or a site whose name reads "<bad name>" when out of range.
+func (t *Trace) lookupSite(id SiteID) Site {
+	if int(id) >= len(t.Sites) {
+		return Site{Name: NameID(len(t.Names))}
+	}
+	return t.Sites[id]
+}
+
 func (t *Trace) lookup(names []string, i uint32) string {
 	if int(i) >= len(names) {
 		return fmt.Sprintf("<bad name %d>", i)

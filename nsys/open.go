@@ -474,8 +474,8 @@ func (r *reader) renumberProcs() {
 	if sorted {
 		return
 	}
-	for i := range r.t.Kernels {
-		r.t.Kernels[i].Proc = remap[r.t.Kernels[i].Proc]
+	for i := range r.t.Sites {
+		r.t.Sites[i].Proc = remap[r.t.Sites[i].Proc]
 	}
 	for i := range r.t.Memops {
 		r.t.Memops[i].Proc = remap[r.t.Memops[i].Proc]
@@ -490,9 +490,7 @@ func (r *reader) renumberProcs() {
 		r.t.Ranges[i].Proc = remap[r.t.Ranges[i].Proc]
 	}
 	// Orders that broke ties by Proc may change: restore them.
-	if !slices.IsSortedFunc(r.t.Kernels, kernelLess) {
-		slices.SortFunc(r.t.Kernels, kernelLess)
-	}
+	sortKernels(r.t.Kernels, r.t.Sites)
 	if !slices.IsSortedFunc(r.t.Memops, memopLess) {
 		slices.SortFunc(r.t.Memops, memopLess)
 	}

@@ -222,7 +222,8 @@ func TestCheckValid(t *testing.T) {
 	good := func() *nsys.Trace {
 		return &nsys.Trace{
 			Devices:    []nsys.Device{{ID: 0}, {ID: 1}},
-			Kernels:    []nsys.Kernel{{Start: 1, End: 2, Device: 0}, {Start: 1, End: 3, Device: 1}},
+			Kernels:    []nsys.Kernel{{Start: 1, End: 2, Site: 0}, {Start: 1, End: 3, Site: 1}},
+			Sites:      []nsys.Site{{Device: 0}, {Device: 1}},
 			Names:      []string{"k"},
 			Memops:     []nsys.Memop{{Start: 2, End: 2, Device: 1}},
 			APICalls:   []nsys.APICall{{Start: 0, End: 1, Kind: nsys.APILaunch}},
@@ -242,12 +243,13 @@ func TestCheckValid(t *testing.T) {
 	}{
 		{"reversed kernel", func(t *nsys.Trace) { t.Kernels[0].End = 0 }, "kernel 0: end 0 before start 1"},
 		{"unsorted kernels", func(t *nsys.Trace) { t.Kernels[0].Start, t.Kernels[1].Start = 1, 0 }, "kernel 1: not sorted"},
-		{"ties not by device", func(t *nsys.Trace) { t.Kernels[0].Device, t.Kernels[1].Device = 1, 0 }, "kernel 1: not sorted"},
-		{"kernel name", func(t *nsys.Trace) { t.Kernels[1].Name = 1 }, "kernel 1: name 1 out of range"},
-		{"kernel device", func(t *nsys.Trace) { t.Devices = t.Devices[:1]; t.Memops = nil }, "kernel 1: device 1 not in Devices"},
+		{"ties not by device", func(t *nsys.Trace) { t.Kernels[0].Site, t.Kernels[1].Site = 1, 0 }, "kernel 1: not sorted"},
+		{"kernel site", func(t *nsys.Trace) { t.Kernels[1].Site = 2 }, "kernel 1: site 2 out of range"},
+		{"site name", func(t *nsys.Trace) { t.Sites[1].Name = 1 }, "site 1: name 1 out of range"},
+		{"site device", func(t *nsys.Trace) { t.Devices = t.Devices[:1]; t.Memops = nil }, "site 1: device 1 not in Devices"},
 		{"idle device", func(t *nsys.Trace) { t.Devices = append(t.Devices, nsys.Device{ID: 5}) }, "device 5 has no activity"},
 		{"unsorted devices", func(t *nsys.Trace) { t.Devices[0].ID = 1 }, "device 1: ids not sorted"},
-		{"kernel proc", func(t *nsys.Trace) { t.Kernels[0].Proc = 1 }, "kernel 0: proc 1 out of range"},
+		{"site proc", func(t *nsys.Trace) { t.Sites[0].Proc = 1 }, "site 0: proc 1 out of range"},
 		{"reversed memop", func(t *nsys.Trace) { t.Memops[0].Start = 3 }, "memop 0: end 2 before start 3"},
 		{"memop device", func(t *nsys.Trace) { t.Memops[0].Device = 2 }, "memop 0: device 2 not in Devices"},
 		{"graph device", func(t *nsys.Trace) { t.Graphs = []nsys.GraphExec{{Device: 3}} }, "graph execution 0: device 3 not in Devices"},

@@ -256,11 +256,6 @@ func (r *reader) planKernels() (*job, error) {
 	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
 	// so no part waits for another and the rows need no copy when none was dropped.
 	all := bigSlice[Kernel](r.t, slots) // zeroed memory that no row lands in is never touched
-	type kernelPart struct {
-		ks   []Kernel
-		drop dropCounter
-		wide map[int]int64 // string ids that do not fit Kernel.Name, by index in ks
-	}
 	kp := make([]kernelPart, len(ps))
 	j := &job{}
 	for i, p := range ps {
@@ -271,32 +266,21 @@ func (r *reader) planKernels() (*job, error) {
 			} else {
 				d.ks = all[p.lo-ps[0].lo : p.lo-ps[0].lo : p.hi-ps[0].lo]
 			}
-			// Kernel.Name holds the StringIds id until finish numbers the names.
+			// Kernel.Site indexes the part's own sites until finish numbers them.
 			return l.scanPart(prog, q+p.where(), 7, -1, nil, func(v []int64) {
 				if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
 					return
 				}
-				sid := v[5]
-				if sid < 0 || sid > math.MaxUint32 {
-					if d.wide == nil {
-						d.wide = map[int]int64{}
-					}
-					d.wide[len(d.ks)] = sid
-				}
-				d.ks = append(d.ks, Kernel{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
-					Stream: StreamID(v[3]), Correlation: uint32(v[4]), Name: NameID(sid), Proc: l.proc(v[6])})
+				site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
+				d.ks = append(d.ks, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
 			})
 		})
 	}
 	j.finish = func(r *reader) error {
 		ks := all[:0]
 		var drop dropCounter
-		wide := map[int]int64{}
 		for i := range kp {
 			d := &kp[i]
-			for k, sid := range d.wide {
-				wide[len(ks)+k] = sid
-			}
 			switch {
 			case len(kp) == 1:
 				ks = d.ks // the whole table, grown past all if it had to
@@ -310,19 +294,13 @@ func (r *reader) planKernels() (*job, error) {
 			drop.badDevice += d.drop.badDevice
 		}
 		drop.warn(r, "kernel", len(ks))
-		// Number the names in order of first appearance. String ids are small, dense
-		// integers: a slice indexed by id (0 = not seen yet) is several times faster than a
-		// map for the per-row lookup; a map takes the rare big ids.
+		// Number the names and the sites in order of first appearance, whichever part
+		// read them. String ids are small, dense integers: a slice indexed by id (0 = not
+		// seen yet) is several times faster than a map; a map takes the rare big ids.
 		var dense []NameID
 		sparse := map[int64]NameID{}
 		var order []int64
-		for i := range ks {
-			sid := int64(ks[i].Name)
-			if len(wide) > 0 {
-				if w, ok := wide[i]; ok {
-					sid = w
-				}
-			}
+		nameOf := func(sid int64) NameID {
 			var id NameID
 			if sid >= 0 && sid < 1<<22 {
 				if sid >= int64(len(dense)) {
@@ -333,16 +311,40 @@ func (r *reader) planKernels() (*job, error) {
 					id = NameID(len(order))
 					dense[sid] = id
 				}
-				id--
-			} else {
-				var ok bool
-				if id, ok = sparse[sid]; !ok {
-					id = NameID(len(order))
-					sparse[sid] = id
-					order = append(order, sid)
-				}
+				return id - 1
 			}
-			ks[i].Name = id
+			var ok bool
+			if id, ok = sparse[sid]; !ok {
+				id = NameID(len(order))
+				sparse[sid] = id
+				order = append(order, sid)
+			}
+			return id
+		}
+		sites := map[Site]SiteID{}
+		at := 0
+		for i := range kp {
+			d := &kp[i]
+			remap := make([]SiteID, len(d.sites))
+			for k := range remap {
+				remap[k] = ^SiteID(0)
+			}
+			for k := at; k < at+len(d.ks); k++ {
+				local := ks[k].Site
+				if remap[local] == ^SiteID(0) {
+					rs := &d.sites[local]
+					st := Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)}
+					id, ok := sites[st]
+					if !ok {
+						id = SiteID(len(r.t.Sites))
+						sites[st] = id
+						r.t.Sites = append(r.t.Sites, st)
+					}
+					remap[local] = id
+				}
+				ks[k].Site = remap[local]
+			}
+			at += len(d.ks)
 		}
 		strs, err := r.loadStrings(kernelTable, order)
 		if err != nil {
@@ -352,40 +354,94 @@ func (r *reader) planKernels() (*job, error) {
 		for i, id := range order {
 			r.t.Names[i] = strs[id]
 		}
-		sortKernels(ks)
+		sortKernels(ks, r.t.Sites)
 		r.t.Kernels = ks
 		return nil
 	}
 	return j, nil
 }
 
-// kernelLess orders kernels by start, then device, stream, end, correlation and name: a
-// total order, so the unstable sort gives the same result every time.
-func kernelLess(a, b Kernel) int {
-	if c := cmp.Compare(a.Start, b.Start); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Device, b.Device); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Stream, b.Stream); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.End, b.End); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Proc, b.Proc); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Name, b.Name)
+// A kernelPart is the rows of one part of the kernel table, with the sites they name.
+type kernelPart struct {
+	ks    []Kernel
+	drop  dropCounter
+	sites []rawSite // Kernel.Site indexes this until finish
+	// head holds, by string id, 1 + the first site of that name (0: none yet); rawSite.next
+	// chains the others. A name runs at one to a few sites, so this is a short walk.
+	head []int32
+	wide map[rawSite]SiteID // sites of string ids too big for head
 }
 
-func sortKernels(ks []Kernel) {
-	if !slices.IsSortedFunc(ks, kernelLess) {
-		slices.SortFunc(ks, kernelLess)
+// A rawSite is a site as the table gives it: string id and globalPid not numbered yet.
+type rawSite struct {
+	sid    int64
+	pid    int64
+	stream StreamID
+	device DeviceID
+	next   int32 // 1 + the next site of the same name, 0 = none
+}
+
+// site returns the part's index of s, adding it when new.
+func (d *kernelPart) site(s rawSite) SiteID {
+	if s.sid < 0 || s.sid >= 1<<22 {
+		if d.wide == nil {
+			d.wide = map[rawSite]SiteID{}
+		}
+		id, ok := d.wide[s]
+		if !ok {
+			id = SiteID(len(d.sites))
+			d.wide[s] = id
+			d.sites = append(d.sites, s)
+		}
+		return id
+	}
+	if s.sid >= int64(len(d.head)) {
+		d.head = append(d.head, make([]int32, int(s.sid)+1-len(d.head)+len(d.head)/2)...)
+	}
+	p := &d.head[s.sid]
+	for i := *p; i != 0; i = d.sites[i-1].next {
+		x := &d.sites[i-1]
+		if x.stream == s.stream && x.device == s.device && x.pid == s.pid {
+			return SiteID(i - 1)
+		}
+		p = &x.next
+	}
+	d.sites = append(d.sites, s)
+	*p = int32(len(d.sites))
+	return SiteID(len(d.sites) - 1)
+}
+
+// kernelOrder orders kernels by start, then device, stream, end, process, correlation
+// and name: a total order, so the unstable sort gives the same result every time.
+func kernelOrder(sites []Site) func(a, b Kernel) int {
+	return func(a, b Kernel) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		sa, sb := &sites[a.Site], &sites[b.Site]
+		if c := cmp.Compare(sa.Device, sb.Device); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(sa.Stream, sb.Stream); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.End, b.End); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(sa.Proc, sb.Proc); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
+			return c
+		}
+		return cmp.Compare(sa.Name, sb.Name)
+	}
+}
+
+func sortKernels(ks []Kernel, sites []Site) {
+	less := kernelOrder(sites)
+	if !slices.IsSortedFunc(ks, less) {
+		slices.SortFunc(ks, less)
 	}
 }
 
@@ -760,8 +816,8 @@ func (r *reader) readDevices() error {
 	// Device ids are 0..MaxInt16 (the reader drops other rows): a flag per id is cheaper
 	// than a map lookup per kernel.
 	seen := make([]bool, math.MaxInt16+1)
-	for i := range r.t.Kernels {
-		seen[r.t.Kernels[i].Device] = true
+	for _, st := range r.t.Sites {
+		seen[st.Device] = true
 	}
 	for _, m := range r.t.Memops {
 		seen[m.Device] = true

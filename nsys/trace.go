@@ -27,15 +27,26 @@ type (
 	ProcID uint16
 )
 
-// A Kernel is one CUDA kernel execution (a row of CUPTI_ACTIVITY_KIND_KERNEL).
-// It is 32 bytes and holds no strings.
+// A Kernel is one CUDA kernel execution (a row of CUPTI_ACTIVITY_KIND_KERNEL). It is 24
+// bytes and holds no strings: what repeats from one execution to the next (name,
+// stream, device, process) is its Site, stored once per trace.
 type Kernel struct {
 	Start, End  Time
 	Correlation uint32 // links to the launching API call within the same process
-	Name        NameID // demangled name
-	Stream      StreamID
-	Device      DeviceID
-	Proc        ProcID // the process that launched it
+	Site        SiteID // indexes Trace.Sites
+}
+
+// SiteID indexes Trace.Sites.
+type SiteID uint32
+
+// A Site is where kernels run: kernels of one name on one stream of one device, launched
+// by one process. A trace has few (about the distinct names times the streams), however
+// many kernels it holds.
+type Site struct {
+	Name   NameID // demangled name
+	Stream StreamID
+	Device DeviceID
+	Proc   ProcID // the process that launched them
 }
 
 // Duration returns the kernel's run time.
@@ -178,17 +189,44 @@ type Trace struct {
 	Ranges     []Range     // NVTX ranges, sorted by Start; empty when the export has no NVTX_EVENTS
 	RangeTexts []string    // Range.Text indexes this
 	Domains    map[uint32]string
-	Names      []string // Kernel.Name indexes this
+	Names      []string // Site.Name indexes this
+	Sites      []Site   // Kernel.Site indexes this
 	Procs      []int64  // globalPid per ProcID
 	Warnings   []error  // non-fatal: dropped rows, missing tables, fallbacks
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
 
-	big *bigMaps // memory mapped outside the Go heap, for Release
+	big     *bigMaps        // memory mapped outside the Go heap, for Release
+	siteIdx map[Site]SiteID // for AddKernel, built on first use
 }
 
 // Name returns the demangled name of k.
-func (t *Trace) Name(k Kernel) string { return t.Names[k.Name] }
+func (t *Trace) Name(k Kernel) string { return t.Names[t.Sites[k.Site].Name] }
+
+// SiteOf returns the site of k: its name, stream, device and process.
+func (t *Trace) SiteOf(k Kernel) Site { return t.Sites[k.Site] }
+
+// AddKernel appends k, run at site s, to t.Kernels, adding s to t.Sites if it is new;
+// k.Site is set. It is for building traces by hand (tests, generators): Open fills
+// Kernels and Sites itself, in order.
+func (t *Trace) AddKernel(k Kernel, s Site) {
+	if t.siteIdx == nil || len(t.siteIdx) != len(t.Sites) {
+		t.siteIdx = make(map[Site]SiteID, len(t.Sites))
+		for i, x := range t.Sites {
+			if _, ok := t.siteIdx[x]; !ok {
+				t.siteIdx[x] = SiteID(i)
+			}
+		}
+	}
+	id, ok := t.siteIdx[s]
+	if !ok {
+		id = SiteID(len(t.Sites))
+		t.Sites = append(t.Sites, s)
+		t.siteIdx[s] = id
+	}
+	k.Site = id
+	t.Kernels = append(t.Kernels, k)
+}
 
 // Span returns the first start and last end of GPU activity (kernels, memory operations,
 // graph executions). ok is false when there is none.

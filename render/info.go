@@ -63,7 +63,7 @@ func NewInfo(t *nsys.Trace) *Info {
 		byDev[nsys.DeviceID(in.Devices[i].Device)] = &in.Devices[i]
 	}
 	for _, k := range t.Kernels {
-		d := byDev[k.Device]
+		d := byDev[t.Sites[k.Site].Device]
 		d.Kernels++
 		d.KernelNS += int64(k.End - k.Start)
 	}
