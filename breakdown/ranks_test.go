@@ -461,7 +461,7 @@ func TestRanksWaitClipped(t *testing.T) {
 	// Rank 0's kernel ends before rank 1 arrives: its wait is its whole duration.
 	tr := &nsys.Trace{Path: "clip.sqlite", HasKernelTable: true, Names: []string{rkCustomAR},
 		Devices: []nsys.Device{{ID: 0}, {ID: 1}}, Procs: []int64{1, 2},
-		Sites:   []nsys.Site{{Device: 0, Proc: 0}, {Device: 1, Proc: 1}},
+		Sites: []nsys.Site{{Device: 0, Proc: 0}, {Device: 1, Proc: 1}},
 		Kernels: []nsys.Kernel{
 			{Start: 100, End: 200, Correlation: 1, Site: 0},
 			{Start: 500, End: 650, Correlation: 1, Site: 1},
