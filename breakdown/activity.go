@@ -104,8 +104,8 @@ func (tl *timeline) procs() []bool {
 	if tl.procSet == nil {
 		// Size for every ProcID in use, even in traces built without Trace.Procs.
 		n := len(tl.t.Procs)
-		for _, c := range tl.t.APICalls {
-			n = max(n, int(c.Proc)+1)
+		for _, w := range tl.t.Callers {
+			n = max(n, int(w.Proc)+1)
 		}
 		tl.procSet = make([]bool, max(n, 1))
 		tl.each(func(a *activity) bool {

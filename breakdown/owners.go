@@ -38,27 +38,30 @@ type ownerRange struct {
 	start, end nsys.Time
 }
 
-// callsIn calls fn with the index of each launch-like call that starts within [s, e].
-func callsIn(calls []nsys.APICall, s, e nsys.Time, fn func(i int)) {
+// callsIn calls fn with the index of each launch-like call of t that starts within [s, e].
+func callsIn(t *nsys.Trace, s, e nsys.Time, fn func(i int)) {
+	calls := t.APICalls
 	i := sort.Search(len(calls), func(i int) bool { return calls[i].Start >= s })
 	for ; i < len(calls) && calls[i].Start <= e; i++ {
-		if isLaunchLike(calls[i].Kind) {
+		if isLaunchLike(t.Callers[calls[i].Caller].Kind) {
 			fn(i)
 		}
 	}
 }
 
-// newLaunchOwners builds the owner table of ranges; ok(c) filters the calls that count.
-func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(c *nsys.APICall) bool) *launchOwners {
+// newLaunchOwners builds the owner table of ranges; ok(w) filters the calls that count by
+// their caller.
+func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller) bool) *launchOwners {
 	lo := &launchOwners{}
 	calls := t.APICalls
 	var inexact []int
 	for i, r := range ranges {
 		sp := corrSpan{owner: int32(i)}
 		n := 0
-		callsIn(calls, r.start, r.end, func(j int) {
+		callsIn(t, r.start, r.end, func(j int) {
 			c := &calls[j]
-			if c.Thread != r.thread || !ok(c) {
+			w := &t.Callers[c.Caller]
+			if w.Thread != r.thread || !ok(w) {
 				return
 			}
 			if n == 0 || c.Correlation < sp.lo {
@@ -67,16 +70,17 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(c *nsys.APICall
 			if n == 0 || c.Correlation > sp.hi {
 				sp.hi = c.Correlation
 			}
-			sp.proc = c.Proc
+			sp.proc = w.Proc
 			n++
 		})
 		if n == 0 {
 			continue
 		}
 		exact := true
-		callsIn(calls, r.start, r.end, func(j int) {
+		callsIn(t, r.start, r.end, func(j int) {
 			c := &calls[j]
-			if c.Proc == sp.proc && (c.Thread != r.thread || !ok(c)) && c.Correlation >= sp.lo && c.Correlation <= sp.hi {
+			w := &t.Callers[c.Caller]
+			if w.Proc == sp.proc && (w.Thread != r.thread || !ok(w)) && c.Correlation >= sp.lo && c.Correlation <= sp.hi {
 				exact = false
 			}
 		})
@@ -107,10 +111,11 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(c *nsys.APICall
 	lo.spans = keep
 	for _, i := range inexact {
 		r := ranges[i]
-		callsIn(calls, r.start, r.end, func(j int) {
+		callsIn(t, r.start, r.end, func(j int) {
 			c := &calls[j]
-			if c.Thread == r.thread && ok(c) {
-				lo.keys = append(lo.keys, keyOwner{actKey(c.Proc, c.Correlation), int32(i)})
+			w := &t.Callers[c.Caller]
+			if w.Thread == r.thread && ok(w) {
+				lo.keys = append(lo.keys, keyOwner{actKey(w.Proc, c.Correlation), int32(i)})
 			}
 		})
 	}

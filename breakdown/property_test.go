@@ -248,10 +248,16 @@ type bruteStep struct {
 	gaps       Gaps
 }
 
+// A bruteCall is an API call as bruteForce sees it.
+type bruteCall struct {
+	Start, End nsys.Time
+	Kind       nsys.APIKind
+}
+
 // bruteForce accounts [s, e): it cuts the window at every activity's start and end, gives
 // each piece to the highest-priority category running over all of it (or idle), and
 // attributes idle pieces to the host calls that cover them.
-func bruteForce(acts []act, calls []nsys.APICall, s, e nsys.Time) bruteStep {
+func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 	var b bruteStep
 	pts := []nsys.Time{s, e}
 	for _, x := range acts {
@@ -350,10 +356,10 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			procs[x.proc] = true
 			lastEnd = max(lastEnd, x.end)
 		}
-		var calls []nsys.APICall
+		var calls []bruteCall
 		for _, c := range tr.APICalls {
-			if procs[c.Proc] {
-				calls = append(calls, c)
+			if w := tr.CallerOf(c); procs[w.Proc] {
+				calls = append(calls, bruteCall{c.Start, c.End, w.Kind})
 			}
 		}
 		if len(d.Steps) == 0 && d.Skipped == 0 {

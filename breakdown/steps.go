@@ -102,8 +102,8 @@ func isLaunchLike(k nsys.APIKind) bool {
 func newHostIndex(t *nsys.Trace) *hostIndex {
 	h := &hostIndex{t: t, graphs: map[uint64]bool{}}
 	for _, c := range t.APICalls {
-		if c.Kind == nsys.APIGraphLaunch {
-			h.graphs[actKey(c.Proc, c.Correlation)] = true
+		if w := &t.Callers[c.Caller]; w.Kind == nsys.APIGraphLaunch {
+			h.graphs[actKey(w.Proc, c.Correlation)] = true
 		}
 	}
 	return h
@@ -172,7 +172,7 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		}
 		ors[i] = ownerRange{mr.r.Thread, mr.r.Start, end}
 	}
-	lo := newLaunchOwners(t, ors, func(*nsys.APICall) bool { return true })
+	lo := newLaunchOwners(t, ors, func(*nsys.Caller) bool { return true })
 	// One goroutine per device, each filling its own detection.
 	dets := make([]*detection, len(devs))
 	var wg sync.WaitGroup
@@ -275,18 +275,19 @@ func syncDetect(t *nsys.Trace, h *hostIndex, tl *timeline) *detection {
 	nsync := 0
 	for i := range t.APICalls {
 		c := &t.APICalls[i]
-		if !tl.hasProc(c.Proc) {
+		w := &t.Callers[c.Caller]
+		if !tl.hasProc(w.Proc) {
 			continue
 		}
-		if c.Kind == nsys.APISync {
-			if e, ok := pending[c.Proc]; !ok || c.End > e {
-				pending[c.Proc] = c.End
+		if w.Kind == nsys.APISync {
+			if e, ok := pending[w.Proc]; !ok || c.End > e {
+				pending[w.Proc] = c.End
 			}
 			continue
 		}
-		if e, ok := pending[c.Proc]; ok && isLaunchLike(c.Kind) && c.Start >= e {
-			after[actKey(c.Proc, c.Correlation)] = true
-			delete(pending, c.Proc)
+		if e, ok := pending[w.Proc]; ok && isLaunchLike(w.Kind) && c.Start >= e {
+			after[actKey(w.Proc, c.Correlation)] = true
+			delete(pending, w.Proc)
 			nsync++
 		}
 	}

@@ -244,8 +244,8 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 			}
 			rs = append(rs, ownerRange{r.Thread, r.Start, end})
 		}
-		o.rules = append(o.rules, newLaunchOwners(t, rs, func(c *nsys.APICall) bool {
-			return c.Kind == nsys.APILaunch || c.Kind == nsys.APIGraphLaunch
+		o.rules = append(o.rules, newLaunchOwners(t, rs, func(w *nsys.Caller) bool {
+			return w.Kind == nsys.APILaunch || w.Kind == nsys.APIGraphLaunch
 		}))
 		o.cats = append(o.cats, rl.Category)
 	}
@@ -564,15 +564,16 @@ func gapSize(d time.Duration) int {
 
 // hostGaps attributes idle time to what the host threads of the device's processes were doing.
 type hostGaps struct {
-	calls  []nsys.APICall // every call of the trace, by start
-	tl     *timeline      // the device: only its processes' calls count
-	pts    []nsys.Time    // scratch
-	next   int
-	active []int
+	calls   []nsys.APICall // every call of the trace, by start
+	callers []nsys.Caller  // of the trace
+	tl      *timeline      // the device: only its processes' calls count
+	pts     []nsys.Time    // scratch
+	next    int
+	active  []int
 }
 
 func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
-	return &hostGaps{calls: t.APICalls, tl: tl}
+	return &hostGaps{calls: t.APICalls, callers: t.Callers, tl: tl}
 }
 
 func hostKind(k nsys.APIKind) HostActivity {
@@ -592,7 +593,7 @@ func hostKind(k nsys.APIKind) HostActivity {
 // Gaps must come in increasing time order.
 func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Duration) {
 	for g.next < len(g.calls) && g.calls[g.next].Start < g1 {
-		if g.tl.hasProc(g.calls[g.next].Proc) {
+		if g.tl.hasProc(g.callers[g.calls[g.next].Caller].Proc) {
 			g.active = append(g.active, g.next)
 		}
 		g.next++
@@ -627,7 +628,7 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 		for _, i := range g.active {
 			c := &g.calls[i]
 			if c.Start <= a && c.End >= b {
-				if hk := hostKind(c.Kind); hk < who {
+				if hk := hostKind(g.callers[c.Caller].Kind); hk < who {
 					who = hk
 				}
 			}

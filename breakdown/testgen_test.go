@@ -90,8 +90,8 @@ func (g *tgen) api(thread int64, kind nsys.APIKind, name string, start, end nsys
 		g.apiNames[name] = n
 	}
 	c := g.nextCorr()
-	g.tr.APICalls = append(g.tr.APICalls, nsys.APICall{Start: start, End: end, Thread: thread, Correlation: c,
-		Name: n, Kind: kind, Proc: g.procOf[thread]})
+	g.tr.AddCall(nsys.APICall{Start: start, End: end, Correlation: c},
+		nsys.Caller{Thread: thread, Name: n, Kind: kind, Proc: g.procOf[thread]})
 	return c
 }
 

@@ -97,13 +97,18 @@ func (t *Trace) CheckValid() error {
 		if i > 0 && t.APICalls[i-1].Start > c.Start {
 			return fmt.Errorf("API call %d: not sorted by start", i)
 		}
-		if int(c.Name) >= len(t.APINames) {
-			return fmt.Errorf("API call %d: name %d out of range (%d names)", i, c.Name, len(t.APINames))
+		if int(c.Caller) >= len(t.Callers) {
+			return fmt.Errorf("API call %d: caller %d out of range (%d callers)", i, c.Caller, len(t.Callers))
 		}
-		if c.Kind == APIOther {
-			return fmt.Errorf("API call %d: kind %v is not kept", i, c.Kind)
+	}
+	for i, w := range t.Callers {
+		if int(w.Name) >= len(t.APINames) {
+			return fmt.Errorf("caller %d: name %d out of range (%d names)", i, w.Name, len(t.APINames))
 		}
-		if err := proc("API call", i, c.Proc); err != nil {
+		if w.Kind == APIOther {
+			return fmt.Errorf("caller %d: kind %v is not kept", i, w.Kind)
+		}
+		if err := proc("caller", i, w.Proc); err != nil {
 			return err
 		}
 	}

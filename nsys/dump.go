@@ -60,7 +60,11 @@ func (t *Trace) String() string {
 
 	p("api %d (start end kind name corr thread proc)\n", len(t.APICalls))
 	for _, c := range t.APICalls {
-		p("  %d %d %s %s %d %d %d\n", c.Start, c.End, token(c.Kind.String()), t.lookup(t.APINames, uint32(c.Name)), c.Correlation, c.Thread, c.Proc)
+		w := Caller{Name: uint8(min(len(t.APINames), 255))}
+		if int(c.Caller) < len(t.Callers) {
+			w = t.Callers[c.Caller]
+		}
+		p("  %d %d %s %s %d %d %d\n", c.Start, c.End, token(w.Kind.String()), t.lookup(t.APINames, uint32(w.Name)), c.Correlation, w.Thread, w.Proc)
 	}
 
 	p("ranges %d (start end depth thread domain proc text)\n", len(t.Ranges))

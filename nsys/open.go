@@ -483,8 +483,8 @@ func (r *reader) renumberProcs() {
 	for i := range r.t.Graphs {
 		r.t.Graphs[i].Proc = remap[r.t.Graphs[i].Proc]
 	}
-	for i := range r.t.APICalls {
-		r.t.APICalls[i].Proc = remap[r.t.APICalls[i].Proc]
+	for i := range r.t.Callers {
+		r.t.Callers[i].Proc = remap[r.t.Callers[i].Proc]
 	}
 	for i := range r.t.Ranges {
 		r.t.Ranges[i].Proc = remap[r.t.Ranges[i].Proc]

@@ -633,6 +633,23 @@ func (r *reader) readAPI() error {
 	}
 	var drop dropCounter
 	calls := bigSlice[APICall](r.t, r.maxRowid(runtimeTable))[:0] // untouched capacity costs no memory
+	// Callers by function: head[name] is 1 + the first caller of that function (0: none),
+	// next chains the others; a function is called from one to a few threads.
+	var head [256]int32
+	var next []int32
+	caller := func(tid int64, ni apiName) CallerID {
+		p := &head[ni.idx]
+		for i := *p; i != 0; i = next[i-1] {
+			if r.t.Callers[i-1].Thread == tid {
+				return CallerID(i - 1)
+			}
+			p = &next[i-1]
+		}
+		r.t.Callers = append(r.t.Callers, Caller{Thread: tid, Proc: r.proc(tid), Name: ni.idx, Kind: ni.kind})
+		next = append(next, 0)
+		*p = int32(len(r.t.Callers))
+		return CallerID(len(r.t.Callers) - 1)
+	}
 	err := r.scanFilter(runtimeTable, q, 5, fcol, keep, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return
@@ -644,16 +661,13 @@ func (r *reader) readAPI() error {
 		if !ni.ok {
 			return
 		}
-		calls = append(calls, APICall{Start: Time(v[0]), End: Time(v[1]), Thread: v[2],
-			Correlation: uint32(v[3]), Name: ni.idx, Kind: ni.kind, Proc: r.proc(v[2])})
+		calls = append(calls, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]), Caller: caller(v[2], ni)})
 	})
 	if err != nil {
 		return err
 	}
 	drop.warn(r, "CUDA API", len(calls))
-	if !slices.IsSortedFunc(calls, apiLess) {
-		slices.SortFunc(calls, apiLess)
-	}
+	sortCalls(calls, r.t.Callers)
 	r.t.APICalls = calls
 	return nil
 }
@@ -894,18 +908,28 @@ func memopLess(a, b Memop) int {
 	return cmp.Compare(a.Kind, b.Kind)
 }
 
-func apiLess(a, b APICall) int {
-	if c := cmp.Compare(a.Start, b.Start); c != 0 {
-		return c
+func apiOrder(callers []Caller) func(a, b APICall) int {
+	return func(a, b APICall) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		ca, cb := &callers[a.Caller], &callers[b.Caller]
+		if c := cmp.Compare(ca.Thread, cb.Thread); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.End, b.End); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
+			return c
+		}
+		return cmp.Compare(ca.Name, cb.Name)
 	}
-	if c := cmp.Compare(a.Thread, b.Thread); c != 0 {
-		return c
+}
+
+func sortCalls(cs []APICall, callers []Caller) {
+	less := apiOrder(callers)
+	if !slices.IsSortedFunc(cs, less) {
+		slices.SortFunc(cs, less)
 	}
-	if c := cmp.Compare(a.End, b.End); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Name, b.Name)
 }

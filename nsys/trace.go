@@ -129,14 +129,23 @@ func (k APIKind) String() string {
 }
 
 // An APICall is one CUDA runtime or driver API call (CUPTI_ACTIVITY_KIND_RUNTIME), restricted
-// to the kinds in APIKind.
+// to the kinds in APIKind. It is 24 bytes: the thread and the function, which repeat from
+// one call to the next, are its Caller, stored once per trace.
 type APICall struct {
 	Start, End  Time
-	Thread      int64 // globalTid
 	Correlation uint32
-	Name        uint8 // index into Trace.APINames (the 256th and later names share the last slot)
-	Kind        APIKind
-	Proc        ProcID
+	Caller      CallerID // indexes Trace.Callers
+}
+
+// CallerID indexes Trace.Callers.
+type CallerID uint32
+
+// A Caller is one CUDA function called from one thread.
+type Caller struct {
+	Thread int64 // globalTid
+	Proc   ProcID
+	Name   uint8 // index into Trace.APINames (the 256th and later names share the last slot)
+	Kind   APIKind
 }
 
 // A Range is an NVTX push/pop or start/end range.
@@ -185,7 +194,8 @@ type Trace struct {
 	Memops     []Memop     // sorted by Start
 	Graphs     []GraphExec // graph-level executions, sorted by Start
 	APICalls   []APICall   // sorted by Start
-	APINames   []string    // APICall.Name indexes this; version suffixes (_v7000) removed
+	Callers    []Caller    // APICall.Caller indexes this
+	APINames   []string    // Caller.Name indexes this; version suffixes (_v7000) removed
 	Ranges     []Range     // NVTX ranges, sorted by Start; empty when the export has no NVTX_EVENTS
 	RangeTexts []string    // Range.Text indexes this
 	Domains    map[uint32]string
@@ -196,8 +206,9 @@ type Trace struct {
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
 
-	big     *bigMaps        // memory mapped outside the Go heap, for Release
-	siteIdx map[Site]SiteID // for AddKernel, built on first use
+	big       *bigMaps            // memory mapped outside the Go heap, for Release
+	siteIdx   map[Site]SiteID     // for AddKernel, built on first use
+	callerIdx map[Caller]CallerID // for AddCall, built on first use
 }
 
 // Name returns the demangled name of k.
@@ -205,6 +216,30 @@ func (t *Trace) Name(k Kernel) string { return t.Names[t.Sites[k.Site].Name] }
 
 // SiteOf returns the site of k: its name, stream, device and process.
 func (t *Trace) SiteOf(k Kernel) Site { return t.Sites[k.Site] }
+
+// CallerOf returns the caller of c: its thread, process, function and kind.
+func (t *Trace) CallerOf(c APICall) Caller { return t.Callers[c.Caller] }
+
+// AddCall appends c, made by caller w, to t.APICalls, adding w to t.Callers if it is new;
+// c.Caller is set. Like AddKernel, it is for building traces by hand.
+func (t *Trace) AddCall(c APICall, w Caller) {
+	if t.callerIdx == nil || len(t.callerIdx) != len(t.Callers) {
+		t.callerIdx = make(map[Caller]CallerID, len(t.Callers))
+		for i, x := range t.Callers {
+			if _, ok := t.callerIdx[x]; !ok {
+				t.callerIdx[x] = CallerID(i)
+			}
+		}
+	}
+	id, ok := t.callerIdx[w]
+	if !ok {
+		id = CallerID(len(t.Callers))
+		t.Callers = append(t.Callers, w)
+		t.callerIdx[w] = id
+	}
+	c.Caller = id
+	t.APICalls = append(t.APICalls, c)
+}
 
 // AddKernel appends k, run at site s, to t.Kernels, adding s to t.Sites if it is new;
 // k.Site is set. It is for building traces by hand (tests, generators): Open fills

@@ -84,7 +84,7 @@ func NewInfo(t *nsys.Trace) *Info {
 	in.NVTXRanges = len(t.Ranges)
 	in.APICalls = len(t.APICalls)
 	for _, c := range t.APICalls {
-		if c.Kind == nsys.APIGraphLaunch {
+		if t.CallerOf(c).Kind == nsys.APIGraphLaunch {
 			in.GraphLaunches++
 		}
 	}

@@ -18,16 +18,22 @@ measure() { # name, command...
 	read -r wall rss < "$out/t"
 	printf '%s %s %s\n' "$name" "$wall" "$rss"
 }
-{
+# The scan runs first and last: the ratios are to the mean of the two, which follows the
+# machine's speed over the run (total(), not sum(): sums of timestamps overflow).
+scan() {
 	measure "sqlite3 scan (start,end,deviceId,streamId,demangledName,correlationId)" \
-		sqlite3 "$trace" 'SELECT count(*), sum(start), sum(end), sum(deviceId), sum(streamId), sum(demangledName), sum(correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL'
+		sqlite3 "$trace" 'SELECT count(*), total(start), total(end), total(deviceId), total(streamId), total(demangledName), total(correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL'
+}
+{
+	scan
 	measure "stepstat report --format json" "$bin" report --format json -o "$out/r.json" "$trace"
 	measure "stepstat report --format html" "$bin" report --format html -o "$out/r.html" "$trace"
 	measure "stepstat diff (trace vs itself)" "$bin" diff "$trace" "$trace"
+	scan
 } > "$out/results"
 printf 'trace: %s (%d kernels, %.2f GB), %d cores\n' "$trace" "$kernels" "$(echo "$size/1000000000" | bc -l)" "$(nproc)"
 printf '%-72s %9s %10s %8s %12s\n' command wall_s peak_MB ratio bytes/kernel
-base=$(head -1 "$out/results" | awk '{print $(NF-1)}')
+base=$( (head -1 "$out/results"; tail -1 "$out/results") | awk '{s += $(NF-1)} END {print s/2}')
 while read -r line; do
 	rss=${line##* }; rest=${line% *}; wall=${rest##* }; name=${rest% *}
 	printf '%-72s %9.2f %10.0f %7.2fx %12.1f\n' "$name" "$wall" "$(echo "$rss/1024" | bc -l)" "$(echo "$wall/$base" | bc -l)" "$(echo "$rss*1024/$kernels" | bc -l)"
