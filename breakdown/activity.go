@@ -99,7 +99,8 @@ func (tl *timeline) each(fn func(a *activity) bool) {
 	}
 }
 
-// procs returns, by ProcID, whether the process runs work on the device.
+// procs returns, by ProcID, whether the process runs work on the device: kernels (from the
+// trace's sites, without a pass over the kernels), memory operations or graph executions.
 func (tl *timeline) procs() []bool {
 	if tl.procSet == nil {
 		// Size for every ProcID in use, even in traces built without Trace.Procs.
@@ -108,13 +109,27 @@ func (tl *timeline) procs() []bool {
 			n = max(n, int(w.Proc)+1)
 		}
 		tl.procSet = make([]bool, max(n, 1))
-		tl.each(func(a *activity) bool {
-			if int(a.proc) >= len(tl.procSet) {
-				tl.procSet = append(tl.procSet, make([]bool, int(a.proc)+1-len(tl.procSet))...)
+		mark := func(p nsys.ProcID) {
+			if int(p) >= len(tl.procSet) {
+				tl.procSet = append(tl.procSet, make([]bool, int(p)+1-len(tl.procSet))...)
 			}
-			tl.procSet[a.proc] = true
-			return true
-		})
+			tl.procSet[p] = true
+		}
+		for _, st := range tl.t.Sites {
+			if st.Device == tl.dev {
+				mark(st.Proc)
+			}
+		}
+		for _, m := range tl.t.Memops {
+			if m.Device == tl.dev {
+				mark(m.Proc)
+			}
+		}
+		for _, g := range tl.t.Graphs {
+			if g.Device == tl.dev {
+				mark(g.Proc)
+			}
+		}
 	}
 	return tl.procSet
 }

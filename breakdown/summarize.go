@@ -152,9 +152,9 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		})
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
-	steps := account(t, h, tl, det)
+	steps, shapes := account(t, h, tl, det)
 	if det.method != MethodWhole {
-		inferPhases(steps, tl)
+		inferPhases(steps, shapes)
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))
@@ -402,8 +402,9 @@ func (h *endHeap) pop() runningAct {
 // account sweeps the device's activities once and fills the steps' exclusive and busy time,
 // kernel and launch counts, and idle gaps. Step i covers [bound i, bound i+1); the last step
 // ends at the last end of the activities that start in it.
-func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
+func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step, []stepShape) {
 	steps := make([]Step, len(det.bounds))
+	shapes := make([]stepShape, len(det.bounds))
 	for i, b := range det.bounds {
 		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start}
 		if i+1 < len(det.bounds) {
@@ -503,6 +504,7 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 			st.Kernels[a.cat]++
 			switch a.src {
 			case srcKernel:
+				shapes[i].add(a)
 				k := a.key()
 				switch {
 				case k == lastGraphKey:
@@ -547,7 +549,7 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) []Step {
 		advance(r.end)
 		active[r.cat]--
 	}
-	return steps
+	return steps, shapes
 }
 
 func gapSize(d time.Duration) int {
@@ -637,10 +639,25 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 	}
 }
 
+// A stepShape is what inferPhases needs of a step: a signature of its kernel mix (a sum
+// of a hash per kernel name, so independent of order) and its attention kernels' names.
+// account fills it in its one pass.
+type stepShape struct {
+	sig  uint64
+	attn []nsys.NameID // distinct
+}
+
+func (s *stepShape) add(a *activity) {
+	s.sig += mix64(uint64(a.name) + 1)
+	if a.cat == Attention && !slices.Contains(s.attn, a.name) {
+		s.attn = append(s.attn, a.name)
+	}
+}
+
 // inferPhases gives a phase to steps whose detection gave none, from their shape: the most
 // common kernel mix is decode; a step with another mix is prefill when it runs attention
 // kernels that decode steps never run, or takes at least three times the decode median.
-func inferPhases(steps []Step, tl *timeline) {
+func inferPhases(steps []Step, shapes []stepShape) {
 	unknown := 0
 	for _, s := range steps {
 		if s.Phase == Unknown {
@@ -650,28 +667,6 @@ func inferPhases(steps []Step, tl *timeline) {
 	if unknown == 0 || len(steps) < 2 {
 		return
 	}
-	type shape struct {
-		sig  uint64
-		attn map[nsys.NameID]bool
-	}
-	shapes := make([]shape, len(steps))
-	for i := range shapes {
-		shapes[i].attn = map[nsys.NameID]bool{}
-	}
-	i := 0
-	tl.each(func(a *activity) bool {
-		for i+1 < len(steps) && steps[i+1].Start <= a.start {
-			i++
-		}
-		if a.start < steps[i].Start || a.src != srcKernel {
-			return true
-		}
-		shapes[i].sig += mix64(uint64(a.name) + 1)
-		if a.cat == Attention {
-			shapes[i].attn[a.name] = true
-		}
-		return true
-	})
 	count := map[uint64]int{}
 	for _, s := range shapes {
 		count[s.sig]++
@@ -687,7 +682,7 @@ func inferPhases(steps []Step, tl *timeline) {
 	var walls []time.Duration
 	for i, s := range shapes {
 		if s.sig == modal {
-			for n := range s.attn {
+			for _, n := range s.attn {
 				decodeAttn[n] = true
 			}
 			walls = append(walls, steps[i].Wall())
@@ -703,7 +698,7 @@ func inferPhases(steps []Step, tl *timeline) {
 			continue
 		}
 		prefill := steps[i].Wall() >= 3*med
-		for n := range shapes[i].attn {
+		for _, n := range shapes[i].attn {
 			if !decodeAttn[n] {
 				prefill = true
 			}
