@@ -116,6 +116,15 @@ var categoryPriority = [NumCategories]int{
 	Idle:        0,
 }
 
+// byPriority gives the category of each priority (they are distinct and below 32,
+// TestPriorities checks), for the bitmask of running categories in account.
+var byPriority = func() (b [32]Category) {
+	for c := Category(0); c < NumCategories; c++ {
+		b[categoryPriority[c]] = c
+	}
+	return b
+}()
+
 // Priority returns the category's rank for exclusive-time accounting when kernels overlap:
 // the running kernel with the highest priority owns the instant. The order, highest first,
 // is allreduce, collective, attention, moe_expert, gemm, moe_routing, sampling,

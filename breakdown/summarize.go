@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"regexp"
 	"slices"
 	"sort"
@@ -428,14 +429,24 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step,
 		// however many kernels it ran.
 		graphSeen = map[uint64]bool{}
 	)
+	// live has bit Priority(c) set while a category c activity runs: the owner of an
+	// instant is the category of its highest bit (priorities are distinct, below 32).
+	var live uint32
 	owner := func() Category {
-		best, bp := Idle, -1
-		for c := Category(0); c < NumCategories; c++ {
-			if active[c] > 0 && c.Priority() > bp {
-				best, bp = c, c.Priority()
-			}
+		if live == 0 {
+			return Idle
 		}
-		return best
+		return byPriority[bits.Len32(live)-1]
+	}
+	start := func(c Category) {
+		if active[c]++; active[c] == 1 {
+			live |= 1 << categoryPriority[c]
+		}
+	}
+	stop := func(c Category) {
+		if active[c]--; active[c] == 0 {
+			live &^= 1 << categoryPriority[c]
+		}
 	}
 	// advance attributes [now, to) to the current owner, split at step boundaries.
 	advance := func(to nsys.Time) {
@@ -492,7 +503,7 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step,
 		for len(running) > 0 && running[0].end <= a.start {
 			r := running.pop()
 			advance(r.end)
-			active[r.cat]--
+			stop(r.cat)
 		}
 		if !started {
 			now, started = a.start, true
@@ -540,14 +551,14 @@ func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step,
 			}
 			steps[j].Busy[a.cat] += e.Sub(s)
 		}
-		active[a.cat]++
+		start(a.cat)
 		running.push(runningAct{a.end, a.cat})
 		return true
 	})
 	for len(running) > 0 {
 		r := running.pop()
 		advance(r.end)
-		active[r.cat]--
+		stop(r.cat)
 	}
 	return steps, shapes
 }

@@ -221,3 +221,22 @@ func TestMultiDevice(t *testing.T) {
 	}
 	checkInvariants(t, tr, rep, Options{})
 }
+
+// TestPriorities checks what account's bitmask of running categories relies on: category
+// priorities are distinct and below 32.
+func TestPriorities(t *testing.T) {
+	seen := map[int]Category{}
+	for c := Category(0); c < NumCategories; c++ {
+		p := c.Priority()
+		if p < 0 || p >= 32 {
+			t.Errorf("%v: priority %d out of 0..31", c, p)
+		}
+		if o, ok := seen[p]; ok {
+			t.Errorf("%v and %v share priority %d", c, o, p)
+		}
+		seen[p] = c
+		if byPriority[p] != c {
+			t.Errorf("byPriority[%d] = %v, want %v", p, byPriority[p], c)
+		}
+	}
+}
