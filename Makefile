@@ -5,7 +5,7 @@ GO ?= go
 DEMO ?= testdata/traces/dense-eager.sqlite.gz
 N ?= 20000000
 BIG ?= testdata/big/big.sqlite
-BIGSRC ?= testdata/traces/moe-eager-nvtx.sqlite.gz
+BIGSRC ?= testdata/traces/tp2-moe-eager-nvtx.sqlite.gz
 
 .PHONY: build test vet demo bench bigtrace golden fuzz clean
 
@@ -30,7 +30,9 @@ demo: build
 	bin/stepstat report --html out/demo.html out/demo.sqlite
 	@echo "HTML report: out/demo.html"
 
-# A large trace for benchmarks: a real capture repeated in time (N kernels).
+# A large trace for benchmarks: a real capture repeated in time (N kernels); by default the
+# 2-GPU eager capture with NVTX (BIGSRC=testdata/traces/tp2-moe-graph-nvtx.sqlite.gz for
+# CUDA graphs).
 bigtrace:
 	$(GO) run -tags '$(TAGS)' ./internal/bigtrace -src $(BIGSRC) -n $(N) -o $(BIG)
 

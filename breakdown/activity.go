@@ -1,6 +1,10 @@
 package breakdown
 
 import (
+	"math"
+	"sort"
+	"time"
+
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -42,9 +46,17 @@ type timeline struct {
 }
 
 // each calls fn for every activity of the device in start order; fn returns false to stop.
-func (tl *timeline) each(fn func(a *activity) bool) {
+func (tl *timeline) each(fn func(a *activity) bool) { tl.eachFrom(math.MinInt64, fn) }
+
+// eachFrom is each for the activities that start at from or later.
+func (tl *timeline) eachFrom(from nsys.Time, fn func(a *activity) bool) {
 	ks, ms, gs, sites := tl.t.Kernels, tl.t.Memops, tl.t.Graphs, tl.t.Sites
-	i, j, k := 0, 0, 0
+	var i, j, k int
+	if from != math.MinInt64 {
+		i = sort.Search(len(ks), func(i int) bool { return ks[i].Start >= from })
+		j = sort.Search(len(ms), func(j int) bool { return ms[j].Start >= from })
+		k = sort.Search(len(gs), func(k int) bool { return gs[k].Start >= from })
+	}
 	var a activity
 	for {
 		// Advance each source to its next activity on this device.
@@ -72,31 +84,72 @@ func (tl *timeline) each(fn func(a *activity) bool) {
 		case -1:
 			return
 		case 0:
-			kk := &ks[i]
-			st := &sites[kk.Site]
-			a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
-				src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
-			if tl.over != nil {
-				if c, ok := tl.over.category(a.proc, a.corr); ok {
-					a.cat = c
-				}
-			}
+			tl.kernelAct(i, &a)
 			i++
 		case 1:
-			m := &ms[j]
-			a = activity{start: m.Start, end: m.End, idx: int32(j), corr: m.Correlation, proc: m.Proc,
-				src: srcMemop, cat: Memory, memKind: m.Kind}
+			tl.memopAct(j, &a)
 			j++
 		case 2:
-			g := &gs[k]
-			a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
-				src: srcGraph, cat: Other}
+			tl.graphAct(k, &a)
 			k++
 		}
 		if !fn(&a) {
 			return
 		}
 	}
+}
+
+func (tl *timeline) kernelAct(i int, a *activity) {
+	kk := &tl.t.Kernels[i]
+	st := &tl.t.Sites[kk.Site]
+	*a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
+		src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
+	if tl.over != nil {
+		if c, ok := tl.over.category(a.proc, a.corr); ok {
+			a.cat = c
+		}
+	}
+}
+
+func (tl *timeline) memopAct(j int, a *activity) {
+	m := &tl.t.Memops[j]
+	*a = activity{start: m.Start, end: m.End, idx: int32(j), corr: m.Correlation, proc: m.Proc,
+		src: srcMemop, cat: Memory, memKind: m.Kind}
+}
+
+func (tl *timeline) graphAct(k int, a *activity) {
+	g := &tl.t.Graphs[k]
+	*a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
+		src: srcGraph, cat: Other}
+}
+
+// runningAt returns the device's activities that start before at and end after it.
+// longest bounds every activity's duration: only activities that start within it of at
+// are looked at.
+func (tl *timeline) runningAt(at nsys.Time, longest time.Duration) []activity {
+	var out []activity
+	var a activity
+	from := at - nsys.Time(longest)
+	ks := tl.t.Kernels
+	for i := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= at }) - 1; i >= 0 && ks[i].Start >= from; i-- {
+		if ks[i].End > at && tl.t.Sites[ks[i].Site].Device == tl.dev {
+			tl.kernelAct(i, &a)
+			out = append(out, a)
+		}
+	}
+	for j, m := range tl.t.Memops {
+		if m.Start < at && m.End > at && m.Device == tl.dev {
+			tl.memopAct(j, &a)
+			out = append(out, a)
+		}
+	}
+	for k, g := range tl.t.Graphs {
+		if g.Start < at && g.End > at && g.Device == tl.dev {
+			tl.graphAct(k, &a)
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // procs returns, by ProcID, whether the process runs work on the device: kernels (from the
