@@ -54,31 +54,6 @@ static int batch_step(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n)
 	return SQLITE_ROW;
 }
 
-// batch_step_filter is batch_step for queries whose column fcol (an integer below nbits)
-// decides whether a row is kept: rows whose bit is clear in keep are skipped after reading
-// only that column, which costs a fraction of reading the whole row through SQL.
-static int batch_step_filter(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n,
-                             int fcol, const uint8_t* keep, int64_t nbits) {
-	int i = 0;
-	while (i < max) {
-		int rc = sqlite3_step(st);
-		if (rc != SQLITE_ROW) {
-			*n = i;
-			return rc;
-		}
-		int64_t f = sqlite3_column_int64(st, fcol);
-		if (f < 0 || f >= nbits || !(keep[f >> 3] & (1 << (f & 7)))) {
-			continue;
-		}
-		int64_t* row = out + (int64_t)i * ncol;
-		for (int c = 0; c < ncol; c++) {
-			row[c] = c == fcol ? f : sqlite3_column_int64(st, c);
-		}
-		i++;
-	}
-	*n = i;
-	return SQLITE_ROW;
-}
 */
 import "C"
 
@@ -126,12 +101,6 @@ const batchRows = 4096
 // scan runs query, whose ncol columns are integers, and calls fn with batches of rows
 // laid out row-major (ncol values per row). The slice is reused between calls.
 func (b *batchDB) scan(query string, ncol int, fn func(rows []int64, n int) error) error {
-	return b.scanFilter(query, ncol, -1, nil, fn)
-}
-
-// scanFilter is scan keeping only rows whose column fcol is set in the bitmap keep
-// (fcol < 0: every row).
-func (b *batchDB) scanFilter(query string, ncol, fcol int, keep []byte, fn func(rows []int64, n int) error) error {
 	cq := C.CString(query)
 	defer C.free(unsafe.Pointer(cq))
 	var st *C.sqlite3_stmt
@@ -142,13 +111,7 @@ func (b *batchDB) scanFilter(query string, ncol, fcol int, keep []byte, fn func(
 	buf := make([]int64, batchRows*ncol)
 	for {
 		var n C.int
-		var rc C.int
-		if fcol < 0 || len(keep) == 0 {
-			rc = C.batch_step(st, C.int(ncol), (*C.int64_t)(unsafe.Pointer(&buf[0])), C.int(batchRows), &n)
-		} else {
-			rc = C.batch_step_filter(st, C.int(ncol), (*C.int64_t)(unsafe.Pointer(&buf[0])), C.int(batchRows), &n,
-				C.int(fcol), (*C.uint8_t)(unsafe.Pointer(&keep[0])), C.int64_t(len(keep)*8))
-		}
+		rc := C.batch_step(st, C.int(ncol), (*C.int64_t)(unsafe.Pointer(&buf[0])), C.int(batchRows), &n)
 		if n > 0 {
 			if err := fn(buf[:int(n)*ncol], int(n)); err != nil {
 				return err

@@ -423,7 +423,6 @@ type procTable struct {
 	pid []int64
 }
 
-// procCache remembers a lane's last process: consecutive rows nearly always share it.
 // procCache remembers the last few processes looked up: rows of a table come from a
 // handful of processes, interleaved (one per rank), and the shared table takes a lock.
 type procCache struct {

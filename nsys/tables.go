@@ -15,14 +15,7 @@ import (
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
 // with each row's values. It is the one place rows cross from SQLite into Go.
 func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
-	return r.scanFilter(table, query, ncol, -1, nil, fn)
-}
-
-// scanFilter is scan with the batch reader's C-side row filter (see batchDB.scanFilter);
-// the database/sql fallback must filter in the query instead.
-func (r *reader) scanFilter(table, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
-	p := r.newProgress(table, 1)
-	return r.scanPart(p, query, ncol, fcol, keep, fn)
+	return r.scanPart(r.newProgress(table, 1), query, ncol, fn)
 }
 
 // A tableProgress reports the rows read of one table, summed over the parts of it that
@@ -62,11 +55,11 @@ func (p *tableProgress) add(n int64, last bool) {
 }
 
 // scanPart runs a query over the table of p (all of it, or a rowid range of it).
-func (r *reader) scanPart(p *tableProgress, query string, ncol, fcol int, keep []byte, fn func(v []int64)) error {
+func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []int64)) error {
 	var n int64 // rows not yet reported
 	defer func() { p.add(n, true) }()
 	if r.batch != nil {
-		err := r.batch.scanFilter(query, ncol, fcol, keep, func(rows []int64, k int) error {
+		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
 			for i := 0; i < k; i++ {
 				fn(rows[i*ncol : (i+1)*ncol : (i+1)*ncol])
 			}
@@ -267,7 +260,7 @@ func (r *reader) planKernels() (*job, error) {
 				d.ks = all[p.lo-ps[0].lo : p.lo-ps[0].lo : p.hi-ps[0].lo]
 			}
 			// Kernel.Site indexes the part's own sites until finish numbers them.
-			return l.scanPart(prog, q+p.where(), 7, -1, nil, func(v []int64) {
+			return l.scanPart(prog, q+p.where(), 7, func(v []int64) {
 				if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
 					return
 				}
@@ -541,8 +534,7 @@ const runtimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME"
 // apiPlan is the runtime-table scan, planned before the lanes start: which names to keep.
 type apiPlan struct {
 	names  []apiName // by StringIds id
-	keep   []byte    // bitmap of kept StringIds ids, for the C-side filter
-	idList string    // the same ids for SQL
+	idList string    // the kept ids, for SQL
 }
 
 type apiName struct {
@@ -606,12 +598,6 @@ func (r *reader) planAPI() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	p.keep = make([]byte, (len(p.names)+7)/8)
-	for id, n := range p.names {
-		if n.ok {
-			p.keep[id>>3] |= 1 << (id & 7)
-		}
-	}
 	p.idList = strings.Join(ids, ",")
 	r.api = p
 	return nil
@@ -626,11 +612,9 @@ func (r *reader) readAPI() error {
 	}
 	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
 		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable
-	fcol, keep := 4, p.keep
-	if r.batch == nil {
-		q += ` WHERE nameId IN (` + p.idList + `)` // database/sql: filter in SQL
-		fcol, keep = -1, nil
-	}
+	// Filtered in SQL: SQLite then decodes the other columns of kept rows only (measured
+	// 5-15% faster over a 60 M-row table than stepping every row out and filtering in C).
+	q += ` WHERE nameId IN (` + p.idList + `)`
 	var drop dropCounter
 	calls := bigSlice[APICall](r.t, r.maxRowid(runtimeTable))[:0] // untouched capacity costs no memory
 	// Callers by function: head[name] is 1 + the first caller of that function (0: none),
@@ -650,7 +634,7 @@ func (r *reader) readAPI() error {
 		*p = int32(len(r.t.Callers))
 		return CallerID(len(r.t.Callers) - 1)
 	}
-	err := r.scanFilter(runtimeTable, q, 5, fcol, keep, func(v []int64) {
+	err := r.scan(runtimeTable, q, 5, func(v []int64) {
 		if !drop.keep(v[0], v[1]) {
 			return
 		}
