@@ -167,6 +167,18 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 	if len(groups) > 0 {
 		collectRefs(t, tls[rep.Devices[0].Device], rep, aligned, refs)
 	}
+	// At most the fewest collectives any rank ran in each step are matched: room for them
+	// all at once, calls and their arrivals, instead of growing both call by call.
+	most := 0
+	for g := range groups {
+		m := len(refs[0][g])
+		for d := 1; d < n; d++ {
+			m = min(m, len(refs[d][g]))
+		}
+		most += m
+	}
+	rr.Calls = make([]CollectiveCall, 0, most)
+	arrivals := make([]Arrival, 0, most*n)
 
 	rr.Devices = make([]RankDevice, n)
 	for d := range rr.Devices {
@@ -188,7 +200,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 		rs.Spread = slices.Max(rs.Wall) - slices.Min(rs.Wall)
 		spreads = append(spreads, rs.Spread)
 		first := len(rr.Calls)
-		rr.Unmatched += matchStep(t, rr, g, refs, n)
+		rr.Unmatched += matchStep(t, rr, g, refs, n, &arrivals)
 		calls := rr.Calls[first:]
 		for i := range calls {
 			c := &calls[i]
@@ -283,7 +295,7 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 
 // matchStep matches the collective kernels of aligned step g across the n ranks, appends
 // the matched calls to rr.Calls, and returns the number of kernels left unmatched.
-func matchStep(t *nsys.Trace, rr *RankReport, g int, refs [][][]collRef, n int) int {
+func matchStep(t *nsys.Trace, rr *RankReport, g int, refs [][][]collRef, n int, arrivals *[]Arrival) int {
 	// Operations in order of first appearance, device by device, so that the result does
 	// not depend on map order.
 	var order []string
@@ -311,7 +323,12 @@ func matchStep(t *nsys.Trace, rr *RankReport, g int, refs [][][]collRef, n int) 
 			unmatched += len(l) - m
 		}
 		for k := 0; k < m; k++ {
-			c := CollectiveCall{Step: g, Op: op, Category: lists[0][k].cat, Seq: k, Arrivals: make([]Arrival, n)}
+			if len(*arrivals)+n > cap(*arrivals) {
+				*arrivals = make([]Arrival, 0, 64*n) // past the room made (not expected)
+			}
+			at := len(*arrivals)
+			*arrivals = (*arrivals)[:at+n]
+			c := CollectiveCall{Step: g, Op: op, Category: lists[0][k].cat, Seq: k, Arrivals: (*arrivals)[at : at+n : at+n]}
 			var last nsys.Time
 			for d := 0; d < n; d++ {
 				kk := &t.Kernels[lists[d][k].kernel]
