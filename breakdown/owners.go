@@ -55,13 +55,23 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller)
 	lo := &launchOwners{}
 	calls := t.APICalls
 	var inexact []int
+	// One pass over each range's calls: the interval of its own launches, and the other
+	// calls (other threads', or ones that do not count), checked against the interval
+	// once it is known.
+	type other struct {
+		proc nsys.ProcID
+		corr uint32
+	}
+	var others []other // scratch, reused from range to range
 	for i, r := range ranges {
 		sp := corrSpan{owner: int32(i)}
 		n := 0
+		others = others[:0]
 		callsIn(t, r.start, r.end, func(j int) {
 			c := &calls[j]
 			w := &t.Callers[c.Caller]
 			if w.Thread != r.thread || !ok(w) {
+				others = append(others, other{w.Proc, c.Correlation})
 				return
 			}
 			if n == 0 || c.Correlation < sp.lo {
@@ -77,13 +87,12 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller)
 			continue
 		}
 		exact := true
-		callsIn(t, r.start, r.end, func(j int) {
-			c := &calls[j]
-			w := &t.Callers[c.Caller]
-			if w.Proc == sp.proc && (w.Thread != r.thread || !ok(w)) && c.Correlation >= sp.lo && c.Correlation <= sp.hi {
+		for _, o := range others {
+			if o.proc == sp.proc && o.corr >= sp.lo && o.corr <= sp.hi {
 				exact = false
+				break
 			}
-		})
+		}
 		if exact {
 			lo.spans = append(lo.spans, sp)
 		} else {
