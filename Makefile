@@ -6,6 +6,7 @@ DEMO ?= testdata/traces/dense-eager.sqlite.gz
 N ?= 20000000
 BIG ?= testdata/big/big.sqlite
 BIGSRC ?= testdata/traces/tp2-moe-eager-nvtx.sqlite.gz
+REPEAT ?= 1
 
 .PHONY: build test vet demo bench bigtrace golden fuzz clean
 
@@ -40,7 +41,7 @@ bigtrace:
 # sqlite3 scanning the same kernel columns, in one run; then the Go benchmarks.
 bench: build
 	@test -f $(BIG) || $(MAKE) bigtrace
-	bash internal/bench/bench.sh $(BIG)
+	REPEAT=$(REPEAT) bash internal/bench/bench.sh $(BIG)
 	STEPSTAT_BENCH_TRACE=$(abspath $(BIG)) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
 
 FUZZTIME ?= 1m

@@ -2,9 +2,13 @@
 # Measures stepstat against sqlite3 scanning the same kernel columns, on one trace, in one
 # run: wall time and peak resident memory of each command, and the ratio of each wall time
 # to the scan's. Shared, noisy machines make absolute numbers drift; the ratios hold better.
+# REPEAT=N runs N rounds (scan, report JSON, report HTML, diff) and a last scan, and
+# reports each command's median wall time and largest peak memory; the ratios are to the
+# median of all the scans, which follows the machine's speed over the run.
 set -euo pipefail
 trace=${1:?usage: bench.sh TRACE}
 bin=${STEPSTAT:-bin/stepstat}
+repeat=${REPEAT:-1}
 command -v sqlite3 >/dev/null || { echo "bench: needs the sqlite3 command (apt-get install sqlite3)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
 out=$(mktemp -d)
@@ -12,29 +16,37 @@ trap 'rm -rf "$out"' EXIT
 kernels=$(sqlite3 "$trace" 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL')
 size=$(stat -c %s "$trace")
 cat "$trace" > /dev/null # same page-cache state for every command
-measure() { # name, command...
-	local name=$1; shift
-	/usr/bin/time -f "%e %M" -o "$out/t" "$@" > "$out/stdout" 2> "$out/stderr" || { echo "bench: $name failed:" >&2; cat "$out/stderr" >&2; exit 1; }
+measure() { # key, command...
+	local key=$1; shift
+	/usr/bin/time -f "%e %M" -o "$out/t" "$@" > "$out/stdout" 2> "$out/stderr" || { echo "bench: $key failed:" >&2; cat "$out/stderr" >&2; exit 1; }
 	read -r wall rss < "$out/t"
-	printf '%s %s %s\n' "$name" "$wall" "$rss"
+	printf '%s %s %s\n' "$key" "$wall" "$rss" >> "$out/results"
 }
-# The scan runs first and last: the ratios are to the mean of the two, which follows the
-# machine's speed over the run (total(), not sum(): sums of timestamps overflow).
+# total(), not sum(): sums of timestamps overflow.
 scan() {
-	measure "sqlite3 scan (start,end,deviceId,streamId,demangledName,correlationId)" \
-		sqlite3 "$trace" 'SELECT count(*), total(start), total(end), total(deviceId), total(streamId), total(demangledName), total(correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL'
+	measure scan sqlite3 "$trace" 'SELECT count(*), total(start), total(end), total(deviceId), total(streamId), total(demangledName), total(correlationId) FROM CUPTI_ACTIVITY_KIND_KERNEL'
 }
-{
+for ((r = 0; r < repeat; r++)); do
 	scan
-	measure "stepstat report --format json" "$bin" report --format json -o "$out/r.json" "$trace"
-	measure "stepstat report --format html" "$bin" report --format html -o "$out/r.html" "$trace"
-	measure "stepstat diff (trace vs itself)" "$bin" diff "$trace" "$trace"
-	scan
-} > "$out/results"
-printf 'trace: %s (%d kernels, %.2f GB), %d cores\n' "$trace" "$kernels" "$(echo "$size/1000000000" | bc -l)" "$(nproc)"
+	measure json "$bin" report --format json -o "$out/r.json" "$trace"
+	measure html "$bin" report --format html -o "$out/r.html" "$trace"
+	measure diff "$bin" diff "$trace" "$trace"
+done
+scan
+median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+wall() { awk -v k="$1" '$1 == k {print $2}' "$out/results" | median; }
+rss() { awk -v k="$1" '$1 == k {print $3}' "$out/results" | sort -n | tail -1; }
+base=$(wall scan)
+printf 'trace: %s (%d kernels, %.2f GB), %d cores, %d round(s)\n' "$trace" "$kernels" "$(echo "$size/1000000000" | bc -l)" "$(nproc)" "$repeat"
 printf '%-72s %9s %10s %8s %12s\n' command wall_s peak_MB ratio bytes/kernel
-base=$( (head -1 "$out/results"; tail -1 "$out/results") | awk '{s += $(NF-1)} END {print s/2}')
-while read -r line; do
-	rss=${line##* }; rest=${line% *}; wall=${rest##* }; name=${rest% *}
-	printf '%-72s %9.2f %10.0f %7.2fx %12.1f\n' "$name" "$wall" "$(echo "$rss/1024" | bc -l)" "$(echo "$wall/$base" | bc -l)" "$(echo "$rss*1024/$kernels" | bc -l)"
-done < "$out/results"
+for key in scan json html diff; do
+	case $key in
+	scan) name="sqlite3 scan (start,end,deviceId,streamId,demangledName,correlationId)" ;;
+	json) name="stepstat report --format json" ;;
+	html) name="stepstat report --format html" ;;
+	diff) name="stepstat diff (trace vs itself)" ;;
+	esac
+	w=$(wall $key) m=$(rss $key)
+	ratio=$(awk -v w="$w" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", w / b; else print "-" }')
+	printf '%-72s %9.2f %10.0f %8s %12.1f\n' "$name" "$w" "$(echo "$m/1024" | bc -l)" "$ratio" "$(echo "$m*1024/$kernels" | bc -l)"
+done
