@@ -18,5 +18,6 @@ func BenchmarkOpen(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(len(t.Kernels)), "kernels")
+		t.Release()
 	}
 }

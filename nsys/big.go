@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"os"
 	"sync"
 	"unsafe"
 )
@@ -27,6 +28,31 @@ func bigSlice[T any](t *Trace, n int) []T {
 	t.big.maps = append(t.big.maps, b)
 	t.big.mu.Unlock()
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
+}
+
+// releaseSlots gives back the pages wholly inside s, slots of a slice from bigSlice that
+// hold nothing any more (rows moved down from them); they read as zeros afterwards.
+// Memory on the Go heap is left to the garbage collector.
+func releaseSlots[T any](t *Trace, s []T) {
+	if len(s) == 0 || t.big == nil {
+		return
+	}
+	var zero T
+	start := uintptr(unsafe.Pointer(&s[0]))
+	end := start + uintptr(len(s))*unsafe.Sizeof(zero)
+	t.big.mu.Lock()
+	defer t.big.mu.Unlock()
+	for _, m := range t.big.maps {
+		ms := uintptr(unsafe.Pointer(&m[0]))
+		if start < ms || end > ms+uintptr(len(m)) {
+			continue
+		}
+		ps := uintptr(os.Getpagesize())
+		if a, b := (start+ps-1)&^(ps-1), end&^(ps-1); b > a {
+			releaseBig(m[a-ms : b-ms])
+		}
+		return
+	}
 }
 
 // Release gives the memory of the trace's largest arrays (kernels, API calls) back to

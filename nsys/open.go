@@ -189,15 +189,15 @@ func (r *reader) read() error {
 	whole := func(f func(*reader) error) func(*reader) (*job, error) {
 		return func(*reader) (*job, error) { return &job{tasks: []func(*reader) error{f}}, nil }
 	}
-	// The runtime table is the largest in eager traces (every CUDA call, 2-3 rows per
-	// kernel launched) and is read whole (its kept rows cannot be placed by rowid); the
-	// kernel table is read in parts beside it.
-	api := func(*reader) (*job, error) {
-		return &job{tasks: []func(*reader) error{(*reader).readAPI}, first: true}, nil
+	// The kernel and runtime tables (the largest: 2-3 runtime rows per kernel launched in
+	// eager traces) are read in rowid parts; NVTX, read whole through database/sql (it has
+	// text), starts first so that the parts fill the lanes around it.
+	nvtx := func(*reader) (*job, error) {
+		return &job{tasks: []func(*reader) error{(*reader).readNVTX}, first: true}, nil
 	}
 	err := r.runJobs([]func(*reader) (*job, error){
 		(*reader).planKernels, whole((*reader).readMemops), whole((*reader).readGraphs),
-		whole((*reader).readNVTX), api,
+		nvtx, (*reader).planCalls,
 	})
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (r *reader) read() error {
 type job struct {
 	tasks  []func(*reader) error
 	finish func(*reader) error
-	first  bool // its tasks are long: start them before the others'
+	first  bool // a long task: start it before the others
 }
 
 // runJobs plans the jobs in order, runs all their tasks on one lane per core (at least

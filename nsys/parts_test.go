@@ -11,12 +11,14 @@ import (
 	"github.com/stepstat/stepstat/internal/nsystest"
 )
 
-// TestPartsSameAsWhole checks that reading the kernel table in rowid parts on several
-// connections gives exactly the trace that reading it whole gives: same kernels in the
-// same order, same names numbered in the same order, same warnings in the same order.
+// TestPartsSameAsWhole checks that reading the kernel and runtime tables in rowid parts on
+// several connections gives exactly the trace that reading them whole gives: same kernels
+// and calls in the same order, same names, sites and callers numbered in the same order,
+// same warnings in the same order.
 // It runs on the real captures and on a copy of one with rows deleted (rowid gaps),
-// dropped (zero timestamps, end before start) and names whose string ids do not fit 32
-// bits, so that parts must move rows down and carry wide ids.
+// dropped (zero timestamps, end before start), names whose string ids do not fit 32
+// bits and calls from a second thread, so that parts must move rows down and carry wide
+// ids.
 func TestPartsSameAsWhole(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/traces/*.sqlite.gz")
 	if len(files) == 0 {
@@ -45,6 +47,10 @@ func TestPartsSameAsWhole(t *testing.T) {
 		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 1 WHERE rowid % 83 = 7`,
 		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 5000000000 + rowid % 3 WHERE rowid % 61 = 2`,
 		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = -7 WHERE rowid % 59 = 2`,
+		`DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid % 53 = 4 OR rowid BETWEEN 2000 AND 2600`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 0, "end" = 0 WHERE rowid % 47 = 1`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = start - 5 WHERE rowid % 43 = 2`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = globalTid + 1 WHERE rowid % 7 = 3`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -114,6 +114,14 @@ func (p part) where() string {
 	return fmt.Sprintf(" WHERE rowid >= %d AND rowid < %d", p.lo, p.hi)
 }
 
+// and is where for a query that has a WHERE clause already.
+func (p part) and() string {
+	if p == (part{}) {
+		return ""
+	}
+	return fmt.Sprintf(" AND rowid >= %d AND rowid < %d", p.lo, p.hi)
+}
+
 // partRows is about the number of rows of a part: small enough that the two lanes finish
 // close together, large enough that each part's query and seek cost nothing.
 var partRows int = 1 << 21 // a variable for tests
@@ -257,7 +265,8 @@ func (r *reader) planKernels() (*job, error) {
 			if p == (part{}) {
 				d.ks = all[:0] // the whole table: grows past the bound if it must
 			} else {
-				d.ks = all[p.lo-ps[0].lo : p.lo-ps[0].lo : p.hi-ps[0].lo]
+				d.off = int(p.lo - ps[0].lo)
+				d.ks = all[d.off:d.off:int(p.hi-ps[0].lo)]
 			}
 			// Kernel.Site indexes the part's own sites until finish numbers them.
 			return l.scanPart(prog, q+p.where(), 7, func(v []int64) {
@@ -281,6 +290,7 @@ func (r *reader) planKernels() (*job, error) {
 				ks = ks[:len(ks)+len(d.ks)] // already in place: no row before it was dropped
 			default:
 				ks = append(ks, d.ks...) // moves the part's rows down, within all
+				releaseSlots(r.t, all[max(d.off, len(ks)):d.off+len(d.ks)])
 			}
 			drop.zero += d.drop.zero
 			drop.reversed += d.drop.reversed
@@ -356,7 +366,8 @@ func (r *reader) planKernels() (*job, error) {
 
 // A kernelPart is the rows of one part of the kernel table, with the sites they name.
 type kernelPart struct {
-	ks    []Kernel
+	ks    []Kernel // in all, from slot off on
+	off   int
 	drop  dropCounter
 	sites []rawSite // Kernel.Site indexes this until finish
 	// head holds, by string id, 1 + the first site of that name (0: none yet); rawSite.next
@@ -603,57 +614,128 @@ func (r *reader) planAPI() error {
 	return nil
 }
 
-// readAPI reads the runtime table's launch, synchronize, memcpy and memset calls into
-// Trace.APICalls, in time order.
-func (r *reader) readAPI() error {
+// planCalls plans the runtime table's read: its launch, synchronize, memcpy and memset
+// calls into Trace.APICalls, in time order, in rowid parts like the kernel table.
+func (r *reader) planCalls() (*job, error) {
 	p := r.api
 	if p == nil {
-		return nil
+		return nil, nil
 	}
-	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
-		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable
 	// Filtered in SQL: SQLite then decodes the other columns of kept rows only (measured
 	// 5-15% faster over a 60 M-row table than stepping every row out and filtering in C).
-	q += ` WHERE nameId IN (` + p.idList + `)`
-	var drop dropCounter
-	calls := bigSlice[APICall](r.t, r.maxRowid(runtimeTable))[:0] // untouched capacity costs no memory
-	// Callers by function: head[name] is 1 + the first caller of that function (0: none),
-	// next chains the others; a function is called from one to a few threads.
-	var head [256]int32
-	var next []int32
-	caller := func(tid int64, ni apiName) CallerID {
-		p := &head[ni.idx]
-		for i := *p; i != 0; i = next[i-1] {
-			if r.t.Callers[i-1].Thread == tid {
-				return CallerID(i - 1)
+	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
+		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
+		` WHERE nameId IN (` + p.idList + `)`
+	ps, slots := r.parts(runtimeTable)
+	prog := r.newProgress(runtimeTable, len(ps))
+	// As for kernels, each part fills its own slots; a part keeps only the calls the
+	// analysis uses (about a third of the rows of eager traces), so finish moves them down.
+	all := bigSlice[APICall](r.t, slots) // untouched slots cost no memory
+	cp := make([]callPart, len(ps))
+	j := &job{}
+	for i, pt := range ps {
+		j.tasks = append(j.tasks, func(l *reader) error {
+			d := &cp[i]
+			if pt == (part{}) {
+				d.calls = all[:0]
+			} else {
+				d.off = int(pt.lo - ps[0].lo)
+				d.calls = all[d.off:d.off:int(pt.hi-ps[0].lo)]
 			}
-			p = &next[i-1]
-		}
-		r.t.Callers = append(r.t.Callers, Caller{Thread: tid, Proc: r.proc(tid), Name: ni.idx, Kind: ni.kind})
-		next = append(next, 0)
-		*p = int32(len(r.t.Callers))
-		return CallerID(len(r.t.Callers) - 1)
+			// APICall.Caller indexes the part's own callers until finish numbers them.
+			return l.scanPart(prog, q+pt.and(), 5, func(v []int64) {
+				if !d.drop.keep(v[0], v[1]) {
+					return
+				}
+				var ni apiName
+				if v[4] >= 0 && v[4] < int64(len(p.names)) {
+					ni = p.names[v[4]]
+				}
+				if !ni.ok {
+					return
+				}
+				d.calls = append(d.calls, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
+					Caller: d.caller(l, v[2], ni)})
+			})
+		})
 	}
-	err := r.scan(runtimeTable, q, 5, func(v []int64) {
-		if !drop.keep(v[0], v[1]) {
-			return
+	j.finish = func(r *reader) error {
+		calls := all[:0]
+		var drop dropCounter
+		for i := range cp {
+			d := &cp[i]
+			switch {
+			case len(cp) == 1:
+				calls = d.calls // the whole table, grown past all if it had to
+			case len(d.calls) > 0 && len(calls) < cap(calls) && &calls[:len(calls)+1][len(calls)] == &d.calls[0]:
+				calls = calls[:len(calls)+len(d.calls)] // already in place
+			default:
+				calls = append(calls, d.calls...) // moves the part's calls down, within all
+				// Its slots past the calls moved so far hold nothing now: give them back,
+				// so that memory peaks near the calls kept, not twice that.
+				releaseSlots(r.t, all[max(d.off, len(calls)):d.off+len(d.calls)])
+			}
+			drop.zero += d.drop.zero
+			drop.reversed += d.drop.reversed
 		}
-		var ni apiName
-		if v[4] >= 0 && v[4] < int64(len(p.names)) {
-			ni = p.names[v[4]]
+		drop.warn(r, "CUDA API", len(calls))
+		// Number the callers in order of first appearance, whichever part met them.
+		ids := map[Caller]CallerID{}
+		at := 0
+		for i := range cp {
+			d := &cp[i]
+			remap := make([]CallerID, len(d.callers))
+			for k := range remap {
+				remap[k] = ^CallerID(0)
+			}
+			for k := at; k < at+len(d.calls); k++ {
+				local := calls[k].Caller
+				if remap[local] == ^CallerID(0) {
+					w := d.callers[local]
+					id, ok := ids[w]
+					if !ok {
+						id = CallerID(len(r.t.Callers))
+						ids[w] = id
+						r.t.Callers = append(r.t.Callers, w)
+					}
+					remap[local] = id
+				}
+				calls[k].Caller = remap[local]
+			}
+			at += len(d.calls)
 		}
-		if !ni.ok {
-			return
-		}
-		calls = append(calls, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]), Caller: caller(v[2], ni)})
-	})
-	if err != nil {
-		return err
+		sortCalls(calls, r.t.Callers)
+		r.t.APICalls = calls
+		return nil
 	}
-	drop.warn(r, "CUDA API", len(calls))
-	sortCalls(calls, r.t.Callers)
-	r.t.APICalls = calls
-	return nil
+	return j, nil
+}
+
+// A callPart is the kept calls of one part of the runtime table, with their callers.
+type callPart struct {
+	calls   []APICall // in all, from slot off on
+	off     int
+	drop    dropCounter
+	callers []Caller // APICall.Caller indexes this until finish
+	// head[name] is 1 + the first caller of that function (0: none), next chains the
+	// others: a function is called from one to a few threads.
+	head [256]int32
+	next []int32
+}
+
+// caller returns the part's index of the caller (tid, function), adding it when new.
+func (d *callPart) caller(l *reader, tid int64, ni apiName) CallerID {
+	p := &d.head[ni.idx]
+	for i := *p; i != 0; i = d.next[i-1] {
+		if d.callers[i-1].Thread == tid {
+			return CallerID(i - 1)
+		}
+		p = &d.next[i-1]
+	}
+	d.callers = append(d.callers, Caller{Thread: tid, Proc: l.proc(tid), Name: ni.idx, Kind: ni.kind})
+	d.next = append(d.next, 0)
+	*p = int32(len(d.callers))
+	return CallerID(len(d.callers) - 1)
 }
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).
