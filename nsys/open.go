@@ -490,9 +490,7 @@ func (r *reader) renumberProcs() {
 	}
 	// Orders that broke ties by Proc may change: restore them.
 	sortKernels(r.t.Kernels, r.t.Sites)
-	if !slices.IsSortedFunc(r.t.Memops, memopLess) {
-		slices.SortFunc(r.t.Memops, memopLess)
-	}
+	sortUnlessSorted(r.t.Memops, memopLess)
 }
 
 // loadStrings resolves StringIds ids used by table. Missing ids resolve to a placeholder

@@ -122,6 +122,48 @@ func (p part) and() string {
 	return fmt.Sprintf(" AND rowid >= %d AND rowid < %d", p.lo, p.hi)
 }
 
+// A partOut is the rows one part of a table kept, in the slots of the table's array
+// from off on (rows of rowid id go from slot id-lo of the first part), with the count of
+// the rows it dropped.
+type partOut[T any] struct {
+	rows []T
+	off  int
+	drop dropCounter
+}
+
+// begin points the part at its slots of all (p: the part, first: the table's first).
+func (o *partOut[T]) begin(all []T, p, first part) {
+	if p == (part{}) {
+		o.rows = all[:0] // the whole table: grows past the bound if it must
+		return
+	}
+	o.off = int(p.lo - first.lo)
+	o.rows = all[o.off:o.off:int(p.hi-first.lo)]
+}
+
+// joinParts puts the parts' rows together, in table order, at the start of all: in place
+// when no part dropped a row, else moved down, and the slots emptied are given back at
+// once, so that memory peaks near the rows kept, not twice that.
+func joinParts[T any](t *Trace, all []T, parts []*partOut[T]) ([]T, dropCounter) {
+	var drop dropCounter
+	out := all[:0]
+	for _, d := range parts {
+		switch {
+		case len(parts) == 1:
+			out = d.rows // the whole table, grown past all if it had to
+		case len(d.rows) > 0 && len(out) < cap(out) && &out[:len(out)+1][len(out)] == &d.rows[0]:
+			out = out[:len(out)+len(d.rows)] // already in place: no row before it was dropped
+		default:
+			out = append(out, d.rows...) // moves the part's rows down, within all
+			releaseSlots(t, all[max(d.off, len(out)):d.off+len(d.rows)])
+		}
+		drop.zero += d.drop.zero
+		drop.reversed += d.drop.reversed
+		drop.badDevice += d.drop.badDevice
+	}
+	return out, drop
+}
+
 // partRows is about the number of rows of a part: small enough that the two lanes finish
 // close together, large enough that each part's query and seek cost nothing.
 var partRows int = 1 << 21 // a variable for tests
@@ -262,40 +304,23 @@ func (r *reader) planKernels() (*job, error) {
 	for i, p := range ps {
 		j.tasks = append(j.tasks, func(l *reader) error {
 			d := &kp[i]
-			if p == (part{}) {
-				d.ks = all[:0] // the whole table: grows past the bound if it must
-			} else {
-				d.off = int(p.lo - ps[0].lo)
-				d.ks = all[d.off:d.off:int(p.hi-ps[0].lo)]
-			}
+			d.begin(all, p, ps[0])
 			// Kernel.Site indexes the part's own sites until finish numbers them.
 			return l.scanPart(prog, q+p.where(), 7, func(v []int64) {
 				if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
 					return
 				}
 				site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
-				d.ks = append(d.ks, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
+				d.rows = append(d.rows, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
 			})
 		})
 	}
 	j.finish = func(r *reader) error {
-		ks := all[:0]
-		var drop dropCounter
+		outs := make([]*partOut[Kernel], len(kp))
 		for i := range kp {
-			d := &kp[i]
-			switch {
-			case len(kp) == 1:
-				ks = d.ks // the whole table, grown past all if it had to
-			case len(d.ks) > 0 && len(ks) < cap(ks) && &ks[:len(ks)+1][len(ks)] == &d.ks[0]:
-				ks = ks[:len(ks)+len(d.ks)] // already in place: no row before it was dropped
-			default:
-				ks = append(ks, d.ks...) // moves the part's rows down, within all
-				releaseSlots(r.t, all[max(d.off, len(ks)):d.off+len(d.ks)])
-			}
-			drop.zero += d.drop.zero
-			drop.reversed += d.drop.reversed
-			drop.badDevice += d.drop.badDevice
+			outs[i] = &kp[i].partOut
 		}
+		ks, drop := joinParts(r.t, all, outs)
 		drop.warn(r, "kernel", len(ks))
 		// Number the names and the sites in order of first appearance, whichever part
 		// read them. String ids are small, dense integers: a slice indexed by id (0 = not
@@ -332,7 +357,7 @@ func (r *reader) planKernels() (*job, error) {
 			for k := range remap {
 				remap[k] = ^SiteID(0)
 			}
-			for k := at; k < at+len(d.ks); k++ {
+			for k := at; k < at+len(d.rows); k++ {
 				local := ks[k].Site
 				if remap[local] == ^SiteID(0) {
 					rs := &d.sites[local]
@@ -347,7 +372,7 @@ func (r *reader) planKernels() (*job, error) {
 				}
 				ks[k].Site = remap[local]
 			}
-			at += len(d.ks)
+			at += len(d.rows)
 		}
 		strs, err := r.loadStrings(kernelTable, order)
 		if err != nil {
@@ -366,9 +391,7 @@ func (r *reader) planKernels() (*job, error) {
 
 // A kernelPart is the rows of one part of the kernel table, with the sites they name.
 type kernelPart struct {
-	ks    []Kernel // in all, from slot off on
-	off   int
-	drop  dropCounter
+	partOut[Kernel]
 	sites []rawSite // Kernel.Site indexes this until finish
 	// head holds, by string id, 1 + the first site of that name (0: none yet); rawSite.next
 	// chains the others. A name runs at one to a few sites, so this is a short walk.
@@ -442,10 +465,13 @@ func kernelOrder(sites []Site) func(a, b Kernel) int {
 	}
 }
 
-func sortKernels(ks []Kernel, sites []Site) {
-	less := kernelOrder(sites)
-	if !slices.IsSortedFunc(ks, less) {
-		slices.SortFunc(ks, less)
+func sortKernels(ks []Kernel, sites []Site) { sortUnlessSorted(ks, kernelOrder(sites)) }
+
+// sortUnlessSorted sorts s by cmp; tables come sorted most of the time, and checking costs
+// a fraction of sorting.
+func sortUnlessSorted[T any](s []T, cmp func(a, b T) int) {
+	if !slices.IsSortedFunc(s, cmp) {
+		slices.SortFunc(s, cmp)
 	}
 }
 
@@ -478,9 +504,7 @@ func (r *reader) readMemops() error {
 		}
 		drop.warn(r, strings.ToLower(strings.TrimPrefix(tb, "CUPTI_ACTIVITY_KIND_")), len(r.t.Memops)-before)
 	}
-	if !slices.IsSortedFunc(r.t.Memops, memopLess) {
-		slices.SortFunc(r.t.Memops, memopLess)
-	}
+	sortUnlessSorted(r.t.Memops, memopLess)
 	return nil
 }
 
@@ -636,12 +660,7 @@ func (r *reader) planCalls() (*job, error) {
 	for i, pt := range ps {
 		j.tasks = append(j.tasks, func(l *reader) error {
 			d := &cp[i]
-			if pt == (part{}) {
-				d.calls = all[:0]
-			} else {
-				d.off = int(pt.lo - ps[0].lo)
-				d.calls = all[d.off:d.off:int(pt.hi-ps[0].lo)]
-			}
+			d.begin(all, pt, ps[0])
 			// APICall.Caller indexes the part's own callers until finish numbers them.
 			return l.scanPart(prog, q+pt.and(), 5, func(v []int64) {
 				if !d.drop.keep(v[0], v[1]) {
@@ -654,30 +673,17 @@ func (r *reader) planCalls() (*job, error) {
 				if !ni.ok {
 					return
 				}
-				d.calls = append(d.calls, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
+				d.rows = append(d.rows, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
 					Caller: d.caller(l, v[2], ni)})
 			})
 		})
 	}
 	j.finish = func(r *reader) error {
-		calls := all[:0]
-		var drop dropCounter
+		outs := make([]*partOut[APICall], len(cp))
 		for i := range cp {
-			d := &cp[i]
-			switch {
-			case len(cp) == 1:
-				calls = d.calls // the whole table, grown past all if it had to
-			case len(d.calls) > 0 && len(calls) < cap(calls) && &calls[:len(calls)+1][len(calls)] == &d.calls[0]:
-				calls = calls[:len(calls)+len(d.calls)] // already in place
-			default:
-				calls = append(calls, d.calls...) // moves the part's calls down, within all
-				// Its slots past the calls moved so far hold nothing now: give them back,
-				// so that memory peaks near the calls kept, not twice that.
-				releaseSlots(r.t, all[max(d.off, len(calls)):d.off+len(d.calls)])
-			}
-			drop.zero += d.drop.zero
-			drop.reversed += d.drop.reversed
+			outs[i] = &cp[i].partOut
 		}
+		calls, drop := joinParts(r.t, all, outs)
 		drop.warn(r, "CUDA API", len(calls))
 		// Number the callers in order of first appearance, whichever part met them.
 		ids := map[Caller]CallerID{}
@@ -688,7 +694,7 @@ func (r *reader) planCalls() (*job, error) {
 			for k := range remap {
 				remap[k] = ^CallerID(0)
 			}
-			for k := at; k < at+len(d.calls); k++ {
+			for k := at; k < at+len(d.rows); k++ {
 				local := calls[k].Caller
 				if remap[local] == ^CallerID(0) {
 					w := d.callers[local]
@@ -702,7 +708,7 @@ func (r *reader) planCalls() (*job, error) {
 				}
 				calls[k].Caller = remap[local]
 			}
-			at += len(d.calls)
+			at += len(d.rows)
 		}
 		sortCalls(calls, r.t.Callers)
 		r.t.APICalls = calls
@@ -713,9 +719,7 @@ func (r *reader) planCalls() (*job, error) {
 
 // A callPart is the kept calls of one part of the runtime table, with their callers.
 type callPart struct {
-	calls   []APICall // in all, from slot off on
-	off     int
-	drop    dropCounter
+	partOut[APICall]
 	callers []Caller // APICall.Caller indexes this until finish
 	// head[name] is 1 + the first caller of that function (0: none), next chains the
 	// others: a function is called from one to a few threads.
@@ -993,9 +997,4 @@ func apiOrder(callers []Caller) func(a, b APICall) int {
 	}
 }
 
-func sortCalls(cs []APICall, callers []Caller) {
-	less := apiOrder(callers)
-	if !slices.IsSortedFunc(cs, less) {
-		slices.SortFunc(cs, less)
-	}
-}
+func sortCalls(cs []APICall, callers []Caller) { sortUnlessSorted(cs, apiOrder(callers)) }

@@ -223,21 +223,7 @@ func (t *Trace) CallerOf(c APICall) Caller { return t.Callers[c.Caller] }
 // AddCall appends c, made by caller w, to t.APICalls, adding w to t.Callers if it is new;
 // c.Caller is set. Like AddKernel, it is for building traces by hand.
 func (t *Trace) AddCall(c APICall, w Caller) {
-	if t.callerIdx == nil || len(t.callerIdx) != len(t.Callers) {
-		t.callerIdx = make(map[Caller]CallerID, len(t.Callers))
-		for i, x := range t.Callers {
-			if _, ok := t.callerIdx[x]; !ok {
-				t.callerIdx[x] = CallerID(i)
-			}
-		}
-	}
-	id, ok := t.callerIdx[w]
-	if !ok {
-		id = CallerID(len(t.Callers))
-		t.Callers = append(t.Callers, w)
-		t.callerIdx[w] = id
-	}
-	c.Caller = id
+	c.Caller = intern(&t.callerIdx, &t.Callers, w)
 	t.APICalls = append(t.APICalls, c)
 }
 
@@ -245,22 +231,28 @@ func (t *Trace) AddCall(c APICall, w Caller) {
 // k.Site is set. It is for building traces by hand (tests, generators): Open fills
 // Kernels and Sites itself, in order.
 func (t *Trace) AddKernel(k Kernel, s Site) {
-	if t.siteIdx == nil || len(t.siteIdx) != len(t.Sites) {
-		t.siteIdx = make(map[Site]SiteID, len(t.Sites))
-		for i, x := range t.Sites {
-			if _, ok := t.siteIdx[x]; !ok {
-				t.siteIdx[x] = SiteID(i)
+	k.Site = intern(&t.siteIdx, &t.Sites, s)
+	t.Kernels = append(t.Kernels, k)
+}
+
+// intern returns the index of x in *list, appending it when new. *idx maps values to
+// their first index; it is built again when it does not cover the list (one set by hand).
+func intern[T comparable, I ~uint32](idx *map[T]I, list *[]T, x T) I {
+	if *idx == nil || len(*idx) != len(*list) {
+		*idx = make(map[T]I, len(*list))
+		for i, y := range *list {
+			if _, ok := (*idx)[y]; !ok {
+				(*idx)[y] = I(i)
 			}
 		}
 	}
-	id, ok := t.siteIdx[s]
+	id, ok := (*idx)[x]
 	if !ok {
-		id = SiteID(len(t.Sites))
-		t.Sites = append(t.Sites, s)
-		t.siteIdx[s] = id
+		id = I(len(*list))
+		*list = append(*list, x)
+		(*idx)[x] = id
 	}
-	k.Site = id
-	t.Kernels = append(t.Kernels, k)
+	return id
 }
 
 // Span returns the first start and last end of GPU activity (kernels, memory operations,
