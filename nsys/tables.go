@@ -201,12 +201,18 @@ func (r *reader) parts(table string) ([]part, int) {
 
 // maxRowid returns an upper bound of a table's row count (its largest rowid), cheap to ask,
 // used to size slices once instead of growing them.
+// A row takes more than 8 bytes of the file, so a file of n bytes holds fewer than n/8
+// rows whatever its rowids say: one row at rowid 3e9 must not size an array of 3e9.
 func (r *reader) maxRowid(table string) int {
 	var n sql.NullInt64
 	if err := r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM "`+table+`"`).Scan(&n); err != nil || !n.Valid {
 		return 0
 	}
-	return int(min(n.Int64, 1<<31))
+	bound := int64(1 << 31)
+	if fi, err := os.Stat(r.t.Path); err == nil {
+		bound = min(bound, fi.Size()/8)
+	}
+	return int(max(0, min(n.Int64, bound)))
 }
 
 // colOr returns col when table has it, else the SQL literal def.

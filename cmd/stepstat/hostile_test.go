@@ -189,6 +189,26 @@ func TestHostileInputs(t *testing.T) {
 			}
 			db.Close()
 		}, code: 1, want: "stepstat: in.sqlite: not an Nsight Systems export (no StringIds table", diff: true},
+		{name: "rows at rowids near 3e9 in a small file", setup: func(t *testing.T) {
+			// Arrays are sized from the file, not the rowids: this must not try to hold
+			// billions of rows.
+			demo(nil)(t)
+			db, err := sql.Open("sqlite3", "file:in.sqlite?mode=rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, tb := range []string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY"} {
+				var cols string
+				if err := db.QueryRow(`SELECT group_concat(name) FROM pragma_table_info(?)`, tb).Scan(&cols); err != nil {
+					t.Fatal(err)
+				}
+				q := fmt.Sprintf(`INSERT INTO %s (rowid, %s) SELECT 3000000000, %s FROM %s ORDER BY rowid DESC LIMIT 1`, tb, cols, cols, tb)
+				if _, err := db.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, args: []string{"report", "--format", "json", "in.sqlite"}, code: 0},
 		{name: "no GPU activity", setup: fixture("no-kernel-table"), code: 1,
 			want: "stepstat: in.sqlite: no GPU activity (no kernel, memcpy, memset or CUDA graph rows)", diff: true},
 		{name: "StringIds missing", setup: fixture("no-stringids"), code: 1,
