@@ -51,6 +51,10 @@ func TestPartsSameAsWhole(t *testing.T) {
 		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 0, "end" = 0 WHERE rowid % 47 = 1`,
 		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET "end" = start - 5 WHERE rowid % 43 = 2`,
 		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = globalTid + 1 WHERE rowid % 7 = 3`,
+		// One name on many streams and one function on many threads: past the short
+		// chains, into the maps.
+		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET streamId = 1000 + rowid % 40 WHERE rowid % 3 = 0`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = globalTid + 1 + rowid % 30 WHERE rowid % 5 = 0`,
 	} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

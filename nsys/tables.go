@@ -402,7 +402,7 @@ type kernelPart struct {
 	// head holds, by string id, 1 + the first site of that name (0: none yet); rawSite.next
 	// chains the others. A name runs at one to a few sites, so this is a short walk.
 	head []int32
-	wide map[rawSite]SiteID // sites of string ids too big for head
+	wide map[rawSite]SiteID // sites of string ids too big for head, or past a chain of maxChain
 }
 
 // A rawSite is a site as the table gives it: string id and globalPid not numbered yet.
@@ -416,33 +416,42 @@ type rawSite struct {
 
 // site returns the part's index of s, adding it when new.
 func (d *kernelPart) site(s rawSite) SiteID {
-	if s.sid < 0 || s.sid >= 1<<22 {
-		if d.wide == nil {
-			d.wide = map[rawSite]SiteID{}
+	if s.sid >= 0 && s.sid < 1<<22 {
+		if s.sid >= int64(len(d.head)) {
+			d.head = append(d.head, make([]int32, int(s.sid)+1-len(d.head)+len(d.head)/2)...)
 		}
-		id, ok := d.wide[s]
-		if !ok {
-			id = SiteID(len(d.sites))
-			d.wide[s] = id
+		p := &d.head[s.sid]
+		n := 0
+		for i := *p; i != 0; i = d.sites[i-1].next {
+			x := &d.sites[i-1]
+			if x.stream == s.stream && x.device == s.device && x.pid == s.pid {
+				return SiteID(i - 1)
+			}
+			p = &x.next
+			n++
+		}
+		if n < maxChain {
 			d.sites = append(d.sites, s)
+			*p = int32(len(d.sites))
+			return SiteID(len(d.sites) - 1)
 		}
-		return id
+		// A name at more sites than a short walk covers (not seen in real traces, but a
+		// file could hold one): the rest go through the map, so the read stays linear.
 	}
-	if s.sid >= int64(len(d.head)) {
-		d.head = append(d.head, make([]int32, int(s.sid)+1-len(d.head)+len(d.head)/2)...)
+	if d.wide == nil {
+		d.wide = map[rawSite]SiteID{}
 	}
-	p := &d.head[s.sid]
-	for i := *p; i != 0; i = d.sites[i-1].next {
-		x := &d.sites[i-1]
-		if x.stream == s.stream && x.device == s.device && x.pid == s.pid {
-			return SiteID(i - 1)
-		}
-		p = &x.next
+	id, ok := d.wide[s]
+	if !ok {
+		id = SiteID(len(d.sites))
+		d.wide[s] = id
+		d.sites = append(d.sites, s)
 	}
-	d.sites = append(d.sites, s)
-	*p = int32(len(d.sites))
-	return SiteID(len(d.sites) - 1)
+	return id
 }
+
+// maxChain is the longest walk of a chain of sites or callers before a map takes over.
+const maxChain = 8
 
 // kernelOrder orders kernels by start, then device, stream, end, process, correlation
 // and name: a total order, so the unstable sort gives the same result every time.
@@ -731,21 +740,43 @@ type callPart struct {
 	// others: a function is called from one to a few threads.
 	head [256]int32
 	next []int32
+	wide map[callerKey]CallerID // callers past a chain of maxChain
 }
 
 // caller returns the part's index of the caller (tid, function), adding it when new.
 func (d *callPart) caller(l *reader, tid int64, ni apiName) CallerID {
 	p := &d.head[ni.idx]
+	n := 0
 	for i := *p; i != 0; i = d.next[i-1] {
 		if d.callers[i-1].Thread == tid {
 			return CallerID(i - 1)
 		}
 		p = &d.next[i-1]
+		n++
+	}
+	if n >= maxChain { // a function called from many threads: the rest through the map
+		if d.wide == nil {
+			d.wide = map[callerKey]CallerID{}
+		}
+		k := callerKey{tid, ni.idx}
+		id, ok := d.wide[k]
+		if !ok {
+			id = CallerID(len(d.callers))
+			d.wide[k] = id
+			d.callers = append(d.callers, Caller{Thread: tid, Proc: l.proc(tid), Name: ni.idx, Kind: ni.kind})
+			d.next = append(d.next, 0)
+		}
+		return id
 	}
 	d.callers = append(d.callers, Caller{Thread: tid, Proc: l.proc(tid), Name: ni.idx, Kind: ni.kind})
 	d.next = append(d.next, 0)
 	*p = int32(len(d.callers))
 	return CallerID(len(d.callers) - 1)
+}
+
+type callerKey struct {
+	tid  int64
+	name uint8
 }
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).
