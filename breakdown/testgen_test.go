@@ -191,28 +191,7 @@ func (g *tgen) trace() *nsys.Trace {
 	t.Graphs = slices.Clone(t.Graphs)
 	t.APICalls = slices.Clone(t.APICalls)
 	t.Ranges = slices.Clone(t.Ranges)
-	slices.SortStableFunc(t.Kernels, func(a, b nsys.Kernel) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		sa, sb := t.SiteOf(a), t.SiteOf(b)
-		if c := cmp.Compare(sa.Device, sb.Device); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.Stream, sb.Stream); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.End, b.End); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.Proc, sb.Proc); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
-			return c
-		}
-		return cmp.Compare(sa.Name, sb.Name)
-	})
+	t.SortKernels()
 	slices.SortStableFunc(t.Memops, func(a, b nsys.Memop) int { return cmp.Compare(a.Start, b.Start) })
 	slices.SortStableFunc(t.Graphs, func(a, b nsys.GraphExec) int { return cmp.Compare(a.Start, b.Start) })
 	slices.SortStableFunc(t.APICalls, func(a, b nsys.APICall) int { return cmp.Compare(a.Start, b.Start) })

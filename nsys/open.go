@@ -124,6 +124,7 @@ type reader struct {
 	t      *Trace
 	opt    Options
 	cols   map[string]map[string]bool // table -> column set
+	size   int64                      // of the file: bounds the rows a table can hold
 	procs  *procTable
 	counts map[string]int64
 }
@@ -144,7 +145,11 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, &Error{path, err}
 	}
 	defer db.Close()
-	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, &Error{path, err}
+	}
+	r := &reader{ctx: ctx, db: db, size: fi.Size(), t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
 		cols: map[string]map[string]bool{}, procs: &procTable{ids: map[int64]ProcID{}}}
 	// Large tables are scanned through a second, C-level connection many rows per call;
 	// database/sql remains the fallback.
