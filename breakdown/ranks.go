@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file holds the two views of a trace's limits: the rank view (collective kernels
@@ -71,11 +73,11 @@ type RankDevice struct {
 }
 
 // Comm returns the totals of category c (AllReduce or Collective); nil for other categories.
-func (d *RankDevice) Comm(c Category) *RankComm {
+func (d *RankDevice) Comm(c kernelclass.Category) *RankComm {
 	switch c {
-	case AllReduce:
+	case kernelclass.AllReduce:
 		return &d.AllReduce
-	case Collective:
+	case kernelclass.Collective:
 		return &d.Collective
 	}
 	return nil
@@ -107,7 +109,7 @@ type RankStep struct {
 type CollectiveCall struct {
 	Step     int    // index into RankReport.Steps
 	Op       string // the NCCL operation (AllReduce, Broadcast, ...) when the name decodes, else the kernel name family (Normalize)
-	Category Category
+	Category kernelclass.Category
 	Seq      int       // the call is the Seq-th (from 0) of its operation in the step on every rank
 	Arrivals []Arrival // one per rank, in RankReport.Devices order
 	Last     int       // the rank that arrived last (the latest start; ties go to the first)
@@ -129,7 +131,7 @@ type Arrival struct {
 type collRef struct {
 	kernel int
 	op     string
-	cat    Category
+	cat    kernelclass.Category
 }
 
 // rankReport matches the collective kernels of the report's devices across ranks; nil with
@@ -256,8 +258,8 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 			return s
 		}
 		name := t.Names[id]
-		s := Normalize(name)
-		if nk, ok := DecodeNCCL(name); ok {
+		s := kernelclass.Normalize(name)
+		if nk, ok := kernelclass.DecodeNCCL(name); ok {
 			s = nk.Op
 		}
 		ops[id] = s
@@ -273,7 +275,7 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 				cat = c
 			}
 		}
-		if cat != AllReduce && cat != Collective {
+		if cat != kernelclass.AllReduce && cat != kernelclass.Collective {
 			continue
 		}
 		d := slices.IndexFunc(rep.Devices, func(dr DeviceReport) bool { return dr.Device == st.Device })

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Multi-rank timelines built so that the arrivals, the waits and the straggler of every
@@ -393,7 +395,7 @@ func TestRanksEight(t *testing.T) {
 		t.Errorf("rank 0: %d collective and %d all-reduce calls, want 3 and 27", rd.Collective.Calls, rd.AllReduce.Calls)
 	}
 	for _, c := range rr.Calls {
-		if (c.Op == "AllGather") != (c.Category == Collective) || (c.Op != "AllGather" && c.Op != "AllReduce") {
+		if (c.Op == "AllGather") != (c.Category == kernelclass.Collective) || (c.Op != "AllGather" && c.Op != "AllReduce") {
 			t.Errorf("call op %q category %v", c.Op, c.Category)
 		}
 	}
@@ -474,7 +476,7 @@ func TestRanksWaitClipped(t *testing.T) {
 	if a[0].Wait != 100 || a[0].Transfer != 0 || a[1].Wait != 0 || a[1].Transfer != 150 || rr.Calls[0].Last != 1 {
 		t.Errorf("arrivals %+v", a)
 	}
-	if rr.Calls[0].Op != Normalize(rkCustomAR) || rr.Calls[0].Category != AllReduce {
+	if rr.Calls[0].Op != kernelclass.Normalize(rkCustomAR) || rr.Calls[0].Category != kernelclass.AllReduce {
 		t.Errorf("op %q category %v", rr.Calls[0].Op, rr.Calls[0].Category)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Phase says whether a step processed prompts (prefill) or generated tokens (decode).
@@ -119,13 +121,13 @@ type Step struct {
 	// Exclusive time per category. These never overlap: at each instant the running
 	// activity with the highest-priority category owns it, and instants with no activity
 	// count as Idle. They always sum to End-Start.
-	Exclusive [NumCategories]time.Duration
+	Exclusive [kernelclass.NumCategories]time.Duration
 	// Busy is the summed activity time per category inside the window; it may exceed the
 	// step's wall time when streams overlap. Busy[Idle] equals Exclusive[Idle].
-	Busy [NumCategories]time.Duration
+	Busy [kernelclass.NumCategories]time.Duration
 	// Kernels counts activities that start in the step, per category (memory operations
 	// count under Memory).
-	Kernels [NumCategories]int
+	Kernels [kernelclass.NumCategories]int
 	// Launches counts host launches whose work starts in the step: each kernel launched
 	// by the host counts once, and a CUDA graph launch counts once however many kernels it ran.
 	Launches int
@@ -139,7 +141,7 @@ func (s *Step) Wall() time.Duration { return s.End.Sub(s.Start) }
 func (s *Step) TotalKernels() int {
 	n := 0
 	for c, k := range s.Kernels {
-		if Category(c) != Memory {
+		if kernelclass.Category(c) != kernelclass.Memory {
 			n += k
 		}
 	}
@@ -162,7 +164,7 @@ type Summary struct {
 	Median, P10    time.Duration
 	P90            time.Duration
 	Mean           time.Duration
-	Categories     [NumCategories]CategorySummary
+	Categories     [kernelclass.NumCategories]CategorySummary
 	LaunchesPerStp float64
 	KernelsPerStep float64
 	Gaps           Gaps // summed over the steps
@@ -187,11 +189,11 @@ type DeviceReport struct {
 // KernelStat is one distinct kernel name over the whole trace (all devices).
 type KernelStat struct {
 	Name     string
-	Category Category
+	Category kernelclass.Category
 	Rule     string // the rule that matched; "" for Other
 	Count    int
 	Total    time.Duration
-	NCCL     *NCCLKernel // decoded NCCL name, nil for others
+	NCCL     *kernelclass.NCCLKernel // decoded NCCL name, nil for others
 }
 
 // A Report is the finished per-step breakdown of one trace.
@@ -209,12 +211,12 @@ type Report struct {
 // NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.
 type NVTXCategory struct {
 	Match    *regexp.Regexp
-	Category Category
+	Category kernelclass.Category
 }
 
 // Options control Summarize.
 type Options struct {
-	Classifier *Classifier // nil: DefaultClassifier
+	Classifier *kernelclass.Classifier // nil: DefaultClassifier
 	// Steps selects the step detection method: "" or "auto" (try each in order), "nvtx",
 	// "nvtx:REGEX", "graph", "sync", "periodic" or "whole".
 	Steps string

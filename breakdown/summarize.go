@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Summarize classifies the trace's kernels (each distinct name once), finds steps on each
@@ -23,7 +25,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	}
 	cls := opt.Classifier
 	if cls == nil {
-		cls = DefaultClassifier()
+		cls = kernelclass.DefaultClassifier()
 	}
 	if err := checkSOL(opt); err != nil {
 		return nil, optionError(opt, err)
@@ -99,7 +101,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	var total time.Duration
 	for _, k := range rep.Kernels {
 		total += k.Total
-		if k.Category == Other {
+		if k.Category == kernelclass.Other {
 			other += k.Total
 		}
 	}
@@ -207,11 +209,11 @@ func parseSteps(s string) (method string, re *regexp.Regexp, err error) {
 // overrides assigns categories to kernels launched inside NVTX ranges (--nvtx-category).
 type overrides struct {
 	rules []*launchOwners // one per rule, in rule order: the first match wins
-	cats  []Category
+	cats  []kernelclass.Category
 }
 
 // category returns the category the first matching rule gives the launch (proc, corr).
-func (o *overrides) category(proc nsys.ProcID, corr uint32) (Category, bool) {
+func (o *overrides) category(proc nsys.ProcID, corr uint32) (kernelclass.Category, bool) {
 	if o == nil {
 		return 0, false
 	}
@@ -259,15 +261,15 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
 	cls := opt.Classifier
 	if cls == nil {
-		cls = DefaultClassifier()
+		cls = kernelclass.DefaultClassifier()
 	}
 	cats, rules := classifyNames(t, cls)
 	return kernelStats(t, cats, rules, nvtxOverrides(t, opt.NVTXCategories))
 }
 
 // classifyNames classifies each distinct kernel name once.
-func classifyNames(t *nsys.Trace, cls *Classifier) ([]Category, []string) {
-	cats := make([]Category, len(t.Names))
+func classifyNames(t *nsys.Trace, cls *kernelclass.Classifier) ([]kernelclass.Category, []string) {
+	cats := make([]kernelclass.Category, len(t.Names))
 	rules := make([]string, len(t.Names))
 	for i, name := range t.Names {
 		c, r := cls.Classify(name)
@@ -281,10 +283,10 @@ func classifyNames(t *nsys.Trace, cls *Classifier) ([]Category, []string) {
 
 // kernelStats totals kernels per distinct name over the whole trace; a name whose launches
 // NVTX category rules moved gets a row per category.
-func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides) []KernelStat {
+func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over *overrides) []KernelStat {
 	type key struct {
 		name nsys.NameID
-		cat  Category
+		cat  kernelclass.Category
 	}
 	type acc struct {
 		n     int
@@ -335,7 +337,7 @@ func kernelStats(t *nsys.Trace, cats []Category, rules []string, over *overrides
 		if kk.cat != cats[kk.name] {
 			ks.Rule = "nvtx-category"
 		}
-		if nk, ok := DecodeNCCL(ks.Name); ok {
+		if nk, ok := kernelclass.DecodeNCCL(ks.Name); ok {
 			ks.NCCL = &nk
 		}
 		out = append(out, ks)
@@ -358,7 +360,7 @@ type endHeap []runningAct
 
 type runningAct struct {
 	end nsys.Time
-	cat Category
+	cat kernelclass.Category
 }
 
 func (h *endHeap) push(x runningAct) {
@@ -492,7 +494,7 @@ type sweep struct {
 	lo, hi int
 	host   *hostGaps
 
-	active  [NumCategories]int
+	active  [kernelclass.NumCategories]int
 	live    uint32 // bit Priority(c) set while a category c activity runs
 	running endHeap
 	now     nsys.Time
@@ -517,7 +519,7 @@ type graphCount struct {
 
 type busyBeyond struct {
 	step int
-	cat  Category
+	cat  kernelclass.Category
 	d    time.Duration
 }
 
@@ -536,22 +538,31 @@ func (w *sweep) startAt(b nsys.Time, running []activity) {
 	}
 }
 
-func (w *sweep) start(c Category) {
+func (w *sweep) start(c kernelclass.Category) {
 	if w.active[c]++; w.active[c] == 1 {
-		w.live |= 1 << categoryPriority[c]
+		w.live |= 1 << c.Priority()
 	}
 }
 
-func (w *sweep) stop(c Category) {
+func (w *sweep) stop(c kernelclass.Category) {
 	if w.active[c]--; w.active[c] == 0 {
-		w.live &^= 1 << categoryPriority[c]
+		w.live &^= 1 << c.Priority()
 	}
 }
+
+// byPriority gives the category of each priority (they are distinct and below 32,
+// TestPriorities checks), for the bitmask of running categories in the sweep.
+var byPriority = func() (b [32]kernelclass.Category) {
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
+		b[c.Priority()] = c
+	}
+	return b
+}()
 
 // owner is the category of the highest priority running (priorities are distinct, below 32).
-func (w *sweep) owner() Category {
+func (w *sweep) owner() kernelclass.Category {
 	if w.live == 0 {
-		return Idle
+		return kernelclass.Idle
 	}
 	return byPriority[bits.Len32(w.live)-1]
 }
@@ -586,8 +597,8 @@ func (w *sweep) advance(to nsys.Time) {
 		st := &steps[w.si]
 		d := end.Sub(w.now)
 		st.Exclusive[c] += d
-		if c == Idle {
-			st.Busy[Idle] += d
+		if c == kernelclass.Idle {
+			st.Busy[kernelclass.Idle] += d
 			st.Gaps.Count++
 			st.Gaps.Total += d
 			sz := gapSize(d)
@@ -785,7 +796,7 @@ type stepShape struct {
 
 func (s *stepShape) add(a *activity) {
 	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == Attention && !slices.Contains(s.attn, a.name) {
+	if a.cat == kernelclass.Attention && !slices.Contains(s.attn, a.name) {
 		s.attn = append(s.attn, a.name)
 	}
 }
@@ -936,7 +947,7 @@ func summarize(all []Step, opt Options) (Summary, error) {
 	sum.GapsPerStep = float64(sum.Gaps.Count) / n
 	per := make([]time.Duration, len(steps))
 	calls := make([]float64, len(steps))
-	for c := Category(0); c < NumCategories; c++ {
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 		var excl, busy time.Duration
 		var k int
 		for i := range steps {

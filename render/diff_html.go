@@ -13,6 +13,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/stepstat/stepstat/breakdown"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Layout limits of the HTML comparison.
@@ -185,8 +187,8 @@ func shownRows(c *breakdown.Comparison) []*breakdown.Row {
 }
 
 // rowCategory returns the category a row is about, and false for the step total.
-func rowCategory(r *breakdown.Row) (breakdown.Category, bool) {
-	for _, cat := range breakdown.Order {
+func rowCategory(r *breakdown.Row) (kernelclass.Category, bool) {
+	for _, cat := range kernelclass.Order {
 		if cat.String() == r.Name {
 			return cat, true
 		}

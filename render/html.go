@@ -18,6 +18,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/stepstat/stepstat/breakdown"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // EChartsVersion is the version of the ECharts source embedded in the binary
@@ -384,14 +386,14 @@ func summaryTable(sm *breakdown.Summary) *htmlTable {
 	return t
 }
 
-func catCell(c breakdown.Category) htmlCell {
+func catCell(c kernelclass.Category) htmlCell {
 	return htmlCell{Text: c.String(), Class: "cat cat-" + c.String()}
 }
 
-// presentCategories returns the categories, in breakdown.Order, with time or kernels in
+// presentCategories returns the categories, in kernelclass.Order, with time or kernels in
 // any of the steps; idle always.
-func presentCategories(steps []breakdown.Step) []breakdown.Category {
-	var seen [breakdown.NumCategories]bool
+func presentCategories(steps []breakdown.Step) []kernelclass.Category {
+	var seen [kernelclass.NumCategories]bool
 	for i := range steps {
 		for c := range steps[i].Exclusive {
 			if steps[i].Exclusive[c] != 0 || steps[i].Kernels[c] != 0 {
@@ -399,9 +401,9 @@ func presentCategories(steps []breakdown.Step) []breakdown.Category {
 			}
 		}
 	}
-	seen[breakdown.Idle] = true
-	var out []breakdown.Category
-	for _, c := range breakdown.Order {
+	seen[kernelclass.Idle] = true
+	var out []kernelclass.Category
+	for _, c := range kernelclass.Order {
 		if seen[c] {
 			out = append(out, c)
 		}
@@ -500,10 +502,10 @@ func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 }
 
 // rankCategories returns the categories with time on any device's summary; idle always.
-func rankCategories(ds []breakdown.DeviceReport) []breakdown.Category {
-	var out []breakdown.Category
-	for _, c := range breakdown.Order {
-		keep := c == breakdown.Idle
+func rankCategories(ds []breakdown.DeviceReport) []kernelclass.Category {
+	var out []kernelclass.Category
+	for _, c := range kernelclass.Order {
+		keep := c == kernelclass.Idle
 		for i := range ds {
 			cs := ds[i].Summary.Categories[c]
 			keep = keep || cs.Share != 0 || cs.KernelsPerStep != 0
@@ -523,18 +525,18 @@ func chartUS(d time.Duration) float64 { return float64(d) / 1e3 }
 func chartRound2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // categoryColors gives each category one colour in every chart.
-var categoryColors = [breakdown.NumCategories]string{
-	breakdown.GEMM:        "#5470c6",
-	breakdown.Attention:   "#91cc75",
-	breakdown.MoERouting:  "#fac858",
-	breakdown.MoEExpert:   "#ee6666",
-	breakdown.AllReduce:   "#9a60b4",
-	breakdown.Collective:  "#ea7ccc",
-	breakdown.Elementwise: "#73c0de",
-	breakdown.Sampling:    "#fc8452",
-	breakdown.Memory:      "#3ba272",
-	breakdown.Other:       "#8d6e63",
-	breakdown.Idle:        "#c8c8c8",
+var categoryColors = [kernelclass.NumCategories]string{
+	kernelclass.GEMM:        "#5470c6",
+	kernelclass.Attention:   "#91cc75",
+	kernelclass.MoERouting:  "#fac858",
+	kernelclass.MoEExpert:   "#ee6666",
+	kernelclass.AllReduce:   "#9a60b4",
+	kernelclass.Collective:  "#ea7ccc",
+	kernelclass.Elementwise: "#73c0de",
+	kernelclass.Sampling:    "#fc8452",
+	kernelclass.Memory:      "#3ba272",
+	kernelclass.Other:       "#8d6e63",
+	kernelclass.Idle:        "#c8c8c8",
 }
 
 const prefillColor = "#d4572a"
@@ -748,13 +750,13 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	title := "Share of a " + phaseWhat(sm)
 	sub := fmt.Sprintf("exclusive time, idle included; median step %s over %d steps", Duration(int64(sm.Median)), sm.Steps)
-	var cats []breakdown.Category
-	for _, c := range breakdown.Order {
+	var cats []kernelclass.Category
+	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
 			cats = append(cats, c)
 		}
 	}
-	slices.SortStableFunc(cats, func(a, b breakdown.Category) int {
+	slices.SortStableFunc(cats, func(a, b kernelclass.Category) int {
 		return cmp.Compare(sm.Categories[b].Share, sm.Categories[a].Share)
 	})
 	labels := make([]string, len(cats))
@@ -824,7 +826,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	bar.SetXAxis(labels)
 	bar.AddSeries("gaps/step", counts, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#7f7f7f"}))
 	bar.AddSeries("idle/step", times, charts.WithBarChartOpts(opts.BarChart{YAxisIndex: 1}),
-		charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[breakdown.Idle]}))
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[kernelclass.Idle]}))
 	bar.AddSeries("host during idle", host, charts.WithBarChartOpts(opts.BarChart{XAxisIndex: 1, YAxisIndex: 2, BarCategoryGap: "30%"}),
 		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "right", Formatter: "{c}%"}))
 	b := chartBlock{ID: fmt.Sprintf("gaps-%d", d.Device), Title: title, Height: 340, Units: "count,time,pct"}
@@ -846,7 +848,7 @@ func heatChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	for i, c := range cats {
 		ylabels[i] = c.String()
 	}
-	pct := func(c breakdown.Category) func(*breakdown.Step) float64 {
+	pct := func(c kernelclass.Category) func(*breakdown.Step) float64 {
 		return func(s *breakdown.Step) float64 {
 			if s.Wall() <= 0 {
 				return 0

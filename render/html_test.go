@@ -19,6 +19,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // The -update flag rewrites the goldens. Another test file of the package may define it
@@ -142,14 +144,14 @@ func synthReport(n, ndev int) *breakdown.Report {
 		for i := range n {
 			s := breakdown.Step{Index: i, Phase: breakdown.Decode, Start: at}
 			wiggle := time.Duration((i*7919+dev*104729)%101) * 100 * time.Nanosecond
-			s.Exclusive[breakdown.GEMM] = 320*us + wiggle
-			s.Exclusive[breakdown.Attention] = 30*us + time.Duration(i%4096)*5*time.Nanosecond
-			s.Exclusive[breakdown.Elementwise] = 210*us + wiggle/2
-			s.Exclusive[breakdown.Sampling] = 40 * us
-			s.Exclusive[breakdown.Memory] = 2 * us
-			s.Exclusive[breakdown.Idle] = 90*us + 2*wiggle
+			s.Exclusive[kernelclass.GEMM] = 320*us + wiggle
+			s.Exclusive[kernelclass.Attention] = 30*us + time.Duration(i%4096)*5*time.Nanosecond
+			s.Exclusive[kernelclass.Elementwise] = 210*us + wiggle/2
+			s.Exclusive[kernelclass.Sampling] = 40 * us
+			s.Exclusive[kernelclass.Memory] = 2 * us
+			s.Exclusive[kernelclass.Idle] = 90*us + 2*wiggle
 			if ndev > 1 {
-				s.Exclusive[breakdown.AllReduce] = 150*us + time.Duration(dev)*20*us + wiggle
+				s.Exclusive[kernelclass.AllReduce] = 150*us + time.Duration(dev)*20*us + wiggle
 			}
 			if i == 0 {
 				s.Phase = breakdown.Prefill
@@ -162,13 +164,13 @@ func synthReport(n, ndev int) *breakdown.Report {
 			for c, x := range s.Exclusive {
 				wall += x
 				s.Busy[c] = x
-				if x > 0 && breakdown.Category(c) != breakdown.Idle {
+				if x > 0 && kernelclass.Category(c) != kernelclass.Idle {
 					s.Kernels[c] = 1 + int(x/(10*us))
 				}
 			}
 			s.End = s.Start + nsys.Time(wall)
 			s.Launches = 1
-			idle := s.Exclusive[breakdown.Idle]
+			idle := s.Exclusive[kernelclass.Idle]
 			s.Gaps = breakdown.Gaps{Count: 12, Total: idle,
 				Sizes:  [breakdown.NumGapSizes]int{9, 2, 1, 0},
 				SizeNS: [breakdown.NumGapSizes]time.Duration{idle / 10, idle / 5, idle - idle/10 - idle/5, 0},
@@ -180,9 +182,9 @@ func synthReport(n, ndev int) *breakdown.Report {
 		r.Devices = append(r.Devices, d)
 	}
 	r.Kernels = []breakdown.KernelStat{
-		{Name: "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", Category: breakdown.GEMM, Rule: "nvjet", Count: 77 * n, Total: time.Duration(n) * 320 * us},
-		{Name: "void at::native::elementwise_kernel<(int)128, (int)4>(int, T3)", Category: breakdown.Elementwise, Rule: "elementwise", Count: 224 * n, Total: time.Duration(n) * 210 * us},
-		{Name: "flash_fwd_splitkv_kernel", Category: breakdown.Attention, Rule: "flash", Count: 4 * n, Total: time.Duration(n) * 35 * us},
+		{Name: "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", Category: kernelclass.GEMM, Rule: "nvjet", Count: 77 * n, Total: time.Duration(n) * 320 * us},
+		{Name: "void at::native::elementwise_kernel<(int)128, (int)4>(int, T3)", Category: kernelclass.Elementwise, Rule: "elementwise", Count: 224 * n, Total: time.Duration(n) * 210 * us},
+		{Name: "flash_fwd_splitkv_kernel", Category: kernelclass.Attention, Rule: "flash", Count: 4 * n, Total: time.Duration(n) * 35 * us},
 	}
 	return r
 }
@@ -228,7 +230,7 @@ func synthSummary(steps []breakdown.Step) breakdown.Summary {
 		sm.LaunchesPerStp += float64(s.Launches) / float64(len(dec))
 	}
 	sm.GapsPerStep = float64(sm.Gaps.Count) / float64(len(dec))
-	for c := range breakdown.NumCategories {
+	for c := range kernelclass.NumCategories {
 		var ex time.Duration
 		var k int
 		for _, s := range dec {
@@ -530,7 +532,7 @@ func TestHTMLNoSteps(t *testing.T) {
 
 // TestCategoryCSS checks that the table swatches use the charts' colours.
 func TestCategoryCSS(t *testing.T) {
-	for _, c := range breakdown.Order {
+	for _, c := range kernelclass.Order {
 		want := fmt.Sprintf(".cat-%s::before { background: %s !important; }", c, categoryColors[c])
 		if !strings.Contains(htmlTemplateText, want) {
 			t.Errorf("html.tmpl lacks %q", want)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file renders the rank view (collectives matched across devices: wait and
@@ -71,7 +73,7 @@ func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
 		return out
 	}
 	for i, s := range out {
-		for _, c := range []breakdown.Category{breakdown.AllReduce, breakdown.Collective} {
+		for _, c := range []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective} {
 			if strings.HasPrefix(s, c.String()+": ") {
 				if rs, ok := RankSentence(r.Ranks, d.Device, c); ok {
 					out[i] = rs
@@ -87,7 +89,7 @@ func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
 // calls per aligned step, the rank's kernel time in them per step, and the part of it spent
 // waiting for the last rank to arrive, named when one rank caused all of it, else the rank
 // that caused most. ok is false when the rank matched no call of the category.
-func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c breakdown.Category) (string, bool) {
+func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.Category) (string, bool) {
 	if rr == nil || len(rr.Steps) == 0 {
 		return "", false
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // rkReport is a two-rank report built by hand: 10 aligned decode steps of 9.84 ms on rank 0
@@ -26,9 +28,9 @@ func rkReport() *breakdown.Report {
 		}
 		sm := &d.Summary
 		sm.Phase, sm.Steps, sm.Median, sm.P10, sm.P90 = breakdown.Decode, 10, step, step, step
-		sm.Categories[breakdown.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
-		sm.Categories[breakdown.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
-		sm.Categories[breakdown.Idle] = breakdown.CategorySummary{Median: ms, Share: 0.1}
+		sm.Categories[kernelclass.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
+		sm.Categories[kernelclass.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
+		sm.Categories[kernelclass.Idle] = breakdown.CategorySummary{Median: ms, Share: 0.1}
 		r.Devices = append(r.Devices, d)
 	}
 	rr := &breakdown.RankReport{AlignedBy: "index", Straggler: 1, SpreadMedian: 60 * time.Microsecond, SpreadP90: 80 * time.Microsecond}
@@ -101,15 +103,15 @@ func TestRankSentenceShares(t *testing.T) {
 	cm := &r.Ranks.Devices[0].AllReduce
 	cm.WaitFor = []time.Duration{0, 232500 * time.Microsecond, 77500 * time.Microsecond}
 	r.Ranks.Devices = append(r.Ranks.Devices, breakdown.RankDevice{Device: 2})
-	s, ok := RankSentence(r.Ranks, 0, breakdown.AllReduce)
+	s, ok := RankSentence(r.Ranks, 0, kernelclass.AllReduce)
 	if want := "allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting, 75.0% of it for rank 1"; !ok || s != want {
 		t.Errorf("got %q, want %q", s, want)
 	}
-	if _, ok := RankSentence(r.Ranks, 0, breakdown.Collective); ok {
+	if _, ok := RankSentence(r.Ranks, 0, kernelclass.Collective); ok {
 		t.Error("sentence for a category without matched calls")
 	}
 	r.Ranks.Devices[1].AllReduce.Wait = 0
-	if s, _ := RankSentence(r.Ranks, 1, breakdown.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
+	if s, _ := RankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
 		t.Errorf("no wait: %q", s)
 	}
 }

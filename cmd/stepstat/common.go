@@ -19,6 +19,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // analysisFlags are the flags shared by report and diff.
@@ -77,19 +79,19 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		return opt, usagef(cmd, "--skip must not be negative")
 	}
 	opt.Skip = f.skip
-	var extra []breakdown.Rule
+	var extra []kernelclass.Rule
 	if f.rules != "" {
 		fh, err := os.Open(f.rules)
 		if err != nil {
 			return opt, fmt.Errorf("rules file: %w", err)
 		}
-		extra, err = breakdown.ParseRules(bufio.NewReader(fh), f.rules)
+		extra, err = kernelclass.ParseRules(bufio.NewReader(fh), f.rules)
 		fh.Close()
 		if err != nil {
 			return opt, err
 		}
 	}
-	opt.Classifier = breakdown.NewClassifier(extra)
+	opt.Classifier = kernelclass.NewClassifier(extra)
 	for _, nc := range f.nvtxCats {
 		i := strings.LastIndex(nc, "=")
 		if i <= 0 {
@@ -99,8 +101,8 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		if err != nil {
 			return opt, usagef(cmd, "--nvtx-category %q: bad regular expression: %v", nc, err)
 		}
-		c, err := breakdown.ParseCategory(nc[i+1:])
-		if err != nil || c == breakdown.Idle {
+		c, err := kernelclass.ParseCategory(nc[i+1:])
+		if err != nil || c == kernelclass.Idle {
 			return opt, usagef(cmd, "--nvtx-category %q: unknown category %q", nc, nc[i+1:])
 		}
 		opt.NVTXCategories = append(opt.NVTXCategories, breakdown.NVTXCategory{Match: re, Category: c})
