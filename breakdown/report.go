@@ -213,37 +213,3 @@ type NVTXCategory struct {
 	Match    *regexp.Regexp
 	Category kernelclass.Category
 }
-
-// Options control Summarize.
-type Options struct {
-	Classifier *kernelclass.Classifier // nil: DefaultClassifier
-	// Steps selects the step detection method: "" or "auto" (try each in order), "nvtx",
-	// "nvtx:REGEX", "graph", "sync", "periodic" or "whole".
-	Steps string
-	// Skip drops the first Skip steps of each device (warm-up).
-	Skip int
-	// Device restricts the report to one device; nil means every device.
-	Device *nsys.DeviceID
-	// Phase is the phase summarised in DeviceReport.Summary; Unknown means every step.
-	Phase Phase
-	// AllPhases summarises every step instead of one phase.
-	AllPhases bool
-	// NVTXCategories override the classifier for kernels launched inside matching ranges.
-	NVTXCategories []NVTXCategory
-	// SOLStep is the expected minimum step time (the speed-of-light floor); 0 for none.
-	SOLStep time.Duration
-	// SOLBytes are the bytes every step must move through memory (weights, KV cache); the
-	// floor is SOLBytes / Bandwidth. Exclusive with SOLStep; 0 for none.
-	SOLBytes int64
-	// Bandwidth is the memory bandwidth in bytes per second for SOLBytes; 0 takes the
-	// device's datasheet bandwidth (DatasheetBandwidth), and a GPU not in that table is an
-	// error wrapping ErrNoBandwidth.
-	Bandwidth float64
-	// Batch is the number of sequences a decode step advances by one token each, for the
-	// total tokens/s of the speed-of-light view; 0 when unknown.
-	Batch int
-	// UsageError, when not nil, wraps errors that come from these options rather than from
-	// the trace (such as ErrNoBandwidth), so that a command line can report them as usage
-	// mistakes.
-	UsageError func(error) error
-}
