@@ -5,7 +5,7 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// overrides assigns categories to kernels launched inside NVTX ranges (--nvtx-category).
+// overrides assigns categories to kernels launched inside NVTX ranges (Options.NVTXCategories).
 type overrides struct {
 	rules []*launchOwners // one per rule, in rule order: the first match wins
 	cats  []kernelclass.Category
@@ -24,7 +24,7 @@ func (o *overrides) category(proc nsys.ProcID, corr uint32) (kernelclass.Categor
 	return 0, false
 }
 
-// nvtxOverrides builds the --nvtx-category rules; nil when there are none.
+// nvtxOverrides builds the Options.NVTXCategories rules; nil when there are none.
 func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 	if len(rules) == 0 {
 		return nil

@@ -6,7 +6,7 @@
 //
 //  1. options.go: the Options, checked before any work.
 //  2. classify.go: each distinct kernel name classified once (kernelclass), and the
-//     --nvtx-category overrides per launch; activity.go merges a device's kernels, memory
+//     Options.NVTXCategories overrides per launch; activity.go merges a device's kernels, memory
 //     operations and graph executions into one timeline in start order.
 //  3. kernels.go: the whole-trace kernel table (runs beside the steps).
 //  4. steps.go: step detection per device (NVTX, graph launches, synchronisation,

@@ -61,7 +61,7 @@ func checkReport(t *testing.T, rep *breakdown.Report) {
 // summarize runs Summarize with opt over every step (all phases) and checks the report.
 func summarize(t *testing.T, tr *nsys.Trace, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	opt.AllPhases = true
+	opt.Phase = breakdown.AllSteps
 	rep, err := breakdown.Summarize(tr, opt)
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
@@ -139,7 +139,7 @@ func TestOddCaptures(t *testing.T) {
 			}
 		}},
 		{"overlapping-streams", func(t *testing.T, tr *nsys.Trace) {
-			rep := summarize(t, tr, breakdown.Options{Steps: "whole"})
+			rep := summarize(t, tr, breakdown.Options{Steps: breakdown.StepMethod{Name: "whole"}})
 			d := device(t, rep, 0)
 			if len(d.Steps) != 1 {
 				t.Fatalf("%d steps, want 1", len(d.Steps))
@@ -230,8 +230,12 @@ func TestOddCaptures(t *testing.T) {
 			// Every step method gives a report (or, for nvtx on a capture without
 			// step ranges, an error naming the file), never a panic.
 			for _, m := range methods {
-				for _, phase := range []breakdown.Phase{breakdown.Decode, breakdown.Prefill} {
-					rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: m, Phase: phase, Skip: 1})
+				for _, phase := range []breakdown.PhaseSelection{breakdown.DecodeSteps, breakdown.PrefillSteps} {
+					sm, perr := breakdown.ParseStepMethod(m)
+					if perr != nil {
+						t.Fatal(perr)
+					}
+					rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: sm, Phase: phase, Skip: 1})
 					if err != nil {
 						if !strings.HasPrefix(err.Error(), tr.Path+": ") {
 							t.Errorf("--steps %s: error %q does not name the file", m, err)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -169,15 +168,15 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		}
 	}
 	var opt Options
-	opt.Steps = []string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)]
-	if opt.Steps == "nvtx" || strings.HasPrefix(opt.Steps, "nvtx:") {
+	opt.Steps, _ = ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
+	if opt.Steps.Name == "nvtx" {
 		if marker != "nvtx" {
-			opt.Steps = "auto"
+			opt.Steps = StepMethod{Name: "auto"}
 		}
 	}
 	opt.Skip = []int{0, 0, 0, 1, 2}[rng.IntN(5)]
 	if rng.IntN(4) == 0 {
-		opt.AllPhases = true
+		opt.Phase = AllSteps
 	}
 	return genTrace{t: g.trace(), opt: opt, desc: fmt.Sprintf("seed %d: %d devices, markers %s, --steps %s --skip %d", seed, ndev, marker, opt.Steps, opt.Skip)}
 }
@@ -481,7 +480,7 @@ func TestPriorityOverlap(t *testing.T) {
 	g := newTGen(t)
 	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 1000, 5000))
 	g.launch(1, 10, k(kernelclass.AllReduce, 0, 13, 2000, 3000))
-	rep := mustSummarize(t, g.trace(), Options{Steps: "whole"})
+	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Start != 1000 || s.End != 5000 {
 		t.Fatalf("step [%d, %d), want [1000, 5000)", s.Start, s.End)
@@ -526,7 +525,7 @@ func TestPriorityOverlap(t *testing.T) {
 					add(lo, 100, 300, 2)
 					add(hi, 200, 400, 1)
 				}
-				s := mustSummarize(t, g.trace(), Options{Steps: "whole"}).Devices[0].Steps[0]
+				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}}).Devices[0].Steps[0]
 				if s.Exclusive[hi] != 200 || s.Exclusive[lo] != 100 || s.Wall() != 300 {
 					t.Errorf("%v over %v (high first: %v): exclusive %v %d, %v %d, wall %d; want 200, 100, 300",
 						hi, lo, hiFirst, hi, s.Exclusive[hi], lo, s.Exclusive[lo], s.Wall())
@@ -544,7 +543,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 10, k(kernelclass.GEMM, 0, 7, 200, 300))
 		g.launch(1, 20, k(kernelclass.Elementwise, 0, 7, 300, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "whole"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Wall() != 200 || s.Exclusive[kernelclass.GEMM] != 100 || s.Exclusive[kernelclass.Idle] != 100 || s.Kernels[kernelclass.GEMM] != 2 || s.Kernels[kernelclass.Elementwise] != 1 {
@@ -557,7 +556,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 0, k(kernelclass.Attention, 0, 13, 100, 200))
 		g.launch(1, 0, k(kernelclass.Sampling, 0, 21, 100, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "whole"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Exclusive[kernelclass.Attention] != 100 || s.Exclusive[kernelclass.Sampling] != 100 || s.Exclusive[kernelclass.Elementwise] != 100 {
@@ -594,7 +593,7 @@ func TestAccountingEdges(t *testing.T) {
 			at += 50_000
 		}
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "periodic"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "periodic"}})
 		if m := devReport(t, rep, 0).Method; m != MethodPeriodic {
 			t.Fatalf("method %v, want periodic", m)
 		}

@@ -18,7 +18,7 @@ import (
 // spent transferring. sol.go holds the other view, the speed of light.
 
 // A RankReport compares the devices (ranks) of a multi-GPU trace. Each device's steps of
-// the summarised phase (after --skip) are aligned across devices, by index when every
+// the summarised phase (after Options.Skip) are aligned across devices, by index when every
 // device has the same number of them, else by time overlap. Within an aligned step, the
 // k-th collective kernel (category allreduce or collective) of one operation on each
 // device is one matched call: the ranks arrive at it (start their kernel) at different
@@ -141,7 +141,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 	rr := &RankReport{Straggler: -1, AlignedBy: "index"}
 	sel := make([][]Step, n)
 	for d := range rep.Devices {
-		sel[d], _, _ = SelectSteps(rep.Devices[d].Steps, opt)
+		sel[d], _, _ = SelectSteps(rep.Devices[d].Steps, opt.Phase)
 	}
 	groups := alignSteps(rr, rep, sel)
 	refs := alignedRefs(t, tls, rep, groups)
@@ -182,7 +182,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 // (as in account).
 func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, groups [][]Step) [][][]collRef {
 	n := len(rep.Devices)
-	// aligned maps each device's step positions (after --skip) to aligned steps, -1 for
+	// aligned maps each device's step positions (after Options.Skip) to aligned steps, -1 for
 	// steps that are not aligned.
 	refs := make([][][]collRef, n) // per device, per aligned step
 	aligned := make([][]int, n)

@@ -114,7 +114,7 @@ func (g *Gaps) add(o *Gaps) {
 
 // A Step is one step on one device: a wall-clock window [Start, End).
 type Step struct {
-	Index      int // position among all steps found on the device, before --skip
+	Index      int // position among all steps found on the device, before Options.Skip
 	Phase      Phase
 	Label      string // the NVTX text that defined the step, if any
 	Start, End nsys.Time
@@ -177,7 +177,7 @@ type DeviceReport struct {
 	GPU          string
 	Method       Method
 	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"
-	Steps        []Step // after --skip
+	Steps        []Step // after Options.Skip
 	Skipped      int
 	Summary      Summary // over the phase chosen by Options.Phase
 	Warnings     []error

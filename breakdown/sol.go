@@ -22,9 +22,10 @@ type SOL struct {
 	// when the floor was given as a step time.
 	Bytes     int64
 	Bandwidth float64
-	// Source names where the floor or the bandwidth came from: "--sol-step",
-	// "--bandwidth", or the datasheet assumption, e.g. "H200 datasheet HBM3e bandwidth".
-	Source string
+	// Source says where the floor or the bandwidth came from; with SourceDatasheet,
+	// Datasheet is the assumption, e.g. "H200 datasheet HBM3e bandwidth".
+	Source    SOLSource
+	Datasheet string
 	// Measured is the median step of the summarised phase (DeviceReport.Summary.Median);
 	// 0 when there is no step, and then the ratios below are 0 too.
 	Measured   time.Duration
@@ -37,8 +38,18 @@ type SOL struct {
 	TotalTokensPerSec float64
 }
 
-// ErrNoBandwidth is wrapped by the error Summarize returns when Options.SOLBytes is set
-// without Options.Bandwidth and a device's GPU is not in the datasheet table.
+// A SOLSource says where a speed-of-light floor or its bandwidth came from.
+type SOLSource uint8
+
+const (
+	SourceStep      SOLSource = iota + 1 // the floor was given as a step time (Options.SOLStep)
+	SourceBandwidth                      // bytes over the bandwidth given (Options.Bandwidth)
+	SourceDatasheet                      // bytes over the GPU's datasheet bandwidth (SOL.Datasheet)
+)
+
+// ErrNoBandwidth is wrapped by the error Summarize returns (an OptionError for OptSOLBytes)
+// when Options.SOLBytes is set without Options.Bandwidth and a device's GPU is not in the
+// datasheet table.
 var ErrNoBandwidth = errors.New("memory bandwidth unknown")
 
 // A datasheetGPU is a GPU whose memory bandwidth the datasheet gives.
@@ -78,9 +89,9 @@ func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 	s := &SOL{Batch: opt.Batch}
 	switch {
 	case opt.SOLStep > 0:
-		s.Floor, s.Source = opt.SOLStep, "--sol-step"
+		s.Floor, s.Source = opt.SOLStep, SourceStep
 	case opt.SOLBytes > 0:
-		s.Bytes, s.Bandwidth, s.Source = opt.SOLBytes, opt.Bandwidth, "--bandwidth"
+		s.Bytes, s.Bandwidth, s.Source = opt.SOLBytes, opt.Bandwidth, SourceBandwidth
 		if s.Bandwidth == 0 {
 			bw, what, ok := DatasheetBandwidth(dr.GPU)
 			if !ok {
@@ -88,10 +99,10 @@ func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 				if gpu == "" {
 					gpu = "name not in the export"
 				}
-				return nil, fmt.Errorf("--sol-bytes: %w: device %d (%s) is not in the datasheet table (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell); give --bandwidth GB/s",
-					ErrNoBandwidth, dr.Device, gpu)
+				return nil, &OptionError{OptSOLBytes, fmt.Errorf("%w: device %d (%s) is not in the datasheet table (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell)",
+					ErrNoBandwidth, dr.Device, gpu)}
 			}
-			s.Bandwidth, s.Source = bw, what
+			s.Bandwidth, s.Source, s.Datasheet = bw, SourceDatasheet, what
 		}
 		s.Floor = time.Duration(math.Round(float64(s.Bytes) / s.Bandwidth * 1e9))
 	default:

@@ -569,7 +569,7 @@ func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, met
 	}
 	var warn error
 	if method != "auto" && method != "whole" {
-		warn = fmt.Errorf("device %d: --steps %s found no steps; the whole trace is one step", tl.dev, method)
+		warn = &NoStepsWarning{Device: tl.dev, Method: method}
 	} else if method == "auto" {
 		warn = fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", tl.dev)
 	}
@@ -579,4 +579,15 @@ func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, met
 		return false
 	})
 	return det, warn
+}
+
+// A NoStepsWarning says that the step method asked for (not auto) found no steps on a
+// device, so that the whole trace is one step.
+type NoStepsWarning struct {
+	Device nsys.DeviceID
+	Method string // the StepMethod's name
+}
+
+func (w *NoStepsWarning) Error() string {
+	return fmt.Sprintf("device %d: step method %s found no steps; the whole trace is one step", w.Device, w.Method)
 }

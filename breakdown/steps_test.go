@@ -134,7 +134,7 @@ func TestNVTXDialects(t *testing.T) {
 				g.nvtx(1, l.h, l.h+100, fmt.Sprintf("schedule %d", i))
 				l.idle(20_000)
 			}
-			rep := mustSummarize(t, g.trace(), Options{Steps: tc.steps, AllPhases: true})
+			rep := mustSummarize(t, g.trace(), Options{Steps: mustParseSteps(t, tc.steps), Phase: AllSteps})
 			d := devReport(t, rep, 0)
 			if d.Method != MethodNVTX || d.MethodDetail != tc.detail {
 				t.Errorf("method %v (%q), want nvtx (%q)", d.Method, d.MethodDetail, tc.detail)
@@ -279,7 +279,7 @@ func TestGraphSteps(t *testing.T) {
 		l.readBack()
 		l.idle(5_000)
 	}
-	d := devReport(t, mustSummarize(t, g.trace(), Options{AllPhases: true}), 0)
+	d := devReport(t, mustSummarize(t, g.trace(), Options{Phase: AllSteps}), 0)
 	if d.Method != MethodGraph || d.MethodDetail != "4 CUDA graph launches" {
 		t.Fatalf("method %v (%q), want graph (4 CUDA graph launches)", d.Method, d.MethodDetail)
 	}
@@ -420,15 +420,15 @@ func TestWholeStep(t *testing.T) {
 	}{
 		{"", "device 0: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step"},
 		{"auto", "device 0: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step"},
-		{"graph", "device 0: --steps graph found no steps; the whole trace is one step"},
-		{"sync", "device 0: --steps sync found no steps; the whole trace is one step"},
-		{"periodic", "device 0: --steps periodic found no steps; the whole trace is one step"},
+		{"graph", "device 0: step method graph found no steps; the whole trace is one step"},
+		{"sync", "device 0: step method sync found no steps; the whole trace is one step"},
+		{"periodic", "device 0: step method periodic found no steps; the whole trace is one step"},
 		{"whole", ""},
 	} {
 		// The one step has no phase, so every report also says that the decode summary
 		// covers all steps.
 		const noDecode = "device 0: no decode steps; summarising all 1 steps"
-		rep := mustSummarize(t, tr, Options{Steps: tc.steps})
+		rep := mustSummarize(t, tr, Options{Steps: mustParseSteps(t, tc.steps)})
 		d := devReport(t, rep, 0)
 		if d.Method != MethodWhole || len(d.Steps) != 1 || d.Steps[0].Start != first || d.Steps[0].TotalKernels() != 4 {
 			t.Errorf("--steps %q: method %v, %d steps", tc.steps, d.Method, len(d.Steps))
@@ -461,18 +461,25 @@ func TestStepsOption(t *testing.T) {
 	}
 	tr := g.trace()
 	for _, tc := range []struct{ steps, err string }{
-		{"bogus", `--steps: unknown method "bogus"`},
-		{"nvtx:(", "--steps: bad regular expression"},
+		{"bogus", `Steps: unknown method "bogus"`},
+		{"nvtx:(", "Steps: bad regular expression"},
 		{"nvtx", "no NVTX range of a known step dialect launched GPU work"},
 		{"nvtx:^decode", "no NVTX range matching /^decode/ launched GPU work"},
 	} {
-		_, err := Summarize(tr, Options{Steps: tc.steps})
+		m, err := ParseStepMethod(tc.steps)
+		var oe *OptionError
+		if err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps) {
+			t.Errorf("%s: error %v, want an OptionError for OptSteps", tc.steps, err)
+		}
+		if err == nil {
+			_, err = Summarize(tr, Options{Steps: m})
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("--steps %s: error %v, want %q", tc.steps, err, tc.err)
 		}
 	}
 	// A user regex matching the ranges works, and auto mode finds the read-backs.
-	if d := devReport(t, mustSummarize(t, tr, Options{Steps: "nvtx:^forward$"}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
+	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
 		t.Errorf("nvtx:^forward$: method %v, %d steps", d.Method, len(d.Steps))
 	}
 	if d := devReport(t, mustSummarize(t, tr, Options{}), 0); d.Method != MethodSync || len(d.Steps) != 3 {
@@ -496,7 +503,7 @@ func TestNVTXSingleRangeAuto(t *testing.T) {
 		t.Errorf("method %v with %d steps, want sync with 4", d.Method, len(d.Steps))
 	}
 	// Asked for explicitly, the one range is the step.
-	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: "nvtx"}), 0)
+	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "nvtx"}}), 0)
 	if d.Method != MethodNVTX || len(d.Steps) != 1 || d.Steps[0].Phase != Decode {
 		t.Errorf("--steps nvtx: method %v with %d steps", d.Method, len(d.Steps))
 	}
@@ -710,4 +717,14 @@ func TestNVTXRanks(t *testing.T) {
 		}
 	}
 	checkInvariants(t, tr, rep, Options{})
+}
+
+// mustParseSteps parses a step method (ParseStepMethod).
+func mustParseSteps(t testing.TB, s string) StepMethod {
+	t.Helper()
+	m, err := ParseStepMethod(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -21,8 +21,12 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if cls == nil {
 		cls = kernelclass.DefaultClassifier()
 	}
+	method, err := opt.Steps.check()
+	if err != nil {
+		return nil, err
+	}
 	if err := checkSOL(opt); err != nil {
-		return nil, optionError(opt, err)
+		return nil, err
 	}
 	rep := &Report{Path: t.Path, Meta: t.Meta}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
@@ -47,11 +51,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	for _, d := range devs {
 		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over}
 	}
-	method, userRe, err := parseSteps(opt.Steps)
-	if err != nil {
-		return nil, err
-	}
-	nvtx, err := matchNVTX(t, h, devs, tls, method, userRe)
+	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
 	if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
-		return dr, optionError(opt, err)
+		return dr, err
 	}
 	return dr, nil
 }

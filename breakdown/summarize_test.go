@@ -29,7 +29,7 @@ func TestGapSizes(t *testing.T) {
 		at += 1000
 	}
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Gaps.Count != len(gaps) || s.Gaps.Total != total || s.Gaps.Sizes != want || s.Gaps.SizeNS != wantNS {
 		t.Errorf("gaps %+v, want %d gaps, total %v, sizes %v, size ns %v", s.Gaps, len(gaps), total, want, wantNS)
@@ -72,7 +72,7 @@ func TestGapHost(t *testing.T) {
 	s6, e6 := gap(6)
 	g.sync(9, s6, e6) // 6: another process: nothing
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	st := devReport(t, rep, 0).Steps[0]
 	var want [NumHostActivities]time.Duration
 	want[HostSync] = 10_000 + 4000 + 3000
@@ -99,7 +99,7 @@ func TestGapsPerStep(t *testing.T) {
 		l.idle(nsys.Time(200_000 * (i + 1))) // host work between steps
 	}
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{AllPhases: true})
+	rep := mustSummarize(t, tr, Options{Phase: AllSteps})
 	d := devReport(t, rep, 0)
 	if d.Method != MethodSync || len(d.Steps) != 4 {
 		t.Fatalf("method %v with %d steps", d.Method, len(d.Steps))
@@ -172,11 +172,11 @@ func TestSummary(t *testing.T) {
 		t.Errorf("kernels/step %v launches/step %v", sm.KernelsPerStep, sm.LaunchesPerStp)
 	}
 	// --phase prefill and all phases.
-	if p := devReport(t, mustSummarize(t, tr, Options{Phase: Prefill}), 0).Summary; p.Phase != Prefill || p.Steps != 1 ||
+	if p := devReport(t, mustSummarize(t, tr, Options{Phase: PrefillSteps}), 0).Summary; p.Phase != Prefill || p.Steps != 1 ||
 		p.Categories[kernelclass.GEMM].Median != time.Millisecond {
 		t.Errorf("prefill summary: %v, %d steps, gemm %v", p.Phase, p.Steps, p.Categories[kernelclass.GEMM].Median)
 	}
-	if a := devReport(t, mustSummarize(t, tr, Options{AllPhases: true}), 0).Summary; a.Phase != Unknown || a.Steps != 4 {
+	if a := devReport(t, mustSummarize(t, tr, Options{Phase: AllSteps}), 0).Summary; a.Phase != Unknown || a.Steps != 4 {
 		t.Errorf("all-phase summary: %v, %d steps", a.Phase, a.Steps)
 	}
 }
@@ -190,7 +190,7 @@ func TestSummaryNoPhase(t *testing.T) {
 		l.step(decodeMix...)
 		l.readBack()
 	}
-	rep := mustSummarize(t, g.trace(), Options{Phase: Prefill})
+	rep := mustSummarize(t, g.trace(), Options{Phase: PrefillSteps})
 	d := devReport(t, rep, 0)
 	if d.Summary.Steps != 3 || d.Summary.Phase != Unknown {
 		t.Errorf("summary of %d %v steps, want all 3", d.Summary.Steps, d.Summary.Phase)
@@ -213,7 +213,7 @@ func TestMultiDevice(t *testing.T) {
 	g.launch(1, 10, k(kernelclass.Elementwise, 0, 7, 2100, 2200))
 	g.launch(1, 10, k(kernelclass.AllReduce, 1, 7, 2100, 2200))
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	s0, s1 := devReport(t, rep, 0).Steps[0], devReport(t, rep, 1).Steps[0]
 	if s0.Exclusive[kernelclass.GEMM] != 1000 || s0.Exclusive[kernelclass.AllReduce] != 0 || s0.Exclusive[kernelclass.Idle] != 1000 || s0.Wall() != 2100 {
 		t.Errorf("device 0: %v", s0.Exclusive)

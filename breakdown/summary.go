@@ -7,16 +7,13 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// SelectSteps returns the steps a summary covers: those of the phase asked for (decode by
-// default), or all steps. When no step has the phase, it returns every step and an error
+// SelectSteps returns the steps a summary covers: those of the phase selected, or all
+// steps (phase Unknown). When no step has the phase, it returns every step and an error
 // saying so.
-func SelectSteps(steps []Step, opt Options) ([]Step, Phase, error) {
-	if opt.AllPhases {
-		return steps, Unknown, nil
-	}
-	want := opt.Phase
+func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
+	want := sel.Phase()
 	if want == Unknown {
-		want = Decode
+		return steps, Unknown, nil
 	}
 	n := 0
 	for i := range steps {
@@ -40,7 +37,7 @@ func SelectSteps(steps []Step, opt Options) ([]Step, Phase, error) {
 }
 
 func summarize(all []Step, opt Options) (Summary, error) {
-	steps, phase, err := SelectSteps(all, opt)
+	steps, phase, err := SelectSteps(all, opt.Phase)
 	sum := Summary{Phase: phase, Steps: len(steps)}
 	if len(steps) == 0 {
 		return sum, err

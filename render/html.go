@@ -221,7 +221,7 @@ func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 		Content:   content,
 	}
 	for _, wn := range r.Warnings {
-		page.Warnings = append(page.Warnings, wn.Error())
+		page.Warnings = append(page.Warnings, WarningText(wn))
 	}
 	if err := reportPage.ExecuteTemplate(w, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)

@@ -138,7 +138,7 @@ func SOLLine(d *breakdown.DeviceReport) string {
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, " = %s / %s", Bytes(s.Bytes), Bandwidth(s.Bandwidth))
 	}
-	fmt.Fprintf(&b, " (%s); ", s.Source)
+	fmt.Fprintf(&b, " (%s); ", solSource(s))
 	what := "median " + d.Summary.Phase.String() + " step"
 	if d.Summary.Phase == breakdown.Unknown {
 		what = "median step"
@@ -327,7 +327,19 @@ func solJSON(s *breakdown.SOL) *SOLJSON {
 	if s == nil {
 		return nil
 	}
-	return &SOLJSON{FloorNS: int64(s.Floor), Bytes: s.Bytes, BandwidthBytesPerS: s.Bandwidth, Source: s.Source,
+	return &SOLJSON{FloorNS: int64(s.Floor), Bytes: s.Bytes, BandwidthBytesPerS: s.Bandwidth, Source: solSource(s),
 		MeasuredNS: int64(s.Measured), Ratio: round6(s.Ratio), Efficiency: round6(s.Efficiency),
 		TokensPerS: round3(s.TokensPerSec), Batch: s.Batch, TotalTokensPerS: round3(s.TotalTokensPerSec)}
+}
+
+// solSource names where a speed-of-light floor or its bandwidth came from: the flag that
+// gave it, or the datasheet assumption.
+func solSource(s *breakdown.SOL) string {
+	switch s.Source {
+	case breakdown.SourceStep:
+		return "--sol-step"
+	case breakdown.SourceBandwidth:
+		return "--bandwidth"
+	}
+	return s.Datasheet
 }

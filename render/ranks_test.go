@@ -122,14 +122,14 @@ func TestSOLText(t *testing.T) {
 	r.Devices = r.Devices[:1]
 	d := &r.Devices[0]
 	d.SOL = &breakdown.SOL{Floor: 7125 * time.Microsecond, Bytes: 34_200_000_000, Bandwidth: 4.8e12,
-		Source: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
+		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	want := "Speed of light: floor 7.125ms = 34.2 GB / 4.8 TB/s (H200 datasheet HBM3e bandwidth); " +
 		"measured median decode step 9.840ms = 1.38x floor, 72.4% efficient; 101.6 tokens/s per sequence, 6,504 tokens/s total at batch 64\n"
 	if out := rkText(t, r); !strings.Contains(out, want) {
 		t.Errorf("text lacks\n%s\n%s", want, out)
 	}
-	d.SOL = &breakdown.SOL{Floor: 7130 * time.Microsecond, Source: "--sol-step", Measured: 9840 * time.Microsecond,
+	d.SOL = &breakdown.SOL{Floor: 7130 * time.Microsecond, Source: breakdown.SourceStep, Measured: 9840 * time.Microsecond,
 		Ratio: 9.84 / 7.13, Efficiency: 7.13 / 9.84, TokensPerSec: 1e3 / 9.84}
 	want = "Speed of light: floor 7.130ms (--sol-step); measured median decode step 9.840ms = 1.38x floor, 72.5% efficient; 101.6 tokens/s per sequence\n"
 	if out := rkText(t, r); !strings.Contains(out, want) {
@@ -160,7 +160,7 @@ func TestUnitsSOL(t *testing.T) {
 func TestRanksJSON(t *testing.T) {
 	r := rkReport()
 	r.Devices[0].SOL = &breakdown.SOL{Floor: 7125 * time.Microsecond, Bytes: 34_200_000_000, Bandwidth: 4.8e12,
-		Source: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
+		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	var b bytes.Buffer
 	if err := JSON(&b, r); err != nil {

@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -267,7 +268,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 		out.Kernels = append(out.Kernels, kj)
 	}
 	for _, w := range r.Warnings {
-		out.Warnings = append(out.Warnings, w.Error())
+		out.Warnings = append(out.Warnings, WarningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
 	return out
@@ -477,7 +478,7 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	if len(r.Warnings) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, wn := range r.Warnings {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(wn.Error()))
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(WarningText(wn)))
 		}
 	}
 	return ew.err
@@ -668,4 +669,14 @@ func summaryRows(sm *breakdown.Summary) []summaryRow {
 		rows = append(rows, summaryRow{c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps})
 	}
 	return rows
+}
+
+// WarningText is the text of a report warning; a warning about an option names the flag
+// that sets it.
+func WarningText(w error) string {
+	var ns *breakdown.NoStepsWarning
+	if errors.As(w, &ns) {
+		return fmt.Sprintf("device %d: --steps %s found no steps; the whole trace is one step", ns.Device, ns.Method)
+	}
+	return w.Error()
 }
