@@ -526,13 +526,3 @@ func TestHTMLNoSteps(t *testing.T) {
 		}
 	}
 }
-
-// TestCategoryCSS checks that the table swatches use the charts' colours.
-func TestCategoryCSS(t *testing.T) {
-	for _, c := range kernelclass.Order {
-		want := fmt.Sprintf(".cat-%s::before { background: %s !important; }", c, categoryColors[c])
-		if !strings.Contains(htmlTemplateText, want) {
-			t.Errorf("html.tmpl lacks %q", want)
-		}
-	}
-}
