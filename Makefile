@@ -46,8 +46,8 @@ bench: build
 
 FUZZTIME ?= 1m
 fuzz:
-	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./breakdown
-	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzDecodeNCCL -fuzztime $(FUZZTIME) ./breakdown
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./breakdown/kernelclass
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzDecodeNCCL -fuzztime $(FUZZTIME) ./breakdown/kernelclass
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzStepRanges -fuzztime $(FUZZTIME) ./breakdown
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./nsys
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Activity sources.
@@ -23,7 +25,7 @@ type activity struct {
 	corr       uint32
 	proc       nsys.ProcID
 	src        uint8
-	cat        Category
+	cat        kernelclass.Category
 	name       nsys.NameID // kernels only
 	memKind    nsys.MemKind
 }
@@ -38,7 +40,7 @@ func (a *activity) key() uint64 { return actKey(a.proc, a.corr) }
 type timeline struct {
 	t    *nsys.Trace
 	dev  nsys.DeviceID
-	cats []Category // category per kernel NameID
+	cats []kernelclass.Category // category per kernel NameID
 	// over assigns NVTX-mapped categories to kernels; nil when unused.
 	over *overrides
 	// procSet caches procs().
@@ -114,13 +116,13 @@ func (tl *timeline) kernelAct(i int, a *activity) {
 func (tl *timeline) memopAct(j int, a *activity) {
 	m := &tl.t.Memops[j]
 	*a = activity{start: m.Start, end: m.End, idx: int32(j), corr: m.Correlation, proc: m.Proc,
-		src: srcMemop, cat: Memory, memKind: m.Kind}
+		src: srcMemop, cat: kernelclass.Memory, memKind: m.Kind}
 }
 
 func (tl *timeline) graphAct(k int, a *activity) {
 	g := &tl.t.Graphs[k]
 	*a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
-		src: srcGraph, cat: Other}
+		src: srcGraph, cat: kernelclass.Other}
 }
 
 // runningAt returns the device's activities that start before at and end after it.

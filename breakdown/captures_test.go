@@ -15,6 +15,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.
@@ -129,13 +131,13 @@ func TestCaptures(t *testing.T) {
 					if sum != s.Wall() {
 						t.Errorf("step %d: categories sum to %v, wall %v", i, sum, s.Wall())
 					}
-					for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+					for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 						if s.Busy[c] < s.Exclusive[c] {
 							t.Errorf("step %d: %v busy %v < exclusive %v", i, c, s.Busy[c], s.Exclusive[c])
 						}
 					}
-					if s.Gaps.Total != s.Exclusive[breakdown.Idle] {
-						t.Errorf("step %d: gaps %v != idle %v", i, s.Gaps.Total, s.Exclusive[breakdown.Idle])
+					if s.Gaps.Total != s.Exclusive[kernelclass.Idle] {
+						t.Errorf("step %d: gaps %v != idle %v", i, s.Gaps.Total, s.Exclusive[kernelclass.Idle])
 					}
 					if i == 0 {
 						if s.TotalKernels() != prefillKernels {
@@ -146,7 +148,7 @@ func TestCaptures(t *testing.T) {
 					if s.TotalKernels() != decodeKernels {
 						t.Errorf("decode step %d: %d kernels, want %d", i, s.TotalKernels(), decodeKernels)
 					}
-					if n := s.Kernels[breakdown.AllReduce]; n != wantAllReduce {
+					if n := s.Kernels[kernelclass.AllReduce]; n != wantAllReduce {
 						t.Errorf("decode step %d: %d all-reduce kernels, want %d", i, n, wantAllReduce)
 					}
 					// Families the workload runs per decode step: one attention kernel per
@@ -159,19 +161,19 @@ func TestCaptures(t *testing.T) {
 					if tp2 {
 						wantGather = 1
 					}
-					if got := [3]int{s.Kernels[breakdown.Attention], s.Kernels[breakdown.GEMM], s.Kernels[breakdown.Collective]}; got != [3]int{4, wantGEMM, wantGather} {
+					if got := [3]int{s.Kernels[kernelclass.Attention], s.Kernels[kernelclass.GEMM], s.Kernels[kernelclass.Collective]}; got != [3]int{4, wantGEMM, wantGather} {
 						t.Errorf("decode step %d: attention, gemm, collective kernels %v, want [4 %d %d]", i, got, wantGEMM, wantGather)
 					}
 					if s.Launches != decodeLaunches {
 						t.Errorf("decode step %d: %d host launches, want %d", i, s.Launches, decodeLaunches)
 					}
 					// The token-buffer D2D copy and the D2H read-back.
-					if s.Kernels[breakdown.Memory] != 2 {
-						t.Errorf("decode step %d: %d memory operations, want 2", i, s.Kernels[breakdown.Memory])
+					if s.Kernels[kernelclass.Memory] != 2 {
+						t.Errorf("decode step %d: %d memory operations, want 2", i, s.Kernels[kernelclass.Memory])
 					}
-					if s.Kernels[breakdown.Attention] != 4 || s.Kernels[breakdown.Sampling] < 1 {
+					if s.Kernels[kernelclass.Attention] != 4 || s.Kernels[kernelclass.Sampling] < 1 {
 						t.Errorf("decode step %d: %d attention and %d sampling kernels, want 4 and at least 1", i,
-							s.Kernels[breakdown.Attention], s.Kernels[breakdown.Sampling])
+							s.Kernels[kernelclass.Attention], s.Kernels[kernelclass.Sampling])
 					}
 				}
 				if sm := d.Summary; sm.Phase != breakdown.Decode || sm.Steps != 12 ||
@@ -186,7 +188,7 @@ func TestCaptures(t *testing.T) {
 					count += k.Count
 				}
 				for _, k := range rep.Kernels {
-					if k.Category == breakdown.Other && float64(k.Total) > 0.01*float64(total) {
+					if k.Category == kernelclass.Other && float64(k.Total) > 0.01*float64(total) {
 						t.Errorf("unclassified kernel above 1%% of kernel time: %s (%v of %v)", k.Name, k.Total, total)
 					}
 				}
@@ -301,11 +303,11 @@ func checkPublicReport(t *testing.T, rep *breakdown.Report) {
 			for _, v := range s.Exclusive {
 				sum += v
 			}
-			if sum != s.Wall() || s.Gaps.Total != s.Exclusive[breakdown.Idle] {
+			if sum != s.Wall() || s.Gaps.Total != s.Exclusive[kernelclass.Idle] {
 				t.Errorf("device %d step %d: categories sum to %v, wall %v; gaps %v, idle %v", d.Device, s.Index,
-					sum, s.Wall(), s.Gaps.Total, s.Exclusive[breakdown.Idle])
+					sum, s.Wall(), s.Gaps.Total, s.Exclusive[kernelclass.Idle])
 			}
-			for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+			for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 				if s.Busy[c] < s.Exclusive[c] {
 					t.Errorf("device %d step %d: %v busy %v < exclusive %v", d.Device, s.Index, c, s.Busy[c], s.Exclusive[c])
 				}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // A Side is one side of a comparison: the reports of one or more runs (files) of the same
@@ -46,7 +48,7 @@ type Row struct {
 
 // NCCLCount totals NCCL kernels of one op/algorithm/protocol/data type.
 type NCCLCount struct {
-	NCCLKernel
+	kernelclass.NCCLKernel
 	Count int
 	Total time.Duration
 }
@@ -70,7 +72,7 @@ type SideSummary struct {
 // KernelChange is a kernel family that appeared, vanished or changed variant.
 type KernelChange struct {
 	Family    string // normalised name (Normalize)
-	Category  Category
+	Category  kernelclass.Category
 	BaseNames []string // distinct names on the base side
 	NewNames  []string
 	BaseCount int
@@ -124,7 +126,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 		return compareRow(name, b, n, opt, &th)
 	}
 	c.Step = row("step total", func(s *Step) float64 { return float64(s.Wall()) })
-	for _, cat := range Order {
+	for _, cat := range kernelclass.Order {
 		c.Categories = append(c.Categories, row(cat.String(), func(s *Step) float64 { return float64(s.Exclusive[cat]) }))
 	}
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
@@ -227,7 +229,7 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 	var walls []time.Duration
 	var launches, kernels, gaps int
 	var phaseSteps []Step
-	nccl := map[NCCLKernel]*NCCLCount{}
+	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
@@ -322,7 +324,7 @@ func sideWarnings(b, n SideSummary) []error {
 // whose exact names differ between the sides (a different tile or template choice).
 func kernelChanges(base, new Side) (appeared, vanished, variants []KernelChange) {
 	type fam struct {
-		cat   Category
+		cat   kernelclass.Category
 		names map[string]bool
 		count int
 		total time.Duration
@@ -331,7 +333,7 @@ func kernelChanges(base, new Side) (appeared, vanished, variants []KernelChange)
 		m := map[string]*fam{}
 		for _, r := range s.Reports {
 			for _, k := range r.Kernels {
-				f := Normalize(k.Name)
+				f := kernelclass.Normalize(k.Name)
 				x := m[f]
 				if x == nil {
 					x = &fam{cat: k.Category, names: map[string]bool{}}

@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -70,29 +71,31 @@ func FuzzStepRanges(f *testing.F) {
 			}
 		}
 
-		// parseSteps: the value as given, and as the expression of nvtx:REGEX.
-		method, re, err := parseSteps(steps)
+		// ParseStepMethod: the value as given, and as the expression of nvtx:REGEX.
+		m, err := ParseStepMethod(steps)
+		var oe *OptionError
 		switch {
-		case err != nil && (method != "" || re != nil):
-			t.Fatalf("parseSteps(%q) = %q, %v, %v", steps, method, re, err)
-		case err == nil && !strings.Contains(" auto nvtx graph sync periodic whole ", " "+method+" "):
-			t.Fatalf("parseSteps(%q) = unknown method %q", steps, method)
-		case err == nil && (re != nil) != strings.HasPrefix(steps, "nvtx:"):
-			t.Fatalf("parseSteps(%q) = %q with expression %v", steps, method, re)
-		case err != nil && !strings.HasPrefix(err.Error(), "--steps: "):
-			t.Fatalf("parseSteps(%q) error %q does not name --steps", steps, err)
+		case err != nil && m != (StepMethod{}):
+			t.Fatalf("ParseStepMethod(%q) = %+v, %v", steps, m, err)
+		case err == nil && !strings.Contains(" auto nvtx graph sync periodic whole ", " "+m.Name+" "):
+			t.Fatalf("ParseStepMethod(%q) = unknown method %q", steps, m.Name)
+		case err == nil && (m.NVTX != nil) != strings.HasPrefix(steps, "nvtx:"):
+			t.Fatalf("ParseStepMethod(%q) = %q with expression %v", steps, m.Name, m.NVTX)
+		case err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps):
+			t.Fatalf("ParseStepMethod(%q) error %q is not an OptionError for OptSteps", steps, err)
 		}
 		if rest, ok := strings.CutPrefix(steps, "nvtx:"); ok {
 			if _, cerr := regexp.Compile(rest); (cerr == nil) != (err == nil) {
-				t.Fatalf("parseSteps(%q) error %v, regexp.Compile error %v", steps, err, cerr)
+				t.Fatalf("ParseStepMethod(%q) error %v, regexp.Compile error %v", steps, err, cerr)
 			}
 		}
-		_, userRe, err := parseSteps("nvtx:" + steps)
+		userMethod, err := ParseStepMethod("nvtx:" + steps)
+		userRe := userMethod.NVTX
 		if _, cerr := regexp.Compile(steps); (cerr == nil) != (err == nil) {
-			t.Fatalf("parseSteps(nvtx:%q) error %v, regexp.Compile error %v", steps, err, cerr)
+			t.Fatalf("ParseStepMethod(nvtx:%q) error %v, regexp.Compile error %v", steps, err, cerr)
 		}
 		if userRe != nil && userRe.String() != steps {
-			t.Fatalf("parseSteps(nvtx:%q) compiled %q", steps, userRe)
+			t.Fatalf("ParseStepMethod(nvtx:%q) compiled %q", steps, userRe)
 		}
 
 		tr := fuzzTrace(t, lines, shape)
@@ -132,9 +135,9 @@ func FuzzStepRanges(f *testing.F) {
 			}
 		}
 
-		opts := []Options{{AllPhases: true}, {Steps: "nvtx", Skip: 1}}
+		opts := []Options{{Phase: AllSteps}, {Steps: StepMethod{Name: "nvtx"}, Skip: 1}}
 		if userRe != nil {
-			opts = append(opts, Options{Steps: "nvtx:" + steps, AllPhases: true})
+			opts = append(opts, Options{Steps: userMethod, Phase: AllSteps})
 		}
 		for _, opt := range opts {
 			rep, err := Summarize(tr, opt)

@@ -14,6 +14,9 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
+// publicTraces holds real Nsight Systems exports, where the shared checkout has them.
+const publicTraces = "../../shared/traces/public"
+
 // TestKernelStatsMatchSQL checks the per-name totals over a whole trace against SQLite's
 // own count(*) and sum(end-start) grouped by demangled name, on every public trace with
 // kernels and every project capture: the numbers nsys stats prints, to the nanosecond.

@@ -11,6 +11,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // openFixture builds testdata/nsys/<name>.txtar into an export and opens it as the CLI
@@ -37,9 +39,9 @@ func checkReport(t *testing.T, rep *breakdown.Report) {
 	for _, d := range rep.Devices {
 		for i, s := range d.Steps {
 			var sum time.Duration
-			for c := range breakdown.NumCategories {
+			for c := range kernelclass.NumCategories {
 				sum += s.Exclusive[c]
-				if c != breakdown.Idle && s.Busy[c] < s.Exclusive[c] {
+				if c != kernelclass.Idle && s.Busy[c] < s.Exclusive[c] {
 					t.Errorf("device %d step %d: %v busy %v < exclusive %v", d.Device, i, c, s.Busy[c], s.Exclusive[c])
 				}
 			}
@@ -59,7 +61,7 @@ func checkReport(t *testing.T, rep *breakdown.Report) {
 // summarize runs Summarize with opt over every step (all phases) and checks the report.
 func summarize(t *testing.T, tr *nsys.Trace, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	opt.AllPhases = true
+	opt.Phase = breakdown.AllSteps
 	rep, err := breakdown.Summarize(tr, opt)
 	if err != nil {
 		t.Fatalf("Summarize: %v", err)
@@ -113,7 +115,7 @@ func TestOddCaptures(t *testing.T) {
 				t.Errorf("steps %s, want %s", got, want)
 			}
 			// [-9000,-8000) and [-7900,-7000) in [-9000,-4000): 3.1µs idle.
-			if got := d.Steps[0].Exclusive[breakdown.Idle]; got != 3100*time.Nanosecond {
+			if got := d.Steps[0].Exclusive[kernelclass.Idle]; got != 3100*time.Nanosecond {
 				t.Errorf("step 0 idle %v, want 3.1µs", got)
 			}
 		}},
@@ -137,21 +139,21 @@ func TestOddCaptures(t *testing.T) {
 			}
 		}},
 		{"overlapping-streams", func(t *testing.T, tr *nsys.Trace) {
-			rep := summarize(t, tr, breakdown.Options{Steps: "whole"})
+			rep := summarize(t, tr, breakdown.Options{Steps: breakdown.StepMethod{Name: "whole"}})
 			d := device(t, rep, 0)
 			if len(d.Steps) != 1 {
 				t.Fatalf("%d steps, want 1", len(d.Steps))
 			}
 			st := d.Steps[0]
 			var busy time.Duration
-			for c := range breakdown.NumCategories {
-				if c != breakdown.Idle {
+			for c := range kernelclass.NumCategories {
+				if c != kernelclass.Idle {
 					busy += st.Busy[c]
 				}
 			}
 			// Device 0: [100,400) [100,350) [100,600) [450,800): wall 700, busy 1400.
-			if st.Wall() != 700 || busy != 1400 || st.Exclusive[breakdown.Idle] != 0 {
-				t.Errorf("wall %v busy %v idle %v, want 700ns 1.4µs 0s", st.Wall(), busy, st.Exclusive[breakdown.Idle])
+			if st.Wall() != 700 || busy != 1400 || st.Exclusive[kernelclass.Idle] != 0 {
+				t.Errorf("wall %v busy %v idle %v, want 700ns 1.4µs 0s", st.Wall(), busy, st.Exclusive[kernelclass.Idle])
 			}
 		}},
 		{"multi-process", func(t *testing.T, tr *nsys.Trace) {
@@ -163,10 +165,10 @@ func TestOddCaptures(t *testing.T) {
 				t.Errorf("steps %s, want %s", got, want)
 			}
 			// Process 200's all-reduce [2500,2900) is in step 0, [3400,3800) in step 1.
-			if got := d.Steps[1].Kernels[breakdown.AllReduce]; got != 1 {
+			if got := d.Steps[1].Kernels[kernelclass.AllReduce]; got != 1 {
 				t.Errorf("step 1 all-reduce kernels %d, want 1", got)
 			}
-			if got := d.Steps[0].Kernels[breakdown.AllReduce]; got != 1 {
+			if got := d.Steps[0].Kernels[kernelclass.AllReduce]; got != 1 {
 				t.Errorf("step 0 all-reduce kernels %d, want 1", got)
 			}
 		}},
@@ -183,11 +185,11 @@ func TestOddCaptures(t *testing.T) {
 			var kernels int
 			for _, st := range d.Steps {
 				kernels += st.TotalKernels()
-				for c := range breakdown.NumCategories {
+				for c := range kernelclass.NumCategories {
 					switch c {
-					case breakdown.Memory:
+					case kernelclass.Memory:
 						mem += st.Exclusive[c]
-					case breakdown.Idle:
+					case kernelclass.Idle:
 					default:
 						other += st.Exclusive[c]
 					}
@@ -228,8 +230,12 @@ func TestOddCaptures(t *testing.T) {
 			// Every step method gives a report (or, for nvtx on a capture without
 			// step ranges, an error naming the file), never a panic.
 			for _, m := range methods {
-				for _, phase := range []breakdown.Phase{breakdown.Decode, breakdown.Prefill} {
-					rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: m, Phase: phase, Skip: 1})
+				for _, phase := range []breakdown.PhaseSelection{breakdown.DecodeSteps, breakdown.PrefillSteps} {
+					sm, perr := breakdown.ParseStepMethod(m)
+					if perr != nil {
+						t.Fatal(perr)
+					}
+					rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: sm, Phase: phase, Skip: 1})
 					if err != nil {
 						if !strings.HasPrefix(err.Error(), tr.Path+": ") {
 							t.Errorf("--steps %s: error %q does not name the file", m, err)

@@ -6,11 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // A genTrace is a random timeline and the step option to analyse it with.
@@ -81,7 +82,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		nsteps := 1 + rng.IntN(6)
 		// Without markers, half the devices repeat one kernel sequence every step (for
 		// periodic step detection).
-		var pattern []Category
+		var pattern []kernelclass.Category
 		if marker == "none" && rng.IntN(2) == 0 {
 			nsteps = 2 + rng.IntN(5)
 			for i := 2 + rng.IntN(10); i > 0; i-- {
@@ -167,15 +168,15 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		}
 	}
 	var opt Options
-	opt.Steps = []string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)]
-	if opt.Steps == "nvtx" || strings.HasPrefix(opt.Steps, "nvtx:") {
+	opt.Steps, _ = ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
+	if opt.Steps.Name == "nvtx" {
 		if marker != "nvtx" {
-			opt.Steps = "auto"
+			opt.Steps = StepMethod{Name: "auto"}
 		}
 	}
 	opt.Skip = []int{0, 0, 0, 1, 2}[rng.IntN(5)]
 	if rng.IntN(4) == 0 {
-		opt.AllPhases = true
+		opt.Phase = AllSteps
 	}
 	return genTrace{t: g.trace(), opt: opt, desc: fmt.Sprintf("seed %d: %d devices, markers %s, --steps %s --skip %d", seed, ndev, marker, opt.Steps, opt.Skip)}
 }
@@ -183,14 +184,14 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 // act is an activity as the test sees it, straight from the trace.
 type act struct {
 	start, end nsys.Time
-	cat        Category
+	cat        kernelclass.Category
 	proc       nsys.ProcID
 }
 
 // deviceActs lists the device's kernels, memory operations and graph executions with
 // their categories (kernels by the default classifier, memory operations as memory, graph
 // executions as other), independently of the package's timeline.
-func deviceActs(t *nsys.Trace, dev nsys.DeviceID, cls *Classifier) []act {
+func deviceActs(t *nsys.Trace, dev nsys.DeviceID, cls *kernelclass.Classifier) []act {
 	var out []act
 	for _, k := range t.Kernels {
 		if st := t.SiteOf(k); st.Device == dev {
@@ -200,12 +201,12 @@ func deviceActs(t *nsys.Trace, dev nsys.DeviceID, cls *Classifier) []act {
 	}
 	for _, m := range t.Memops {
 		if m.Device == dev {
-			out = append(out, act{m.Start, m.End, Memory, m.Proc})
+			out = append(out, act{m.Start, m.End, kernelclass.Memory, m.Proc})
 		}
 	}
 	for _, gr := range t.Graphs {
 		if gr.Device == dev {
-			out = append(out, act{gr.Start, gr.End, Other, gr.Proc})
+			out = append(out, act{gr.Start, gr.End, kernelclass.Other, gr.Proc})
 		}
 	}
 	return out
@@ -244,7 +245,7 @@ func unionIn(acts []act, s, e nsys.Time) time.Duration {
 
 // bruteStep is what a step should hold, computed by brute force over elementary intervals.
 type bruteStep struct {
-	excl, busy [NumCategories]time.Duration
+	excl, busy [kernelclass.NumCategories]time.Duration
 	gaps       Gaps
 }
 
@@ -275,14 +276,14 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 	pts = slices.Compact(pts)
 	for i := 0; i+1 < len(pts); i++ {
 		a, z := pts[i], pts[i+1]
-		owner := Idle
+		owner := kernelclass.Idle
 		for _, x := range acts {
 			if x.start <= a && x.end >= z && x.end > x.start && x.cat.Priority() > owner.Priority() {
 				owner = x.cat
 			}
 		}
 		b.excl[owner] += z.Sub(a)
-		if owner != Idle {
+		if owner != kernelclass.Idle {
 			continue
 		}
 		d := z.Sub(a)
@@ -323,7 +324,7 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 			b.gaps.Host[who] += hp[j+1].Sub(hp[j])
 		}
 	}
-	b.busy[Idle] = b.excl[Idle] // documented: Busy[Idle] equals Exclusive[Idle]
+	b.busy[kernelclass.Idle] = b.excl[kernelclass.Idle] // documented: Busy[Idle] equals Exclusive[Idle]
 	return b
 }
 
@@ -345,7 +346,7 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 	t.Helper()
 	cls := opt.Classifier
 	if cls == nil {
-		cls = DefaultClassifier()
+		cls = kernelclass.DefaultClassifier()
 	}
 	for di := range rep.Devices {
 		d := &rep.Devices[di]
@@ -391,14 +392,14 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 				t.Errorf("%s: exclusive times sum to %d, want wall %d (%v)", where, sum, s.Wall(), s.Exclusive)
 			}
 			// 2. Busy >= Exclusive per category.
-			for c := Category(0); c < NumCategories; c++ {
+			for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 				if s.Busy[c] < s.Exclusive[c] {
 					t.Errorf("%s: %v busy %d < exclusive %d", where, c, s.Busy[c], s.Exclusive[c])
 				}
 			}
 			// 3. Idle is the complement of the union of activity intervals in the window.
-			if want := s.Wall() - unionIn(acts, s.Start, s.End); s.Exclusive[Idle] != want {
-				t.Errorf("%s: idle %d, want wall - union = %d", where, s.Exclusive[Idle], want)
+			if want := s.Wall() - unionIn(acts, s.Start, s.End); s.Exclusive[kernelclass.Idle] != want {
+				t.Errorf("%s: idle %d, want wall - union = %d", where, s.Exclusive[kernelclass.Idle], want)
 			}
 			// 4. The whole accounting matches brute force: owners by priority, busy time,
 			// gaps by size and by host activity.
@@ -422,11 +423,11 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			for _, v := range s.Gaps.Host {
 				host += v
 			}
-			if s.Gaps.Total != s.Exclusive[Idle] || sz != s.Gaps.Total || host != s.Gaps.Total || n != s.Gaps.Count {
-				t.Errorf("%s: gaps %+v do not add up to idle %d", where, s.Gaps, s.Exclusive[Idle])
+			if s.Gaps.Total != s.Exclusive[kernelclass.Idle] || sz != s.Gaps.Total || host != s.Gaps.Total || n != s.Gaps.Count {
+				t.Errorf("%s: gaps %+v do not add up to idle %d", where, s.Gaps, s.Exclusive[kernelclass.Idle])
 			}
 			// Kernel counts: activities that start in the window.
-			var want [NumCategories]int
+			var want [kernelclass.NumCategories]int
 			for _, x := range acts {
 				if x.start >= s.Start && (x.start < s.End || (last && x.start == s.End)) {
 					want[x.cat]++
@@ -477,32 +478,32 @@ func TestPropertyAccounting(t *testing.T) {
 // stream owns the overlap, and that the priority order is the documented one.
 func TestPriorityOverlap(t *testing.T) {
 	g := newTGen(t)
-	g.launch(1, 0, k(GEMM, 0, 7, 1000, 5000))
-	g.launch(1, 10, k(AllReduce, 0, 13, 2000, 3000))
-	rep := mustSummarize(t, g.trace(), Options{Steps: "whole"})
+	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 1000, 5000))
+	g.launch(1, 10, k(kernelclass.AllReduce, 0, 13, 2000, 3000))
+	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Start != 1000 || s.End != 5000 {
 		t.Fatalf("step [%d, %d), want [1000, 5000)", s.Start, s.End)
 	}
-	want := map[Category]time.Duration{GEMM: 3000, AllReduce: 1000}
-	for c := Category(0); c < NumCategories; c++ {
+	want := map[kernelclass.Category]time.Duration{kernelclass.GEMM: 3000, kernelclass.AllReduce: 1000}
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 		if s.Exclusive[c] != want[c] {
 			t.Errorf("exclusive %v = %d, want %d", c, s.Exclusive[c], want[c])
 		}
 	}
-	if s.Busy[GEMM] != 4000 || s.Busy[AllReduce] != 1000 {
-		t.Errorf("busy gemm %d allreduce %d, want 4000 and 1000", s.Busy[GEMM], s.Busy[AllReduce])
+	if s.Busy[kernelclass.GEMM] != 4000 || s.Busy[kernelclass.AllReduce] != 1000 {
+		t.Errorf("busy gemm %d allreduce %d, want 4000 and 1000", s.Busy[kernelclass.GEMM], s.Busy[kernelclass.AllReduce])
 	}
 
 	// The documented order, highest first.
-	order := []Category{AllReduce, Collective, Attention, MoEExpert, GEMM, MoERouting, Sampling, Elementwise, Other, Memory, Idle}
+	order := []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective, kernelclass.Attention, kernelclass.MoEExpert, kernelclass.GEMM, kernelclass.MoERouting, kernelclass.Sampling, kernelclass.Elementwise, kernelclass.Other, kernelclass.Memory, kernelclass.Idle}
 	for i := 1; i < len(order); i++ {
 		if order[i-1].Priority() <= order[i].Priority() {
 			t.Errorf("priority of %v (%d) not above %v (%d)", order[i-1], order[i-1].Priority(), order[i], order[i].Priority())
 		}
 	}
 	// Every pair: the higher one owns the overlap, whichever stream started first.
-	cats := append(slices.Clone(kernelCats), Memory)
+	cats := append(slices.Clone(kernelCats), kernelclass.Memory)
 	for _, hi := range cats {
 		for _, lo := range cats {
 			if hi.Priority() <= lo.Priority() {
@@ -510,8 +511,8 @@ func TestPriorityOverlap(t *testing.T) {
 			}
 			for _, hiFirst := range []bool{false, true} {
 				g := newTGen(t)
-				add := func(c Category, s, e nsys.Time, stream nsys.StreamID) {
-					if c == Memory {
+				add := func(c kernelclass.Category, s, e nsys.Time, stream nsys.StreamID) {
+					if c == kernelclass.Memory {
 						g.memcpy(1, s-10, s-5, nsys.MemcpyDtoD, 0, stream, s, e)
 					} else {
 						g.launch(1, s-10, k(c, 0, stream, s, e))
@@ -524,7 +525,7 @@ func TestPriorityOverlap(t *testing.T) {
 					add(lo, 100, 300, 2)
 					add(hi, 200, 400, 1)
 				}
-				s := mustSummarize(t, g.trace(), Options{Steps: "whole"}).Devices[0].Steps[0]
+				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}}).Devices[0].Steps[0]
 				if s.Exclusive[hi] != 200 || s.Exclusive[lo] != 100 || s.Wall() != 300 {
 					t.Errorf("%v over %v (high first: %v): exclusive %v %d, %v %d, wall %d; want 200, 100, 300",
 						hi, lo, hiFirst, hi, s.Exclusive[hi], lo, s.Exclusive[lo], s.Wall())
@@ -538,27 +539,27 @@ func TestPriorityOverlap(t *testing.T) {
 func TestAccountingEdges(t *testing.T) {
 	t.Run("zero-length kernels", func(t *testing.T) {
 		g := newTGen(t)
-		g.launch(1, 0, k(GEMM, 0, 7, 100, 100))
-		g.launch(1, 10, k(GEMM, 0, 7, 200, 300))
-		g.launch(1, 20, k(Elementwise, 0, 7, 300, 300))
+		g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 100, 100))
+		g.launch(1, 10, k(kernelclass.GEMM, 0, 7, 200, 300))
+		g.launch(1, 20, k(kernelclass.Elementwise, 0, 7, 300, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "whole"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
-		if s.Wall() != 200 || s.Exclusive[GEMM] != 100 || s.Exclusive[Idle] != 100 || s.Kernels[GEMM] != 2 || s.Kernels[Elementwise] != 1 {
+		if s.Wall() != 200 || s.Exclusive[kernelclass.GEMM] != 100 || s.Exclusive[kernelclass.Idle] != 100 || s.Kernels[kernelclass.GEMM] != 2 || s.Kernels[kernelclass.Elementwise] != 1 {
 			t.Errorf("step %+v", s)
 		}
 	})
 	t.Run("same start on two streams", func(t *testing.T) {
 		g := newTGen(t)
-		g.launch(1, 0, k(Elementwise, 0, 7, 100, 400))
-		g.launch(1, 0, k(Attention, 0, 13, 100, 200))
-		g.launch(1, 0, k(Sampling, 0, 21, 100, 300))
+		g.launch(1, 0, k(kernelclass.Elementwise, 0, 7, 100, 400))
+		g.launch(1, 0, k(kernelclass.Attention, 0, 13, 100, 200))
+		g.launch(1, 0, k(kernelclass.Sampling, 0, 21, 100, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "whole"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
-		if s.Exclusive[Attention] != 100 || s.Exclusive[Sampling] != 100 || s.Exclusive[Elementwise] != 100 {
+		if s.Exclusive[kernelclass.Attention] != 100 || s.Exclusive[kernelclass.Sampling] != 100 || s.Exclusive[kernelclass.Elementwise] != 100 {
 			t.Errorf("exclusive %v", s.Exclusive)
 		}
 	})
@@ -566,11 +567,11 @@ func TestAccountingEdges(t *testing.T) {
 		// An NVTX step starts at the first kernel its range launched; a long kernel
 		// launched earlier, outside any step range, is still running then.
 		g := newTGen(t)
-		g.launch(1, 0, k(GEMM, 0, 7, 100, 5000))
+		g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 100, 5000))
 		for i := 0; i < 2; i++ {
 			base := nsys.Time(1000 + 3000*i)
 			g.nvtx(1, base, base+2000, fmt.Sprintf("decode_step %d", i))
-			g.launch(1, base+10, k(Elementwise, 0, 13, base+500, base+1500))
+			g.launch(1, base+10, k(kernelclass.Elementwise, 0, 13, base+500, base+1500))
 		}
 		tr := g.trace()
 		rep := mustSummarize(t, tr, Options{})
@@ -585,14 +586,14 @@ func TestAccountingEdges(t *testing.T) {
 		g.memcpy(1, 0, 10, nsys.MemcpyHtoD, 0, 7, 50, 10_000)
 		at := nsys.Time(100)
 		for i := 0; i < 4; i++ {
-			for _, c := range []Category{GEMM, Attention, Elementwise} {
+			for _, c := range []kernelclass.Category{kernelclass.GEMM, kernelclass.Attention, kernelclass.Elementwise} {
 				g.launch(1, at, k(c, 0, 13, at+10, at+100))
 				at += 200
 			}
 			at += 50_000
 		}
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: "periodic"})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "periodic"}})
 		if m := devReport(t, rep, 0).Method; m != MethodPeriodic {
 			t.Fatalf("method %v, want periodic", m)
 		}
@@ -603,7 +604,7 @@ func TestAccountingEdges(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			at := nsys.Time(i * 10_000)
 			g.graphExec(1, at, 0, 7, at+100, at+5000)
-			g.launch(1, at+50, k(AllReduce, 0, 13, at+1000, at+2000))
+			g.launch(1, at+50, k(kernelclass.AllReduce, 0, 13, at+1000, at+2000))
 		}
 		tr := g.trace()
 		rep := mustSummarize(t, tr, Options{})
@@ -613,7 +614,7 @@ func TestAccountingEdges(t *testing.T) {
 		}
 		checkInvariants(t, tr, rep, Options{})
 		for _, s := range d.Steps {
-			if s.Launches != 2 || s.Exclusive[AllReduce] != 1000 || s.Exclusive[Other] != 3900 {
+			if s.Launches != 2 || s.Exclusive[kernelclass.AllReduce] != 1000 || s.Exclusive[kernelclass.Other] != 3900 {
 				t.Errorf("step %d: launches %d, exclusive %v", s.Index, s.Launches, s.Exclusive)
 			}
 		}

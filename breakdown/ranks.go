@@ -4,22 +4,21 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// This file holds the two views of a trace's limits: the rank view (collective kernels
-// matched across the devices of one trace, split into time spent waiting for the last rank
-// to arrive and time spent transferring) and the speed-of-light view (the measured step
-// against a floor the user gives, or that a byte count and a memory bandwidth give).
+// This file holds the rank view of a trace's limits: collective kernels matched across the
+// devices of one trace, split into time spent waiting for the last rank to arrive and time
+// spent transferring. sol.go holds the other view, the speed of light.
 
 // A RankReport compares the devices (ranks) of a multi-GPU trace. Each device's steps of
-// the summarised phase (after --skip) are aligned across devices, by index when every
+// the summarised phase (after Options.Skip) are aligned across devices, by index when every
 // device has the same number of them, else by time overlap. Within an aligned step, the
 // k-th collective kernel (category allreduce or collective) of one operation on each
 // device is one matched call: the ranks arrive at it (start their kernel) at different
@@ -71,11 +70,11 @@ type RankDevice struct {
 }
 
 // Comm returns the totals of category c (AllReduce or Collective); nil for other categories.
-func (d *RankDevice) Comm(c Category) *RankComm {
+func (d *RankDevice) Comm(c kernelclass.Category) *RankComm {
 	switch c {
-	case AllReduce:
+	case kernelclass.AllReduce:
 		return &d.AllReduce
-	case Collective:
+	case kernelclass.Collective:
 		return &d.Collective
 	}
 	return nil
@@ -107,7 +106,7 @@ type RankStep struct {
 type CollectiveCall struct {
 	Step     int    // index into RankReport.Steps
 	Op       string // the NCCL operation (AllReduce, Broadcast, ...) when the name decodes, else the kernel name family (Normalize)
-	Category Category
+	Category kernelclass.Category
 	Seq      int       // the call is the Seq-th (from 0) of its operation in the step on every rank
 	Arrivals []Arrival // one per rank, in RankReport.Devices order
 	Last     int       // the rank that arrived last (the latest start; ties go to the first)
@@ -129,7 +128,7 @@ type Arrival struct {
 type collRef struct {
 	kernel int
 	op     string
-	cat    Category
+	cat    kernelclass.Category
 }
 
 // rankReport matches the collective kernels of the report's devices across ranks; nil with
@@ -142,31 +141,10 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 	rr := &RankReport{Straggler: -1, AlignedBy: "index"}
 	sel := make([][]Step, n)
 	for d := range rep.Devices {
-		sel[d], _, _ = SelectSteps(rep.Devices[d].Steps, opt)
+		sel[d], _, _ = SelectSteps(rep.Devices[d].Steps, opt.Phase)
 	}
 	groups := alignSteps(rr, rep, sel)
-
-	// A kernel belongs to the step of its device that its start falls in (as in account);
-	// aligned maps each device's step positions (after --skip) to aligned steps, -1 for
-	// steps that are not aligned.
-	refs := make([][][]collRef, n) // per device, per aligned step
-	aligned := make([][]int, n)
-	for d := range rep.Devices {
-		dr := &rep.Devices[d]
-		refs[d] = make([][]collRef, len(groups))
-		aligned[d] = make([]int, len(dr.Steps))
-		byIndex := make(map[int]int, len(dr.Steps))
-		for i, s := range dr.Steps {
-			aligned[d][i] = -1
-			byIndex[s.Index] = i
-		}
-		for g, grp := range groups {
-			aligned[d][byIndex[grp[d].Index]] = g
-		}
-	}
-	if len(groups) > 0 {
-		collectRefs(t, tls[rep.Devices[0].Device], rep, aligned, refs)
-	}
+	refs := alignedRefs(t, tls, rep, groups)
 	// At most the fewest collectives any rank ran in each step are matched: room for them
 	// all at once, calls and their arrivals, instead of growing both call by call.
 	most := 0
@@ -191,41 +169,84 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 	}
 	spreads := make([]time.Duration, 0, len(groups))
 	for g, grp := range groups {
-		rs := RankStep{Steps: make([]int, n), Wall: make([]time.Duration, n), Wait: make([]time.Duration, n),
-			Transfer: make([]time.Duration, n), LastArrivals: make([]int, n)}
-		for d, s := range grp {
-			rs.Steps[d] = s.Index
-			rs.Wall[d] = s.Wall()
-		}
-		rs.Spread = slices.Max(rs.Wall) - slices.Min(rs.Wall)
+		rs := rankStep(t, rr, g, grp, refs, &arrivals)
 		spreads = append(spreads, rs.Spread)
-		first := len(rr.Calls)
-		rr.Unmatched += matchStep(t, rr, g, refs, n, &arrivals)
-		calls := rr.Calls[first:]
-		for i := range calls {
-			c := &calls[i]
-			rs.Calls++
-			rs.LastArrivals[c.Last]++
-			for d, a := range c.Arrivals {
-				rs.Wait[d] += a.Wait
-				rs.Transfer[d] += a.Transfer
-				rd := &rr.Devices[d]
-				rd.CollectivesMatched++
-				rd.Wait += a.Wait
-				rd.Transfer += a.Transfer
-				rd.WaitFor[c.Last] += a.Wait
-				if cm := rd.Comm(c.Category); cm != nil {
-					cm.Calls++
-					cm.Time += a.Wait + a.Transfer
-					cm.Wait += a.Wait
-					cm.Transfer += a.Transfer
-					cm.WaitFor[c.Last] += a.Wait
-				}
-			}
-			rr.Devices[c.Last].LastArrivals++
-		}
 		rr.Steps = append(rr.Steps, rs)
 	}
+	finishRanks(rr, groups, spreads)
+	return rr
+}
+
+// alignedRefs returns the collective kernels of each device's aligned steps (per device,
+// per aligned step). A kernel belongs to the step of its device that its start falls in
+// (as in account).
+func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, groups [][]Step) [][][]collRef {
+	n := len(rep.Devices)
+	// aligned maps each device's step positions (after Options.Skip) to aligned steps, -1 for
+	// steps that are not aligned.
+	refs := make([][][]collRef, n) // per device, per aligned step
+	aligned := make([][]int, n)
+	for d := range rep.Devices {
+		dr := &rep.Devices[d]
+		refs[d] = make([][]collRef, len(groups))
+		aligned[d] = make([]int, len(dr.Steps))
+		byIndex := make(map[int]int, len(dr.Steps))
+		for i, s := range dr.Steps {
+			aligned[d][i] = -1
+			byIndex[s.Index] = i
+		}
+		for g, grp := range groups {
+			aligned[d][byIndex[grp[d].Index]] = g
+		}
+	}
+	if len(groups) > 0 {
+		collectRefs(t, tls[rep.Devices[0].Device], rep, aligned, refs)
+	}
+	return refs
+}
+
+// rankStep matches the collectives of aligned step g (grp: its step on each device) and
+// adds their wait and transfer time to the step and to the devices.
+func rankStep(t *nsys.Trace, rr *RankReport, g int, grp []Step, refs [][][]collRef, arrivals *[]Arrival) RankStep {
+	n := len(grp)
+	rs := RankStep{Steps: make([]int, n), Wall: make([]time.Duration, n), Wait: make([]time.Duration, n),
+		Transfer: make([]time.Duration, n), LastArrivals: make([]int, n)}
+	for d, s := range grp {
+		rs.Steps[d] = s.Index
+		rs.Wall[d] = s.Wall()
+	}
+	rs.Spread = slices.Max(rs.Wall) - slices.Min(rs.Wall)
+	first := len(rr.Calls)
+	rr.Unmatched += matchStep(t, rr, g, refs, n, arrivals)
+	calls := rr.Calls[first:]
+	for i := range calls {
+		c := &calls[i]
+		rs.Calls++
+		rs.LastArrivals[c.Last]++
+		for d, a := range c.Arrivals {
+			rs.Wait[d] += a.Wait
+			rs.Transfer[d] += a.Transfer
+			rd := &rr.Devices[d]
+			rd.CollectivesMatched++
+			rd.Wait += a.Wait
+			rd.Transfer += a.Transfer
+			rd.WaitFor[c.Last] += a.Wait
+			if cm := rd.Comm(c.Category); cm != nil {
+				cm.Calls++
+				cm.Time += a.Wait + a.Transfer
+				cm.Wait += a.Wait
+				cm.Transfer += a.Transfer
+				cm.WaitFor[c.Last] += a.Wait
+			}
+		}
+		rr.Devices[c.Last].LastArrivals++
+	}
+	return rs
+}
+
+// finishRanks fills the per-device medians, the spread quantiles, the straggler and the
+// unmatched warning once every aligned step is matched.
+func finishRanks(rr *RankReport, groups [][]Step, spreads []time.Duration) {
 	walls := make([]time.Duration, len(groups))
 	for d := range rr.Devices {
 		for g, grp := range groups {
@@ -244,7 +265,6 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 		rr.Warnings = append(rr.Warnings, fmt.Errorf("ranks: %d collective kernel%s not present on every device left unmatched",
 			rr.Unmatched, pluralS(rr.Unmatched)))
 	}
-	return rr
 }
 
 // collectRefs finds the collective kernels of every device's aligned steps, in one pass over
@@ -256,8 +276,8 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 			return s
 		}
 		name := t.Names[id]
-		s := Normalize(name)
-		if nk, ok := DecodeNCCL(name); ok {
+		s := kernelclass.Normalize(name)
+		if nk, ok := kernelclass.DecodeNCCL(name); ok {
 			s = nk.Op
 		}
 		ops[id] = s
@@ -273,7 +293,7 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 				cat = c
 			}
 		}
-		if cat != AllReduce && cat != Collective {
+		if cat != kernelclass.AllReduce && cat != kernelclass.Collective {
 			continue
 		}
 		d := slices.IndexFunc(rep.Devices, func(dr DeviceReport) bool { return dr.Device == st.Device })
@@ -447,114 +467,4 @@ func pluralS(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// A SOL compares a device's measured step with a speed-of-light floor: the shortest step
-// the hardware allows, as the user states it (Options.SOLStep) or as bytes that every step
-// must move through memory over the memory bandwidth (Options.SOLBytes, Options.Bandwidth
-// or the GPU's datasheet bandwidth).
-type SOL struct {
-	Floor time.Duration
-	// Bytes and Bandwidth (bytes per second) give Floor = Bytes / Bandwidth; both are 0
-	// when the floor was given as a step time.
-	Bytes     int64
-	Bandwidth float64
-	// Source names where the floor or the bandwidth came from: "--sol-step",
-	// "--bandwidth", or the datasheet assumption, e.g. "H200 datasheet HBM3e bandwidth".
-	Source string
-	// Measured is the median step of the summarised phase (DeviceReport.Summary.Median);
-	// 0 when there is no step, and then the ratios below are 0 too.
-	Measured   time.Duration
-	Ratio      float64 // Measured / Floor
-	Efficiency float64 // Floor / Measured
-	// TokensPerSec is per sequence (one token per decode step: 1 / Measured);
-	// TotalTokensPerSec is Batch / Measured, 0 when Batch is not given.
-	TokensPerSec      float64
-	Batch             int
-	TotalTokensPerSec float64
-}
-
-// ErrNoBandwidth is wrapped by the error Summarize returns when Options.SOLBytes is set
-// without Options.Bandwidth and a device's GPU is not in the datasheet table.
-var ErrNoBandwidth = errors.New("memory bandwidth unknown")
-
-// A datasheetGPU is a GPU whose memory bandwidth the datasheet gives.
-type datasheetGPU struct {
-	match     *regexp.Regexp // on nsys.Device.Name, e.g. "NVIDIA H200"
-	name, mem string
-	bandwidth float64 // bytes per second
-}
-
-// datasheetGPUs lists datasheet memory bandwidths, matched on the device name. Word
-// boundaries keep GH200 and GB200 (other bandwidths) out of H200 and B200; the H100 NVL
-// (3.9 TB/s) and other H100 variants match neither H100 row.
-var datasheetGPUs = []datasheetGPU{
-	{regexp.MustCompile(`(?i)\bH100\b.*\bPCIe\b`), "H100 PCIe", "HBM2e", 2.0e12},
-	{regexp.MustCompile(`(?i)\bH100\b.*\b(SXM\d?|HBM3)\b`), "H100 SXM", "HBM3", 3.35e12},
-	{regexp.MustCompile(`(?i)\bH200\b`), "H200", "HBM3e", 4.8e12},
-	{regexp.MustCompile(`(?i)\bB200\b`), "B200", "HBM3e", 8.0e12},
-	{regexp.MustCompile(`(?i)\bRTX PRO 6000 Blackwell\b`), "RTX PRO 6000 Blackwell", "GDDR7", 1.792e12},
-}
-
-// DatasheetBandwidth returns the datasheet memory bandwidth (bytes per second) of a GPU
-// by its device name (nsys.Device.Name, e.g. "NVIDIA H200"), and the assumption it makes in
-// words ("H200 datasheet HBM3e bandwidth"). ok is false for a GPU not in the table: H100
-// SXM 3.35 TB/s, H100 PCIe 2.0 TB/s, H200 4.8 TB/s, B200 8.0 TB/s, RTX PRO 6000
-// Blackwell 1.792 TB/s.
-func DatasheetBandwidth(gpu string) (bytesPerSec float64, assumption string, ok bool) {
-	for _, g := range datasheetGPUs {
-		if g.match.MatchString(gpu) {
-			return g.bandwidth, g.name + " datasheet " + g.mem + " bandwidth", true
-		}
-	}
-	return 0, "", false
-}
-
-// checkSOL checks the speed-of-light options (not the trace).
-func checkSOL(opt Options) error {
-	switch {
-	case opt.SOLStep < 0 || opt.SOLBytes < 0 || opt.Bandwidth < 0 || opt.Batch < 0:
-		return errors.New("speed of light: --sol-step, --sol-bytes, --bandwidth and --batch must not be negative")
-	case math.IsNaN(opt.Bandwidth) || math.IsInf(opt.Bandwidth, 0):
-		return errors.New("speed of light: --bandwidth must be a finite number")
-	case opt.SOLStep > 0 && opt.SOLBytes > 0:
-		return errors.New("speed of light: give --sol-step or --sol-bytes, not both")
-	}
-	return nil
-}
-
-// deviceSOL computes the speed-of-light view of one device; nil without a floor.
-func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
-	s := &SOL{Batch: opt.Batch}
-	switch {
-	case opt.SOLStep > 0:
-		s.Floor, s.Source = opt.SOLStep, "--sol-step"
-	case opt.SOLBytes > 0:
-		s.Bytes, s.Bandwidth, s.Source = opt.SOLBytes, opt.Bandwidth, "--bandwidth"
-		if s.Bandwidth == 0 {
-			bw, what, ok := DatasheetBandwidth(dr.GPU)
-			if !ok {
-				gpu := dr.GPU
-				if gpu == "" {
-					gpu = "name not in the export"
-				}
-				return nil, fmt.Errorf("--sol-bytes: %w: device %d (%s) is not in the datasheet table (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell); give --bandwidth GB/s",
-					ErrNoBandwidth, dr.Device, gpu)
-			}
-			s.Bandwidth, s.Source = bw, what
-		}
-		s.Floor = time.Duration(math.Round(float64(s.Bytes) / s.Bandwidth * 1e9))
-	default:
-		return nil, nil
-	}
-	s.Measured = dr.Summary.Median
-	if s.Measured > 0 && s.Floor > 0 {
-		s.Ratio = float64(s.Measured) / float64(s.Floor)
-		s.Efficiency = float64(s.Floor) / float64(s.Measured)
-	}
-	if s.Measured > 0 {
-		s.TokensPerSec = 1e9 / float64(s.Measured)
-		s.TotalTokensPerSec = float64(s.Batch) * s.TokensPerSec
-	}
-	return s, nil
 }

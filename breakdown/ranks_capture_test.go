@@ -8,6 +8,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // waitShare runs the rank analysis on a 2-GPU capture and checks, for every matched
@@ -52,7 +54,7 @@ func waitShare(t *testing.T, name string) (float64, int) {
 	for g, st := range rr.Steps {
 		for d := range rr.Devices {
 			s := rep.Devices[d].Steps[st.Steps[d]]
-			comm := s.Busy[breakdown.AllReduce] + s.Busy[breakdown.Collective]
+			comm := s.Busy[kernelclass.AllReduce] + s.Busy[kernelclass.Collective]
 			if perStep[g][d] != comm || st.Wait[d]+st.Transfer[d] != comm {
 				t.Errorf("%s: step %d rank %d: matched %v, wait+transfer %v, collective kernels %v",
 					name, g, d, perStep[g][d], st.Wait[d]+st.Transfer[d], comm)

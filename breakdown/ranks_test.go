@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Multi-rank timelines built so that the arrivals, the waits and the straggler of every
@@ -393,7 +395,7 @@ func TestRanksEight(t *testing.T) {
 		t.Errorf("rank 0: %d collective and %d all-reduce calls, want 3 and 27", rd.Collective.Calls, rd.AllReduce.Calls)
 	}
 	for _, c := range rr.Calls {
-		if (c.Op == "AllGather") != (c.Category == Collective) || (c.Op != "AllGather" && c.Op != "AllReduce") {
+		if (c.Op == "AllGather") != (c.Category == kernelclass.Collective) || (c.Op != "AllGather" && c.Op != "AllReduce") {
 			t.Errorf("call op %q category %v", c.Op, c.Category)
 		}
 	}
@@ -474,7 +476,7 @@ func TestRanksWaitClipped(t *testing.T) {
 	if a[0].Wait != 100 || a[0].Transfer != 0 || a[1].Wait != 0 || a[1].Transfer != 150 || rr.Calls[0].Last != 1 {
 		t.Errorf("arrivals %+v", a)
 	}
-	if rr.Calls[0].Op != Normalize(rkCustomAR) || rr.Calls[0].Category != AllReduce {
+	if rr.Calls[0].Op != kernelclass.Normalize(rkCustomAR) || rr.Calls[0].Category != kernelclass.AllReduce {
 		t.Errorf("op %q category %v", rr.Calls[0].Op, rr.Calls[0].Category)
 	}
 }
@@ -579,8 +581,8 @@ func TestSOL(t *testing.T) {
 		t.Fatal("no SOL")
 	}
 	// 34.2 GB / 4.8 TB/s = 7.125 ms.
-	if s.Floor != 7_125_000*time.Nanosecond || s.Bandwidth != 4.8e12 || s.Source != "H200 datasheet HBM3e bandwidth" || s.Bytes != 34_200_000_000 {
-		t.Errorf("floor %v bandwidth %g source %q", s.Floor, s.Bandwidth, s.Source)
+	if s.Floor != 7_125_000*time.Nanosecond || s.Bandwidth != 4.8e12 || s.Source != SourceDatasheet || s.Datasheet != "H200 datasheet HBM3e bandwidth" || s.Bytes != 34_200_000_000 {
+		t.Errorf("floor %v bandwidth %g source %v %q", s.Floor, s.Bandwidth, s.Source, s.Datasheet)
 	}
 	m := rep.Devices[0].Summary.Median
 	if s.Measured != m || math.Abs(s.Ratio-float64(m)/7.125e6) > 1e-12 || math.Abs(s.Efficiency-7.125e6/float64(m)) > 1e-12 {
@@ -592,34 +594,29 @@ func TestSOL(t *testing.T) {
 
 	rep = rkSummarize(t, tr, Options{SOLBytes: 16 << 30, Bandwidth: 3.35e12})
 	s = rep.Devices[1].SOL
-	if want := time.Duration(math.Round(float64(16<<30) / 3.35e12 * 1e9)); s.Floor != want || s.Source != "--bandwidth" {
-		t.Errorf("floor %v source %q, want %v --bandwidth", s.Floor, s.Source, want)
+	if want := time.Duration(math.Round(float64(16<<30) / 3.35e12 * 1e9)); s.Floor != want || s.Source != SourceBandwidth {
+		t.Errorf("floor %v source %v, want %v, the bandwidth given", s.Floor, s.Source, want)
 	}
 	rep = rkSummarize(t, tr, Options{SOLStep: 7130 * time.Microsecond})
-	if s = rep.Devices[0].SOL; s.Floor != 7130*time.Microsecond || s.Source != "--sol-step" || s.Bytes != 0 || s.TotalTokensPerSec != 0 {
+	if s = rep.Devices[0].SOL; s.Floor != 7130*time.Microsecond || s.Source != SourceStep || s.Bytes != 0 || s.TotalTokensPerSec != 0 {
 		t.Errorf("--sol-step: %+v", s)
 	}
 	if rep = rkSummarize(t, tr, Options{}); rep.Devices[0].SOL != nil {
 		t.Errorf("SOL without a floor: %+v", rep.Devices[0].SOL)
 	}
 
-	// An unknown GPU without --bandwidth is an error wrapping ErrNoBandwidth, passed
-	// through UsageError.
+	// An unknown GPU without a bandwidth is an OptionError for SOLBytes wrapping
+	// ErrNoBandwidth.
 	tr.Devices[1].Name = "NVIDIA GeForce RTX 3090"
 	_, err := Summarize(tr, Options{SOLBytes: 1e9})
 	if !errors.Is(err, ErrNoBandwidth) || !strings.Contains(err.Error(), "device 1 (NVIDIA GeForce RTX 3090)") {
 		t.Errorf("unknown GPU: %v", err)
 	}
-	_, err = Summarize(tr, Options{SOLBytes: 1e9, UsageError: func(e error) error { return rkUsage{e} }})
-	if _, ok := err.(rkUsage); !ok || !errors.Is(err, ErrNoBandwidth) {
-		t.Errorf("UsageError not applied: %T %v", err, err)
+	var oe *OptionError
+	if !errors.As(err, &oe) || oe.Option != OptSOLBytes {
+		t.Errorf("unknown GPU: %T %v, want an OptionError for SOLBytes", err, err)
 	}
-	if _, err := Summarize(tr, Options{SOLBytes: 1e9, SOLStep: time.Millisecond}); err == nil {
-		t.Error("--sol-step with --sol-bytes: no error")
+	if _, err := Summarize(tr, Options{SOLBytes: 1e9, SOLStep: time.Millisecond}); !errors.As(err, &oe) {
+		t.Errorf("SOLStep with SOLBytes: error %v, want an OptionError", err)
 	}
 }
-
-type rkUsage struct{ err error }
-
-func (u rkUsage) Error() string { return u.err.Error() }
-func (u rkUsage) Unwrap() error { return u.err }

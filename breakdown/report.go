@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Phase says whether a step processed prompts (prefill) or generated tokens (decode).
@@ -112,20 +114,20 @@ func (g *Gaps) add(o *Gaps) {
 
 // A Step is one step on one device: a wall-clock window [Start, End).
 type Step struct {
-	Index      int // position among all steps found on the device, before --skip
+	Index      int // position among all steps found on the device, before Options.Skip
 	Phase      Phase
 	Label      string // the NVTX text that defined the step, if any
 	Start, End nsys.Time
 	// Exclusive time per category. These never overlap: at each instant the running
 	// activity with the highest-priority category owns it, and instants with no activity
 	// count as Idle. They always sum to End-Start.
-	Exclusive [NumCategories]time.Duration
+	Exclusive [kernelclass.NumCategories]time.Duration
 	// Busy is the summed activity time per category inside the window; it may exceed the
 	// step's wall time when streams overlap. Busy[Idle] equals Exclusive[Idle].
-	Busy [NumCategories]time.Duration
+	Busy [kernelclass.NumCategories]time.Duration
 	// Kernels counts activities that start in the step, per category (memory operations
 	// count under Memory).
-	Kernels [NumCategories]int
+	Kernels [kernelclass.NumCategories]int
 	// Launches counts host launches whose work starts in the step: each kernel launched
 	// by the host counts once, and a CUDA graph launch counts once however many kernels it ran.
 	Launches int
@@ -139,7 +141,7 @@ func (s *Step) Wall() time.Duration { return s.End.Sub(s.Start) }
 func (s *Step) TotalKernels() int {
 	n := 0
 	for c, k := range s.Kernels {
-		if Category(c) != Memory {
+		if kernelclass.Category(c) != kernelclass.Memory {
 			n += k
 		}
 	}
@@ -162,7 +164,7 @@ type Summary struct {
 	Median, P10    time.Duration
 	P90            time.Duration
 	Mean           time.Duration
-	Categories     [NumCategories]CategorySummary
+	Categories     [kernelclass.NumCategories]CategorySummary
 	LaunchesPerStp float64
 	KernelsPerStep float64
 	Gaps           Gaps // summed over the steps
@@ -175,7 +177,7 @@ type DeviceReport struct {
 	GPU          string
 	Method       Method
 	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"
-	Steps        []Step // after --skip
+	Steps        []Step // after Options.Skip
 	Skipped      int
 	Summary      Summary // over the phase chosen by Options.Phase
 	Warnings     []error
@@ -187,11 +189,11 @@ type DeviceReport struct {
 // KernelStat is one distinct kernel name over the whole trace (all devices).
 type KernelStat struct {
 	Name     string
-	Category Category
+	Category kernelclass.Category
 	Rule     string // the rule that matched; "" for Other
 	Count    int
 	Total    time.Duration
-	NCCL     *NCCLKernel // decoded NCCL name, nil for others
+	NCCL     *kernelclass.NCCLKernel // decoded NCCL name, nil for others
 }
 
 // A Report is the finished per-step breakdown of one trace.
@@ -209,39 +211,5 @@ type Report struct {
 // NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.
 type NVTXCategory struct {
 	Match    *regexp.Regexp
-	Category Category
-}
-
-// Options control Summarize.
-type Options struct {
-	Classifier *Classifier // nil: DefaultClassifier
-	// Steps selects the step detection method: "" or "auto" (try each in order), "nvtx",
-	// "nvtx:REGEX", "graph", "sync", "periodic" or "whole".
-	Steps string
-	// Skip drops the first Skip steps of each device (warm-up).
-	Skip int
-	// Device restricts the report to one device; nil means every device.
-	Device *nsys.DeviceID
-	// Phase is the phase summarised in DeviceReport.Summary; Unknown means every step.
-	Phase Phase
-	// AllPhases summarises every step instead of one phase.
-	AllPhases bool
-	// NVTXCategories override the classifier for kernels launched inside matching ranges.
-	NVTXCategories []NVTXCategory
-	// SOLStep is the expected minimum step time (the speed-of-light floor); 0 for none.
-	SOLStep time.Duration
-	// SOLBytes are the bytes every step must move through memory (weights, KV cache); the
-	// floor is SOLBytes / Bandwidth. Exclusive with SOLStep; 0 for none.
-	SOLBytes int64
-	// Bandwidth is the memory bandwidth in bytes per second for SOLBytes; 0 takes the
-	// device's datasheet bandwidth (DatasheetBandwidth), and a GPU not in that table is an
-	// error wrapping ErrNoBandwidth.
-	Bandwidth float64
-	// Batch is the number of sequences a decode step advances by one token each, for the
-	// total tokens/s of the speed-of-light view; 0 when unknown.
-	Batch int
-	// UsageError, when not nil, wraps errors that come from these options rather than from
-	// the trace (such as ErrNoBandwidth), so that a command line can report them as usage
-	// mistakes.
-	UsageError func(error) error
+	Category kernelclass.Category
 }

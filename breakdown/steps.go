@@ -410,14 +410,10 @@ func findPeriod(names []nsys.NameID) int {
 		count[x]++
 	}
 	// Candidates: for names seen 2..n/2 times, the median distance between occurrences.
-	type cand struct {
-		name nsys.NameID
-		c    int
-	}
-	var cs []cand
+	var cs []periodCand
 	for x, c := range count {
 		if c >= 2 && c <= n/2 {
-			cs = append(cs, cand{x, c})
+			cs = append(cs, periodCand{x, c})
 		}
 	}
 	sort.Slice(cs, func(i, j int) bool {
@@ -429,36 +425,7 @@ func findPeriod(names []nsys.NameID) int {
 	if len(cs) > 16 {
 		cs = cs[:16]
 	}
-	periods := map[int]bool{}
-	for _, c := range cs {
-		var pos []int
-		for i, x := range names {
-			if x == c.name {
-				pos = append(pos, i)
-			}
-		}
-		d := make([]int, 0, len(pos)-1)
-		for i := 1; i < len(pos); i++ {
-			d = append(d, pos[i]-pos[i-1])
-		}
-		sort.Ints(d)
-		periods[d[len(d)/2]] = true
-		// The period may be a multiple of a name's spacing (a name used once per layer).
-		periods[n/c.c] = true
-	}
-	// Exact periods of the whole sequence and of its later parts (past a prefill that differs).
-	for _, from := range []int{0, n / 4, n / 2} {
-		if p := kmpPeriod(names[from:]); p > 0 {
-			periods[p] = true
-		}
-	}
-	var ps []int
-	for p := range periods {
-		if p >= 1 && p <= n/2 {
-			ps = append(ps, p)
-		}
-	}
-	sort.Ints(ps)
+	ps := candidatePeriods(names, cs)
 	// A step's layers repeat too, so a layer's length also matches at most positions; but it
 	// fails at every step boundary, while the step's own period matches (almost) everywhere.
 	// Take the best match; among periods within 0.2% of it, the smallest (multiples of the
@@ -491,6 +458,50 @@ func findPeriod(names []nsys.NameID) int {
 	return 0
 }
 
+// periodCand is a name that occurs c times, whose spacing suggests a period.
+type periodCand struct {
+	name nsys.NameID
+	c    int
+}
+
+// candidatePeriods returns the candidate periods of names, ascending, from 1 to n/2: the
+// median spacing of each candidate name, n over its count, and the exact periods of the
+// sequence and of its later parts.
+func candidatePeriods(names []nsys.NameID, cs []periodCand) []int {
+	n := len(names)
+	periods := map[int]bool{}
+	for _, c := range cs {
+		var pos []int
+		for i, x := range names {
+			if x == c.name {
+				pos = append(pos, i)
+			}
+		}
+		d := make([]int, 0, len(pos)-1)
+		for i := 1; i < len(pos); i++ {
+			d = append(d, pos[i]-pos[i-1])
+		}
+		sort.Ints(d)
+		periods[d[len(d)/2]] = true
+		// The period may be a multiple of a name's spacing (a name used once per layer).
+		periods[n/c.c] = true
+	}
+	// Exact periods of the whole sequence and of its later parts (past a prefill that differs).
+	for _, from := range []int{0, n / 4, n / 2} {
+		if p := kmpPeriod(names[from:]); p > 0 {
+			periods[p] = true
+		}
+	}
+	var ps []int
+	for p := range periods {
+		if p >= 1 && p <= n/2 {
+			ps = append(ps, p)
+		}
+	}
+	sort.Ints(ps)
+	return ps
+}
+
 // kmpPeriod returns the smallest exact period of s when s repeats at least twice, else 0.
 func kmpPeriod(s []nsys.NameID) int {
 	n := len(s)
@@ -513,4 +524,70 @@ func kmpPeriod(s []nsys.NameID) int {
 		return p
 	}
 	return 0
+}
+
+// matchNVTX matches NVTX ranges to the GPU work of each device, for the methods that use
+// them (auto and nvtx); with method nvtx, no match at all is an error.
+func matchNVTX(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, method string, userRe *regexp.Regexp) (map[nsys.DeviceID]*detection, error) {
+	if method != "auto" && method != "nvtx" {
+		return nil, nil
+	}
+	nvtx := nvtxDetect(t, h, devs, userRe, tls)
+	if method == "nvtx" && len(nvtx) == 0 {
+		what := "no NVTX range of a known step dialect"
+		if userRe != nil {
+			what = fmt.Sprintf("no NVTX range matching /%s/", userRe)
+		}
+		return nil, &nsys.Error{Path: t.Path, Err: fmt.Errorf("%s launched GPU work", what)}
+	}
+	return nvtx, nil
+}
+
+// detectSteps finds the steps of one device with the method asked for, or in auto mode
+// the first of nvtx, graph, sync and periodic that finds any (nvtx: the device's NVTX
+// detection, if any). When none does, the whole trace is one step, with a warning.
+func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method string) (*detection, error) {
+	var det *detection
+	try := func(m string, f func() *detection) {
+		if det == nil && (method == "auto" || method == m) {
+			det = f()
+		}
+	}
+	try("nvtx", func() *detection {
+		// A single matching range in auto mode is a phase marker (warm-up, benchmark
+		// loop), not a step.
+		if nvtx != nil && (method == "nvtx" || len(nvtx.bounds) >= 2) {
+			return nvtx
+		}
+		return nil
+	})
+	try("graph", func() *detection { return graphDetect(h, tl) })
+	try("sync", func() *detection { return syncDetect(t, h, tl) })
+	try("periodic", func() *detection { return periodicDetect(tl) })
+	if det != nil {
+		return det, nil
+	}
+	var warn error
+	if method != "auto" && method != "whole" {
+		warn = &NoStepsWarning{Device: tl.dev, Method: method}
+	} else if method == "auto" {
+		warn = fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", tl.dev)
+	}
+	det = &detection{method: MethodWhole, detail: "whole trace"}
+	tl.each(func(a *activity) bool {
+		det.bounds = []boundary{{start: a.start}}
+		return false
+	})
+	return det, warn
+}
+
+// A NoStepsWarning says that the step method asked for (not auto) found no steps on a
+// device, so that the whole trace is one step.
+type NoStepsWarning struct {
+	Device nsys.DeviceID
+	Method string // the StepMethod's name
+}
+
+func (w *NoStepsWarning) Error() string {
+	return fmt.Sprintf("device %d: step method %s found no steps; the whole trace is one step", w.Device, w.Method)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // loop builds the host side of a serving loop: one thread launching kernels back to back
@@ -27,14 +29,14 @@ func newLoop(g *tgen, thread int64, dev nsys.DeviceID, at nsys.Time) *loop {
 }
 
 // next returns the next kernel slot on the GPU for a launch at l.h.
-func (l *loop) next(name string, cat Category) kspec {
+func (l *loop) next(name string, cat kernelclass.Category) kspec {
 	s := max(l.h+l.g.launchLat+200, l.gpu)
 	l.gpu = s + 1000
 	return kspec{Name: name, Cat: cat, Dev: l.dev, Stream: l.stream, Start: s, End: s + 1000}
 }
 
 // step launches kernels of the given categories and returns the first kernel's start.
-func (l *loop) step(cats ...Category) nsys.Time {
+func (l *loop) step(cats ...kernelclass.Category) nsys.Time {
 	first := nsys.Time(-1)
 	for _, c := range cats {
 		s := l.next("", c)
@@ -74,7 +76,7 @@ func (l *loop) readBack() {
 // idle lets the host do something else for d.
 func (l *loop) idle(d nsys.Time) { l.h += d }
 
-var decodeMix = []Category{Elementwise, GEMM, Attention, GEMM, Elementwise, GEMM, Sampling}
+var decodeMix = []kernelclass.Category{kernelclass.Elementwise, kernelclass.GEMM, kernelclass.Attention, kernelclass.GEMM, kernelclass.Elementwise, kernelclass.GEMM, kernelclass.Sampling}
 
 func TestNVTXDialects(t *testing.T) {
 	for _, tc := range []struct {
@@ -119,7 +121,7 @@ func TestNVTXDialects(t *testing.T) {
 				rs := l.h
 				cats := decodeMix
 				if strings.Contains(text, "decode_step 9") {
-					cats = []Category{Elementwise}
+					cats = []kernelclass.Category{kernelclass.Elementwise}
 				}
 				first := l.step(cats...)
 				if !strings.Contains(text, "decode_step 9") {
@@ -132,7 +134,7 @@ func TestNVTXDialects(t *testing.T) {
 				g.nvtx(1, l.h, l.h+100, fmt.Sprintf("schedule %d", i))
 				l.idle(20_000)
 			}
-			rep := mustSummarize(t, g.trace(), Options{Steps: tc.steps, AllPhases: true})
+			rep := mustSummarize(t, g.trace(), Options{Steps: mustParseSteps(t, tc.steps), Phase: AllSteps})
 			d := devReport(t, rep, 0)
 			if d.Method != MethodNVTX || d.MethodDetail != tc.detail {
 				t.Errorf("method %v (%q), want nvtx (%q)", d.Method, d.MethodDetail, tc.detail)
@@ -164,9 +166,9 @@ func TestNVTXNested(t *testing.T) {
 	var want []nsys.Time
 	for i := 0; i < 3; i++ {
 		rs := l.h
-		want = append(want, l.step(GEMM, Elementwise))
+		want = append(want, l.step(kernelclass.GEMM, kernelclass.Elementwise))
 		ns := l.h
-		l.step(Attention, Sampling)
+		l.step(kernelclass.Attention, kernelclass.Sampling)
 		g.nvtx(1, ns, l.h, "decode")
 		l.readBack()
 		g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
@@ -191,9 +193,9 @@ func TestNVTXThreadMapping(t *testing.T) {
 		rs := l.h
 		// Thread 2 launched a kernel a little earlier; it starts on stream 9 right at
 		// the range start, before any work of thread 1.
-		g.launch(2, rs-2000, k(AllReduce, 0, 9, rs+1, rs+4000))
+		g.launch(2, rs-2000, k(kernelclass.AllReduce, 0, 9, rs+1, rs+4000))
 		// A kernel of process 3000 with the correlation id of thread 1's next launch.
-		g.kernelCorr(g.procOf[3], g.corr+1, k(GEMM, 0, 11, rs+2, rs+3))
+		g.kernelCorr(g.procOf[3], g.corr+1, k(kernelclass.GEMM, 0, 11, rs+2, rs+3))
 		want = append(want, l.step(decodeMix...))
 		l.readBack()
 		g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
@@ -215,17 +217,17 @@ func TestNVTXCategoryThread(t *testing.T) {
 	g := newTGen(t)
 	l := newLoop(g, 1, 0, 1000)
 	for i := 0; i < 3; i++ {
-		l.step(GEMM)
+		l.step(kernelclass.GEMM)
 		rs := l.h
-		g.launch(2, rs, k(Elementwise, 0, 9, rs+100, rs+200)) // thread 2, same time
-		l.step(Elementwise, Sampling)                         // the router, as torch ops
+		g.launch(2, rs, k(kernelclass.Elementwise, 0, 9, rs+100, rs+200)) // thread 2, same time
+		l.step(kernelclass.Elementwise, kernelclass.Sampling)             // the router, as torch ops
 		g.nvtx(1, rs, l.h, "moe_route")
 		l.idle(100)
-		l.step(GEMM)
+		l.step(kernelclass.GEMM)
 		l.readBack()
 		l.idle(10_000)
 	}
-	over := []NVTXCategory{{Match: regexp.MustCompile(`^moe_route$`), Category: MoERouting}}
+	over := []NVTXCategory{{Match: regexp.MustCompile(`^moe_route$`), Category: kernelclass.MoERouting}}
 	tr := g.trace()
 	rep := mustSummarize(t, tr, Options{NVTXCategories: over})
 	d := devReport(t, rep, 0)
@@ -233,13 +235,13 @@ func TestNVTXCategoryThread(t *testing.T) {
 		t.Fatalf("method %v with %d steps, want sync with 3", d.Method, len(d.Steps))
 	}
 	for _, s := range d.Steps {
-		if s.Kernels[MoERouting] != 2 || s.Kernels[Elementwise] != 1 || s.Kernels[Sampling] != 0 || s.Kernels[GEMM] != 2 {
+		if s.Kernels[kernelclass.MoERouting] != 2 || s.Kernels[kernelclass.Elementwise] != 1 || s.Kernels[kernelclass.Sampling] != 0 || s.Kernels[kernelclass.GEMM] != 2 {
 			t.Errorf("step %d kernels %v, want 2 moe_routing, 1 elementwise (thread 2), 0 sampling, 2 gemm", s.Index, s.Kernels)
 		}
 	}
 	var routed int
 	for _, ks := range rep.Kernels {
-		if ks.Category == MoERouting {
+		if ks.Category == kernelclass.MoERouting {
 			routed += ks.Count
 			if ks.Rule != "nvtx-category" {
 				t.Errorf("kernel %s: rule %q, want nvtx-category", ks.Name, ks.Rule)
@@ -251,8 +253,8 @@ func TestNVTXCategoryThread(t *testing.T) {
 	}
 	// Without the option nothing is moe_routing.
 	for _, s := range devReport(t, mustSummarize(t, tr, Options{}), 0).Steps {
-		if s.Kernels[MoERouting] != 0 {
-			t.Errorf("step %d: %d moe_routing kernels without --nvtx-category", s.Index, s.Kernels[MoERouting])
+		if s.Kernels[kernelclass.MoERouting] != 0 {
+			t.Errorf("step %d: %d moe_routing kernels without --nvtx-category", s.Index, s.Kernels[kernelclass.MoERouting])
 		}
 	}
 }
@@ -263,7 +265,7 @@ func TestNVTXCategoryThread(t *testing.T) {
 func TestGraphSteps(t *testing.T) {
 	g := newTGen(t)
 	l := newLoop(g, 1, 0, 1000)
-	want := []nsys.Time{l.named(catKernel[GEMM], "flash_fwd_kernel", catKernel[Elementwise], catKernel[GEMM], catKernel[Sampling])} // eager prefill
+	want := []nsys.Time{l.named(catKernel[kernelclass.GEMM], "flash_fwd_kernel", catKernel[kernelclass.Elementwise], catKernel[kernelclass.GEMM], catKernel[kernelclass.Sampling])} // eager prefill
 	l.readBack()
 	for i := 0; i < 4; i++ {
 		var ks []kspec
@@ -273,11 +275,11 @@ func TestGraphSteps(t *testing.T) {
 		g.graphLaunch(1, l.h, ks...)
 		want = append(want, ks[0].Start)
 		l.h += g.launchLat
-		l.step(Elementwise) // one eager kernel after the graph
+		l.step(kernelclass.Elementwise) // one eager kernel after the graph
 		l.readBack()
 		l.idle(5_000)
 	}
-	d := devReport(t, mustSummarize(t, g.trace(), Options{AllPhases: true}), 0)
+	d := devReport(t, mustSummarize(t, g.trace(), Options{Phase: AllSteps}), 0)
 	if d.Method != MethodGraph || d.MethodDetail != "4 CUDA graph launches" {
 		t.Fatalf("method %v (%q), want graph (4 CUDA graph launches)", d.Method, d.MethodDetail)
 	}
@@ -288,9 +290,9 @@ func TestGraphSteps(t *testing.T) {
 		t.Errorf("eager step: %d launches, want 5", d.Steps[0].Launches)
 	}
 	for _, s := range d.Steps[1:] {
-		if s.Launches != 2 || s.TotalKernels() != len(decodeMix)+1 || s.Kernels[Memory] != 1 {
+		if s.Launches != 2 || s.TotalKernels() != len(decodeMix)+1 || s.Kernels[kernelclass.Memory] != 1 {
 			t.Errorf("step %d: %d launches, %d kernels, %d copies; want 2, %d, 1", s.Index, s.Launches, s.TotalKernels(),
-				s.Kernels[Memory], len(decodeMix)+1)
+				s.Kernels[kernelclass.Memory], len(decodeMix)+1)
 		}
 	}
 	if got := phases(d.Steps); !slices.Equal(got, []string{"prefill", "decode", "decode", "decode", "decode"}) {
@@ -352,8 +354,8 @@ func TestSyncSteps(t *testing.T) {
 			t.Errorf("method %v, starts %v; want sync, %v", d.Method, starts(d.Steps), want)
 		}
 		for _, s := range d.Steps {
-			if s.TotalKernels() != len(decodeMix) || s.Kernels[Memory] != 1 || s.Launches != len(decodeMix) {
-				t.Errorf("step %d: %d kernels, %d copies, %d launches", s.Index, s.TotalKernels(), s.Kernels[Memory], s.Launches)
+			if s.TotalKernels() != len(decodeMix) || s.Kernels[kernelclass.Memory] != 1 || s.Launches != len(decodeMix) {
+				t.Errorf("step %d: %d kernels, %d copies, %d launches", s.Index, s.TotalKernels(), s.Kernels[kernelclass.Memory], s.Launches)
 			}
 		}
 	})
@@ -363,7 +365,7 @@ func TestSyncSteps(t *testing.T) {
 		g := newTGen(t)
 		l := newLoop(g, 1, 0, 1000)
 		for i := 0; i < 3; i++ {
-			l.step(GEMM)
+			l.step(kernelclass.GEMM)
 			for j := 0; j < 3; j++ {
 				s := max(l.h+g.launchLat, l.gpu)
 				g.memcpy(1, l.h, l.h+g.launchLat, nsys.MemcpyDtoH, 0, 7, s, s+100)
@@ -409,24 +411,24 @@ func TestPeriodicSteps(t *testing.T) {
 func TestWholeStep(t *testing.T) {
 	g := newTGen(t)
 	l := newLoop(g, 1, 0, 1000)
-	first := l.step(GEMM, Attention, Elementwise)
+	first := l.step(kernelclass.GEMM, kernelclass.Attention, kernelclass.Elementwise)
 	l.idle(100_000)
-	l.step(Sampling)
+	l.step(kernelclass.Sampling)
 	tr := g.trace()
 	for _, tc := range []struct {
 		steps, warning string
 	}{
 		{"", "device 0: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step"},
 		{"auto", "device 0: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step"},
-		{"graph", "device 0: --steps graph found no steps; the whole trace is one step"},
-		{"sync", "device 0: --steps sync found no steps; the whole trace is one step"},
-		{"periodic", "device 0: --steps periodic found no steps; the whole trace is one step"},
+		{"graph", "device 0: step method graph found no steps; the whole trace is one step"},
+		{"sync", "device 0: step method sync found no steps; the whole trace is one step"},
+		{"periodic", "device 0: step method periodic found no steps; the whole trace is one step"},
 		{"whole", ""},
 	} {
 		// The one step has no phase, so every report also says that the decode summary
 		// covers all steps.
 		const noDecode = "device 0: no decode steps; summarising all 1 steps"
-		rep := mustSummarize(t, tr, Options{Steps: tc.steps})
+		rep := mustSummarize(t, tr, Options{Steps: mustParseSteps(t, tc.steps)})
 		d := devReport(t, rep, 0)
 		if d.Method != MethodWhole || len(d.Steps) != 1 || d.Steps[0].Start != first || d.Steps[0].TotalKernels() != 4 {
 			t.Errorf("--steps %q: method %v, %d steps", tc.steps, d.Method, len(d.Steps))
@@ -459,18 +461,25 @@ func TestStepsOption(t *testing.T) {
 	}
 	tr := g.trace()
 	for _, tc := range []struct{ steps, err string }{
-		{"bogus", `--steps: unknown method "bogus"`},
-		{"nvtx:(", "--steps: bad regular expression"},
+		{"bogus", `Steps: unknown method "bogus"`},
+		{"nvtx:(", "Steps: bad regular expression"},
 		{"nvtx", "no NVTX range of a known step dialect launched GPU work"},
 		{"nvtx:^decode", "no NVTX range matching /^decode/ launched GPU work"},
 	} {
-		_, err := Summarize(tr, Options{Steps: tc.steps})
+		m, err := ParseStepMethod(tc.steps)
+		var oe *OptionError
+		if err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps) {
+			t.Errorf("%s: error %v, want an OptionError for OptSteps", tc.steps, err)
+		}
+		if err == nil {
+			_, err = Summarize(tr, Options{Steps: m})
+		}
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("--steps %s: error %v, want %q", tc.steps, err, tc.err)
 		}
 	}
 	// A user regex matching the ranges works, and auto mode finds the read-backs.
-	if d := devReport(t, mustSummarize(t, tr, Options{Steps: "nvtx:^forward$"}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
+	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
 		t.Errorf("nvtx:^forward$: method %v, %d steps", d.Method, len(d.Steps))
 	}
 	if d := devReport(t, mustSummarize(t, tr, Options{}), 0); d.Method != MethodSync || len(d.Steps) != 3 {
@@ -494,7 +503,7 @@ func TestNVTXSingleRangeAuto(t *testing.T) {
 		t.Errorf("method %v with %d steps, want sync with 4", d.Method, len(d.Steps))
 	}
 	// Asked for explicitly, the one range is the step.
-	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: "nvtx"}), 0)
+	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "nvtx"}}), 0)
 	if d.Method != MethodNVTX || len(d.Steps) != 1 || d.Steps[0].Phase != Decode {
 		t.Errorf("--steps nvtx: method %v with %d steps", d.Method, len(d.Steps))
 	}
@@ -688,7 +697,7 @@ func TestNVTXRanks(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			rs := l.h
 			want[dev] = append(want[dev], l.step(decodeMix...))
-			l.step(AllReduce)
+			l.step(kernelclass.AllReduce)
 			l.readBack()
 			g.nvtx(thread, rs, l.h, fmt.Sprintf("decode_step %d", i))
 			l.idle(nsys.Time(10_000 + 3_000*rank))
@@ -702,10 +711,20 @@ func TestNVTXRanks(t *testing.T) {
 			t.Errorf("device %d: method %v, starts %v; want nvtx, %v", dev, d.Method, starts(d.Steps), w)
 		}
 		for _, s := range d.Steps {
-			if s.TotalKernels() != len(decodeMix)+1 || s.Launches != len(decodeMix)+1 || s.Kernels[AllReduce] != 1 {
+			if s.TotalKernels() != len(decodeMix)+1 || s.Launches != len(decodeMix)+1 || s.Kernels[kernelclass.AllReduce] != 1 {
 				t.Errorf("device %d step %d: %d kernels, %d launches", dev, s.Index, s.TotalKernels(), s.Launches)
 			}
 		}
 	}
 	checkInvariants(t, tr, rep, Options{})
+}
+
+// mustParseSteps parses a step method (ParseStepMethod).
+func mustParseSteps(t testing.TB, s string) StepMethod {
+	t.Helper()
+	m, err := ParseStepMethod(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

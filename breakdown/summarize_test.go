@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // TestGapSizes checks that idle gaps land in the four size classes, with the class
@@ -15,7 +17,7 @@ func TestGapSizes(t *testing.T) {
 	want := [NumGapSizes]int{2, 3, 3, 2}
 	g := newTGen(t)
 	at := nsys.Time(1000)
-	g.launch(1, 0, k(GEMM, 0, 7, at, at+1000))
+	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, at, at+1000))
 	at += 1000
 	var total time.Duration
 	var wantNS [NumGapSizes]time.Duration
@@ -23,17 +25,17 @@ func TestGapSizes(t *testing.T) {
 		at += gap
 		total += time.Duration(gap)
 		wantNS[gapSizeOf(time.Duration(gap))] += time.Duration(gap)
-		g.launch(1, at-100, k(Elementwise, 0, 7, at, at+1000))
+		g.launch(1, at-100, k(kernelclass.Elementwise, 0, 7, at, at+1000))
 		at += 1000
 	}
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Gaps.Count != len(gaps) || s.Gaps.Total != total || s.Gaps.Sizes != want || s.Gaps.SizeNS != wantNS {
 		t.Errorf("gaps %+v, want %d gaps, total %v, sizes %v, size ns %v", s.Gaps, len(gaps), total, want, wantNS)
 	}
-	if s.Exclusive[Idle] != total {
-		t.Errorf("idle %v, want %v", s.Exclusive[Idle], total)
+	if s.Exclusive[kernelclass.Idle] != total {
+		t.Errorf("idle %v, want %v", s.Exclusive[kernelclass.Idle], total)
 	}
 	checkInvariants(t, tr, rep, Options{})
 }
@@ -52,7 +54,7 @@ func TestGapHost(t *testing.T) {
 	}
 	for i := 0; i <= 7; i++ {
 		s := nsys.Time(11000 * i)
-		g.kernel(k(GEMM, 0, 7, s, s+1000))
+		g.kernel(k(kernelclass.GEMM, 0, 7, s, s+1000))
 	}
 	s0, e0 := gap(0)
 	g.sync(1, s0-500, e0+500) // 0: synchronizing
@@ -70,7 +72,7 @@ func TestGapHost(t *testing.T) {
 	s6, e6 := gap(6)
 	g.sync(9, s6, e6) // 6: another process: nothing
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	st := devReport(t, rep, 0).Steps[0]
 	var want [NumHostActivities]time.Duration
 	want[HostSync] = 10_000 + 4000 + 3000
@@ -80,8 +82,8 @@ func TestGapHost(t *testing.T) {
 	if st.Gaps.Count != 7 || st.Gaps.Total != 70_000 || st.Gaps.Host != want {
 		t.Errorf("gaps %d, total %v, host %v; want 7, 70µs, %v", st.Gaps.Count, st.Gaps.Total, st.Gaps.Host, want)
 	}
-	if st.Exclusive[Idle] != st.Gaps.Total {
-		t.Errorf("idle %v != gap total %v", st.Exclusive[Idle], st.Gaps.Total)
+	if st.Exclusive[kernelclass.Idle] != st.Gaps.Total {
+		t.Errorf("idle %v != gap total %v", st.Exclusive[kernelclass.Idle], st.Gaps.Total)
 	}
 	checkInvariants(t, tr, rep, Options{})
 }
@@ -92,20 +94,20 @@ func TestGapsPerStep(t *testing.T) {
 	g := newTGen(t)
 	l := newLoop(g, 1, 0, 1000)
 	for i := 0; i < 4; i++ {
-		l.step(GEMM, Elementwise, Attention)
+		l.step(kernelclass.GEMM, kernelclass.Elementwise, kernelclass.Attention)
 		l.readBack()
 		l.idle(nsys.Time(200_000 * (i + 1))) // host work between steps
 	}
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{AllPhases: true})
+	rep := mustSummarize(t, tr, Options{Phase: AllSteps})
 	d := devReport(t, rep, 0)
 	if d.Method != MethodSync || len(d.Steps) != 4 {
 		t.Fatalf("method %v with %d steps", d.Method, len(d.Steps))
 	}
 	var sum Gaps
 	for _, s := range d.Steps {
-		if s.Gaps.Total != s.Exclusive[Idle] {
-			t.Errorf("step %d: gaps %v != idle %v", s.Index, s.Gaps.Total, s.Exclusive[Idle])
+		if s.Gaps.Total != s.Exclusive[kernelclass.Idle] {
+			t.Errorf("step %d: gaps %v != idle %v", s.Index, s.Gaps.Total, s.Exclusive[kernelclass.Idle])
 		}
 		sum.add(&s.Gaps)
 	}
@@ -136,8 +138,8 @@ func TestSummary(t *testing.T) {
 			text = "prefill"
 		}
 		g.nvtx(1, s, s+100, text)
-		g.launch(1, s, k(GEMM, 0, 7, s+1000, s+1000+d*1000))
-		g.launch(1, s+10, k(Elementwise, 0, 7, s+1000+d*1000, s+2000+d*1000))
+		g.launch(1, s, k(kernelclass.GEMM, 0, 7, s+1000, s+1000+d*1000))
+		g.launch(1, s+10, k(kernelclass.Elementwise, 0, 7, s+1000+d*1000, s+2000+d*1000))
 	}
 	tr := g.trace()
 	rep := mustSummarize(t, tr, Options{})
@@ -154,7 +156,7 @@ func TestSummary(t *testing.T) {
 	if sm.Median != 10*time.Millisecond || sm.P10 != 301_000+1_939_800 || sm.P90 != 10*time.Millisecond {
 		t.Errorf("median %v p10 %v p90 %v", sm.Median, sm.P10, sm.P90)
 	}
-	gemm := sm.Categories[GEMM]
+	gemm := sm.Categories[kernelclass.GEMM]
 	if gemm.Median != 200*time.Microsecond || gemm.P90 != 280*time.Microsecond || gemm.KernelsPerStep != 1 ||
 		gemm.CallsMedian != 1 || gemm.BusyPerCall != 200*time.Microsecond {
 		t.Errorf("gemm summary %+v", gemm)
@@ -170,11 +172,11 @@ func TestSummary(t *testing.T) {
 		t.Errorf("kernels/step %v launches/step %v", sm.KernelsPerStep, sm.LaunchesPerStp)
 	}
 	// --phase prefill and all phases.
-	if p := devReport(t, mustSummarize(t, tr, Options{Phase: Prefill}), 0).Summary; p.Phase != Prefill || p.Steps != 1 ||
-		p.Categories[GEMM].Median != time.Millisecond {
-		t.Errorf("prefill summary: %v, %d steps, gemm %v", p.Phase, p.Steps, p.Categories[GEMM].Median)
+	if p := devReport(t, mustSummarize(t, tr, Options{Phase: PrefillSteps}), 0).Summary; p.Phase != Prefill || p.Steps != 1 ||
+		p.Categories[kernelclass.GEMM].Median != time.Millisecond {
+		t.Errorf("prefill summary: %v, %d steps, gemm %v", p.Phase, p.Steps, p.Categories[kernelclass.GEMM].Median)
 	}
-	if a := devReport(t, mustSummarize(t, tr, Options{AllPhases: true}), 0).Summary; a.Phase != Unknown || a.Steps != 4 {
+	if a := devReport(t, mustSummarize(t, tr, Options{Phase: AllSteps}), 0).Summary; a.Phase != Unknown || a.Steps != 4 {
 		t.Errorf("all-phase summary: %v, %d steps", a.Phase, a.Steps)
 	}
 }
@@ -188,7 +190,7 @@ func TestSummaryNoPhase(t *testing.T) {
 		l.step(decodeMix...)
 		l.readBack()
 	}
-	rep := mustSummarize(t, g.trace(), Options{Phase: Prefill})
+	rep := mustSummarize(t, g.trace(), Options{Phase: PrefillSteps})
 	d := devReport(t, rep, 0)
 	if d.Summary.Steps != 3 || d.Summary.Phase != Unknown {
 		t.Errorf("summary of %d %v steps, want all 3", d.Summary.Steps, d.Summary.Phase)
@@ -206,17 +208,17 @@ func TestSummaryNoPhase(t *testing.T) {
 // another device never owns time on this one.
 func TestMultiDevice(t *testing.T) {
 	g := newTGen(t)
-	g.launch(1, 0, k(GEMM, 0, 7, 100, 1100))
-	g.launch(1, 0, k(AllReduce, 1, 7, 100, 2100))
-	g.launch(1, 10, k(Elementwise, 0, 7, 2100, 2200))
-	g.launch(1, 10, k(AllReduce, 1, 7, 2100, 2200))
+	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 100, 1100))
+	g.launch(1, 0, k(kernelclass.AllReduce, 1, 7, 100, 2100))
+	g.launch(1, 10, k(kernelclass.Elementwise, 0, 7, 2100, 2200))
+	g.launch(1, 10, k(kernelclass.AllReduce, 1, 7, 2100, 2200))
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: "whole"})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
 	s0, s1 := devReport(t, rep, 0).Steps[0], devReport(t, rep, 1).Steps[0]
-	if s0.Exclusive[GEMM] != 1000 || s0.Exclusive[AllReduce] != 0 || s0.Exclusive[Idle] != 1000 || s0.Wall() != 2100 {
+	if s0.Exclusive[kernelclass.GEMM] != 1000 || s0.Exclusive[kernelclass.AllReduce] != 0 || s0.Exclusive[kernelclass.Idle] != 1000 || s0.Wall() != 2100 {
 		t.Errorf("device 0: %v", s0.Exclusive)
 	}
-	if s1.Exclusive[AllReduce] != 2100 || s1.Wall() != 2100 {
+	if s1.Exclusive[kernelclass.AllReduce] != 2100 || s1.Wall() != 2100 {
 		t.Errorf("device 1: %v", s1.Exclusive)
 	}
 	checkInvariants(t, tr, rep, Options{})
@@ -225,8 +227,8 @@ func TestMultiDevice(t *testing.T) {
 // TestPriorities checks what account's bitmask of running categories relies on: category
 // priorities are distinct and below 32.
 func TestPriorities(t *testing.T) {
-	seen := map[int]Category{}
-	for c := Category(0); c < NumCategories; c++ {
+	seen := map[int]kernelclass.Category{}
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 		p := c.Priority()
 		if p < 0 || p >= 32 {
 			t.Errorf("%v: priority %d out of 0..31", c, p)

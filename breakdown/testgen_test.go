@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file holds a small timeline builder for tests, in the spirit of x/exp/trace's
@@ -17,20 +19,20 @@ import (
 
 // catKernel is a real kernel name per category; the default classifier puts each in its
 // category (checked by TestTGenNames).
-var catKernel = map[Category]string{
-	Other:       "mystery_op_v2",
-	GEMM:        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT",
-	Attention:   "flash_fwd_splitkv_kernel",
-	MoERouting:  "topkGatingSoftmax",
-	MoEExpert:   "fused_moe_kernel",
-	AllReduce:   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-	Collective:  "ncclDevKernel_AllGather_RING_LL",
-	Elementwise: "at::native::vectorized_layer_norm_kernel<c10::BFloat16, float, true>",
-	Sampling:    "at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<float>>>",
+var catKernel = map[kernelclass.Category]string{
+	kernelclass.Other:       "mystery_op_v2",
+	kernelclass.GEMM:        "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT",
+	kernelclass.Attention:   "flash_fwd_splitkv_kernel",
+	kernelclass.MoERouting:  "topkGatingSoftmax",
+	kernelclass.MoEExpert:   "fused_moe_kernel",
+	kernelclass.AllReduce:   "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+	kernelclass.Collective:  "ncclDevKernel_AllGather_RING_LL",
+	kernelclass.Elementwise: "at::native::vectorized_layer_norm_kernel<c10::BFloat16, float, true>",
+	kernelclass.Sampling:    "at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<float>>>",
 }
 
 // kernelCats lists the categories a kernel can have.
-var kernelCats = []Category{Other, GEMM, Attention, MoERouting, MoEExpert, AllReduce, Collective, Elementwise, Sampling}
+var kernelCats = []kernelclass.Category{kernelclass.Other, kernelclass.GEMM, kernelclass.Attention, kernelclass.MoERouting, kernelclass.MoEExpert, kernelclass.AllReduce, kernelclass.Collective, kernelclass.Elementwise, kernelclass.Sampling}
 
 // A tgen builds one trace. The zero value is not usable; call newTGen.
 type tgen struct {
@@ -99,13 +101,13 @@ func (g *tgen) api(thread int64, kind nsys.APIKind, name string, start, end nsys
 // runs and when.
 type kspec struct {
 	Name       string
-	Cat        Category // used when Name is ""
+	Cat        kernelclass.Category // used when Name is ""
 	Dev        nsys.DeviceID
 	Stream     nsys.StreamID
 	Start, End nsys.Time
 }
 
-func k(c Category, dev nsys.DeviceID, stream nsys.StreamID, start, end nsys.Time) kspec {
+func k(c kernelclass.Category, dev nsys.DeviceID, stream nsys.StreamID, start, end nsys.Time) kspec {
 	return kspec{Cat: c, Dev: dev, Stream: stream, Start: start, End: end}
 }
 
@@ -258,7 +260,7 @@ func phases(steps []Step) []string {
 }
 
 func TestTGenNames(t *testing.T) {
-	cls := DefaultClassifier()
+	cls := kernelclass.DefaultClassifier()
 	for _, c := range kernelCats {
 		if got, _ := cls.Classify(catKernel[c]); got != c {
 			t.Errorf("Classify(%q) = %v, want %v", catKernel[c], got, c)

@@ -94,7 +94,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		_ = tr.String()
 		for _, steps := range []string{"auto", "whole"} {
-			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: steps, AllPhases: true})
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Name: steps}, Phase: breakdown.AllSteps})
 			if err != nil {
 				if !tr.HasGPUActivity() && errors.Is(err, nsys.ErrNoGPUActivity) {
 					continue

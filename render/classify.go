@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/stepstat/stepstat/breakdown"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // ClassifySchema names the JSON layout of `stepstat classify --format json`.
@@ -34,7 +36,7 @@ type ClassifyKernelJSON struct {
 func classifyOrder(ks []breakdown.KernelStat) ([]breakdown.KernelStat, int64, int64) {
 	out := slices.Clone(ks)
 	slices.SortStableFunc(out, func(a, b breakdown.KernelStat) int {
-		ao, bo := a.Category == breakdown.Other, b.Category == breakdown.Other
+		ao, bo := a.Category == kernelclass.Other, b.Category == kernelclass.Other
 		switch {
 		case ao && !bo:
 			return -1
@@ -46,7 +48,7 @@ func classifyOrder(ks []breakdown.KernelStat) ([]breakdown.KernelStat, int64, in
 	var total, other int64
 	for _, k := range ks {
 		total += int64(k.Total)
-		if k.Category == breakdown.Other {
+		if k.Category == kernelclass.Other {
 			other += int64(k.Total)
 		}
 	}
@@ -69,7 +71,7 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 	}
 	nOther := 0
 	for _, k := range ks {
-		if k.Category == breakdown.Other {
+		if k.Category == kernelclass.Other {
 			nOther++
 		}
 	}

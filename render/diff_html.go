@@ -13,6 +13,8 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/stepstat/stepstat/breakdown"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // Layout limits of the HTML comparison.
@@ -185,8 +187,8 @@ func shownRows(c *breakdown.Comparison) []*breakdown.Row {
 }
 
 // rowCategory returns the category a row is about, and false for the step total.
-func rowCategory(r *breakdown.Row) (breakdown.Category, bool) {
-	for _, cat := range breakdown.Order {
+func rowCategory(r *breakdown.Row) (kernelclass.Category, bool) {
+	for _, cat := range kernelclass.Order {
 		if cat.String() == r.Name {
 			return cat, true
 		}
@@ -346,8 +348,8 @@ func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
 		base, nw = append(base, b), append(nw, n)
 	}
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(append(baseOpts(title, sub),
-		charts.WithInitializationOpts(opts.Initialization{ChartID: "diff-cats"}),
+	b := chartBlock{ID: "diff-cats", Title: title, Height: 400, Wide: true, Units: "time,time"}
+	bar.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120", Data: []string{bl, nl}}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(
@@ -365,7 +367,6 @@ func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
 		charts.WithItemStyleOpts(opts.ItemStyle{Color: baseColor}))
 	bar.AddSeries(nl, totalNew, charts.WithBarChartOpts(opts.BarChart{XAxisIndex: 1, YAxisIndex: 1}),
 		charts.WithItemStyleOpts(opts.ItemStyle{Color: newColor}))
-	b := chartBlock{ID: "diff-cats", Title: title, Height: 400, Wide: true, Units: "time,time"}
 	return newChart(b, bar)
 }
 
@@ -426,8 +427,8 @@ func diffStepsChart(c *breakdown.Comparison) (chartBlock, bool, error) {
 		bottom = "80" // room for the axis name above the zoom slider
 	}
 	line := charts.NewLine()
-	line.SetGlobalOptions(append(baseOpts(title, sub),
-		charts.WithInitializationOpts(opts.Initialization{ChartID: "diff-steps"}),
+	b := chartBlock{ID: "diff-steps", Title: title, Height: 400, Wide: true, Units: "time"}
+	line.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
 		charts.WithGridOpts(opts.Grid{Top: "100", Left: "8", Right: "24", Bottom: bottom, ContainLabel: opts.Bool(true)}),
@@ -477,7 +478,6 @@ func diffStepsChart(c *breakdown.Comparison) (chartBlock, bool, error) {
 				charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Opacity: opts.Float(0.6)}))
 		}
 	}
-	b := chartBlock{ID: "diff-steps", Title: title, Height: 400, Wide: true, Units: "time"}
 	cb, err := newChart(b, line)
 	return cb, err == nil, err
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // captureComparison compares the project's dense captures, eager (base) against CUDA
@@ -42,15 +44,15 @@ func untrustedComparison(t testing.TB) *breakdown.Comparison {
 	fasterGEMM(b, 40*time.Microsecond)
 	const us = time.Microsecond
 	a.Kernels = append(a.Kernels,
-		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1", Category: breakdown.GEMM, Count: 40, Total: 400 * us},
-		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Category: breakdown.AllReduce,
-			Count: 16, Total: 2160 * us, NCCL: &breakdown.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: "bf16"}})
+		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1", Category: kernelclass.GEMM, Count: 40, Total: 400 * us},
+		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Category: kernelclass.AllReduce,
+			Count: 16, Total: 2160 * us, NCCL: &kernelclass.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: "bf16"}})
 	b.Kernels = append(b.Kernels,
-		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", Category: breakdown.GEMM, Count: 40, Total: 380 * us},
-		breakdown.KernelStat{Name: untrustedKernel, Category: breakdown.Other, Count: 8, Total: 80 * us},
-		breakdown.KernelStat{Name: payload, Category: breakdown.Other, Count: 8, Total: 90 * us},
-		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_" + payload + "_RING_LL", Category: breakdown.AllReduce,
-			Count: 16, Total: 2000 * us, NCCL: &breakdown.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: payload}})
+		breakdown.KernelStat{Name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", Category: kernelclass.GEMM, Count: 40, Total: 380 * us},
+		breakdown.KernelStat{Name: untrustedKernel, Category: kernelclass.Other, Count: 8, Total: 80 * us},
+		breakdown.KernelStat{Name: payload, Category: kernelclass.Other, Count: 8, Total: 90 * us},
+		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_" + payload + "_RING_LL", Category: kernelclass.AllReduce,
+			Count: 16, Total: 2000 * us, NCCL: &kernelclass.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: payload}})
 	b.Kernels = slicesDeleteName(b.Kernels, "flash_fwd_splitkv_kernel")
 	return breakdown.Compare(breakdown.Side{Label: payload, Reports: []*breakdown.Report{a}},
 		breakdown.Side{Label: "tuned", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
@@ -72,8 +74,8 @@ func fasterGEMM(r *breakdown.Report, d time.Duration) {
 		dev := &r.Devices[di]
 		for i := range dev.Steps {
 			s := &dev.Steps[i]
-			s.Exclusive[breakdown.GEMM] -= d
-			s.Busy[breakdown.GEMM] -= d
+			s.Exclusive[kernelclass.GEMM] -= d
+			s.Busy[kernelclass.GEMM] -= d
 			s.End -= nsys.Time(d)
 		}
 		dev.Summary = synthSummary(dev.Steps)

@@ -19,6 +19,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // The -update flag rewrites the goldens. Another test file of the package may define it
@@ -101,9 +103,6 @@ func traceReport(t testing.TB, path string, opt breakdown.Options) *breakdown.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opt.Phase == breakdown.Unknown && !opt.AllPhases {
-		opt.Phase = breakdown.Decode
-	}
 	r, err := breakdown.Summarize(tr, opt)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +122,7 @@ func untrustedReport(t testing.TB) *breakdown.Report {
 	ar := nsystest.Parse(t, filepath.Join("..", "testdata", "html", "untrusted.txtar"))
 	path := filepath.Join(t.TempDir(), "<img src=x onerror=alert(1)>.sqlite")
 	nsystest.Write(t, ar, path)
-	r := traceReport(t, path, breakdown.Options{Steps: "nvtx:decode_step"})
+	r := traceReport(t, path, breakdown.Options{Steps: breakdown.StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("decode_step")}})
 	r.Path = "traces/" + payload + ".sqlite"
 	r.Warnings = append(r.Warnings, errors.New("warning: "+payload))
 	return r
@@ -142,14 +141,14 @@ func synthReport(n, ndev int) *breakdown.Report {
 		for i := range n {
 			s := breakdown.Step{Index: i, Phase: breakdown.Decode, Start: at}
 			wiggle := time.Duration((i*7919+dev*104729)%101) * 100 * time.Nanosecond
-			s.Exclusive[breakdown.GEMM] = 320*us + wiggle
-			s.Exclusive[breakdown.Attention] = 30*us + time.Duration(i%4096)*5*time.Nanosecond
-			s.Exclusive[breakdown.Elementwise] = 210*us + wiggle/2
-			s.Exclusive[breakdown.Sampling] = 40 * us
-			s.Exclusive[breakdown.Memory] = 2 * us
-			s.Exclusive[breakdown.Idle] = 90*us + 2*wiggle
+			s.Exclusive[kernelclass.GEMM] = 320*us + wiggle
+			s.Exclusive[kernelclass.Attention] = 30*us + time.Duration(i%4096)*5*time.Nanosecond
+			s.Exclusive[kernelclass.Elementwise] = 210*us + wiggle/2
+			s.Exclusive[kernelclass.Sampling] = 40 * us
+			s.Exclusive[kernelclass.Memory] = 2 * us
+			s.Exclusive[kernelclass.Idle] = 90*us + 2*wiggle
 			if ndev > 1 {
-				s.Exclusive[breakdown.AllReduce] = 150*us + time.Duration(dev)*20*us + wiggle
+				s.Exclusive[kernelclass.AllReduce] = 150*us + time.Duration(dev)*20*us + wiggle
 			}
 			if i == 0 {
 				s.Phase = breakdown.Prefill
@@ -162,13 +161,13 @@ func synthReport(n, ndev int) *breakdown.Report {
 			for c, x := range s.Exclusive {
 				wall += x
 				s.Busy[c] = x
-				if x > 0 && breakdown.Category(c) != breakdown.Idle {
+				if x > 0 && kernelclass.Category(c) != kernelclass.Idle {
 					s.Kernels[c] = 1 + int(x/(10*us))
 				}
 			}
 			s.End = s.Start + nsys.Time(wall)
 			s.Launches = 1
-			idle := s.Exclusive[breakdown.Idle]
+			idle := s.Exclusive[kernelclass.Idle]
 			s.Gaps = breakdown.Gaps{Count: 12, Total: idle,
 				Sizes:  [breakdown.NumGapSizes]int{9, 2, 1, 0},
 				SizeNS: [breakdown.NumGapSizes]time.Duration{idle / 10, idle / 5, idle - idle/10 - idle/5, 0},
@@ -180,9 +179,9 @@ func synthReport(n, ndev int) *breakdown.Report {
 		r.Devices = append(r.Devices, d)
 	}
 	r.Kernels = []breakdown.KernelStat{
-		{Name: "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", Category: breakdown.GEMM, Rule: "nvjet", Count: 77 * n, Total: time.Duration(n) * 320 * us},
-		{Name: "void at::native::elementwise_kernel<(int)128, (int)4>(int, T3)", Category: breakdown.Elementwise, Rule: "elementwise", Count: 224 * n, Total: time.Duration(n) * 210 * us},
-		{Name: "flash_fwd_splitkv_kernel", Category: breakdown.Attention, Rule: "flash", Count: 4 * n, Total: time.Duration(n) * 35 * us},
+		{Name: "nvjet_sm90_tst_64x8_64x16_4x1_v_bz_NNT", Category: kernelclass.GEMM, Rule: "nvjet", Count: 77 * n, Total: time.Duration(n) * 320 * us},
+		{Name: "void at::native::elementwise_kernel<(int)128, (int)4>(int, T3)", Category: kernelclass.Elementwise, Rule: "elementwise", Count: 224 * n, Total: time.Duration(n) * 210 * us},
+		{Name: "flash_fwd_splitkv_kernel", Category: kernelclass.Attention, Rule: "flash", Count: 4 * n, Total: time.Duration(n) * 35 * us},
 	}
 	return r
 }
@@ -228,7 +227,7 @@ func synthSummary(steps []breakdown.Step) breakdown.Summary {
 		sm.LaunchesPerStp += float64(s.Launches) / float64(len(dec))
 	}
 	sm.GapsPerStep = float64(sm.Gaps.Count) / float64(len(dec))
-	for c := range breakdown.NumCategories {
+	for c := range kernelclass.NumCategories {
 		var ex time.Duration
 		var k int
 		for _, s := range dec {
@@ -524,16 +523,6 @@ func TestHTMLNoSteps(t *testing.T) {
 	for _, bad := range []string{`id="steps-0"`, `id="share-1"`} {
 		if strings.Contains(page, bad) {
 			t.Errorf("page holds %q", bad)
-		}
-	}
-}
-
-// TestCategoryCSS checks that the table swatches use the charts' colours.
-func TestCategoryCSS(t *testing.T) {
-	for _, c := range breakdown.Order {
-		want := fmt.Sprintf(".cat-%s::before { background: %s !important; }", c, categoryColors[c])
-		if !strings.Contains(htmlTemplateText, want) {
-			t.Errorf("html.tmpl lacks %q", want)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file renders the rank view (collectives matched across devices: wait and
@@ -71,7 +73,7 @@ func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
 		return out
 	}
 	for i, s := range out {
-		for _, c := range []breakdown.Category{breakdown.AllReduce, breakdown.Collective} {
+		for _, c := range []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective} {
 			if strings.HasPrefix(s, c.String()+": ") {
 				if rs, ok := RankSentence(r.Ranks, d.Device, c); ok {
 					out[i] = rs
@@ -87,7 +89,7 @@ func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
 // calls per aligned step, the rank's kernel time in them per step, and the part of it spent
 // waiting for the last rank to arrive, named when one rank caused all of it, else the rank
 // that caused most. ok is false when the rank matched no call of the category.
-func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c breakdown.Category) (string, bool) {
+func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.Category) (string, bool) {
 	if rr == nil || len(rr.Steps) == 0 {
 		return "", false
 	}
@@ -136,7 +138,7 @@ func SOLLine(d *breakdown.DeviceReport) string {
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, " = %s / %s", Bytes(s.Bytes), Bandwidth(s.Bandwidth))
 	}
-	fmt.Fprintf(&b, " (%s); ", s.Source)
+	fmt.Fprintf(&b, " (%s); ", solSource(s))
 	what := "median " + d.Summary.Phase.String() + " step"
 	if d.Summary.Phase == breakdown.Unknown {
 		what = "median step"
@@ -325,7 +327,19 @@ func solJSON(s *breakdown.SOL) *SOLJSON {
 	if s == nil {
 		return nil
 	}
-	return &SOLJSON{FloorNS: int64(s.Floor), Bytes: s.Bytes, BandwidthBytesPerS: s.Bandwidth, Source: s.Source,
+	return &SOLJSON{FloorNS: int64(s.Floor), Bytes: s.Bytes, BandwidthBytesPerS: s.Bandwidth, Source: solSource(s),
 		MeasuredNS: int64(s.Measured), Ratio: round6(s.Ratio), Efficiency: round6(s.Efficiency),
 		TokensPerS: round3(s.TokensPerSec), Batch: s.Batch, TotalTokensPerS: round3(s.TotalTokensPerSec)}
+}
+
+// solSource names where a speed-of-light floor or its bandwidth came from: the flag that
+// gave it, or the datasheet assumption.
+func solSource(s *breakdown.SOL) string {
+	switch s.Source {
+	case breakdown.SourceStep:
+		return "--sol-step"
+	case breakdown.SourceBandwidth:
+		return "--bandwidth"
+	}
+	return s.Datasheet
 }

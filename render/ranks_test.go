@@ -11,6 +11,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // rkReport is a two-rank report built by hand: 10 aligned decode steps of 9.84 ms on rank 0
@@ -26,9 +28,9 @@ func rkReport() *breakdown.Report {
 		}
 		sm := &d.Summary
 		sm.Phase, sm.Steps, sm.Median, sm.P10, sm.P90 = breakdown.Decode, 10, step, step, step
-		sm.Categories[breakdown.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
-		sm.Categories[breakdown.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
-		sm.Categories[breakdown.Idle] = breakdown.CategorySummary{Median: ms, Share: 0.1}
+		sm.Categories[kernelclass.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
+		sm.Categories[kernelclass.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
+		sm.Categories[kernelclass.Idle] = breakdown.CategorySummary{Median: ms, Share: 0.1}
 		r.Devices = append(r.Devices, d)
 	}
 	rr := &breakdown.RankReport{AlignedBy: "index", Straggler: 1, SpreadMedian: 60 * time.Microsecond, SpreadP90: 80 * time.Microsecond}
@@ -101,15 +103,15 @@ func TestRankSentenceShares(t *testing.T) {
 	cm := &r.Ranks.Devices[0].AllReduce
 	cm.WaitFor = []time.Duration{0, 232500 * time.Microsecond, 77500 * time.Microsecond}
 	r.Ranks.Devices = append(r.Ranks.Devices, breakdown.RankDevice{Device: 2})
-	s, ok := RankSentence(r.Ranks, 0, breakdown.AllReduce)
+	s, ok := RankSentence(r.Ranks, 0, kernelclass.AllReduce)
 	if want := "allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting, 75.0% of it for rank 1"; !ok || s != want {
 		t.Errorf("got %q, want %q", s, want)
 	}
-	if _, ok := RankSentence(r.Ranks, 0, breakdown.Collective); ok {
+	if _, ok := RankSentence(r.Ranks, 0, kernelclass.Collective); ok {
 		t.Error("sentence for a category without matched calls")
 	}
 	r.Ranks.Devices[1].AllReduce.Wait = 0
-	if s, _ := RankSentence(r.Ranks, 1, breakdown.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
+	if s, _ := RankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
 		t.Errorf("no wait: %q", s)
 	}
 }
@@ -120,14 +122,14 @@ func TestSOLText(t *testing.T) {
 	r.Devices = r.Devices[:1]
 	d := &r.Devices[0]
 	d.SOL = &breakdown.SOL{Floor: 7125 * time.Microsecond, Bytes: 34_200_000_000, Bandwidth: 4.8e12,
-		Source: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
+		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	want := "Speed of light: floor 7.125ms = 34.2 GB / 4.8 TB/s (H200 datasheet HBM3e bandwidth); " +
 		"measured median decode step 9.840ms = 1.38x floor, 72.4% efficient; 101.6 tokens/s per sequence, 6,504 tokens/s total at batch 64\n"
 	if out := rkText(t, r); !strings.Contains(out, want) {
 		t.Errorf("text lacks\n%s\n%s", want, out)
 	}
-	d.SOL = &breakdown.SOL{Floor: 7130 * time.Microsecond, Source: "--sol-step", Measured: 9840 * time.Microsecond,
+	d.SOL = &breakdown.SOL{Floor: 7130 * time.Microsecond, Source: breakdown.SourceStep, Measured: 9840 * time.Microsecond,
 		Ratio: 9.84 / 7.13, Efficiency: 7.13 / 9.84, TokensPerSec: 1e3 / 9.84}
 	want = "Speed of light: floor 7.130ms (--sol-step); measured median decode step 9.840ms = 1.38x floor, 72.5% efficient; 101.6 tokens/s per sequence\n"
 	if out := rkText(t, r); !strings.Contains(out, want) {
@@ -158,7 +160,7 @@ func TestUnitsSOL(t *testing.T) {
 func TestRanksJSON(t *testing.T) {
 	r := rkReport()
 	r.Devices[0].SOL = &breakdown.SOL{Floor: 7125 * time.Microsecond, Bytes: 34_200_000_000, Bandwidth: 4.8e12,
-		Source: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
+		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	var b bytes.Buffer
 	if err := JSON(&b, r); err != nil {

@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
@@ -56,10 +59,10 @@ type StepJSON struct {
 	Gaps       GapsJSON           `json:"gaps"`
 }
 
-// StepCategoriesJSON holds a step's categories, indexed by breakdown.Category. It marshals
+// StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals
 // as a JSON object keyed by category id in sorted order, as a map would, without building
 // a map per step (reports of long traces have tens of thousands of steps).
-type StepCategoriesJSON [breakdown.NumCategories]StepCatJSON
+type StepCategoriesJSON [kernelclass.NumCategories]StepCatJSON
 
 // MarshalJSON writes the object; encoding/json then escapes and compacts it.
 func (c StepCategoriesJSON) MarshalJSON() ([]byte, error) {
@@ -88,12 +91,12 @@ func (c StepCategoriesJSON) MarshalJSON() ([]byte, error) {
 }
 
 // sortedCategories lists the categories by id, the key order of a JSON object from a map.
-var sortedCategories = func() []breakdown.Category {
-	cs := make([]breakdown.Category, 0, breakdown.NumCategories)
-	for c := breakdown.Category(0); c < breakdown.NumCategories; c++ {
+var sortedCategories = func() []kernelclass.Category {
+	cs := make([]kernelclass.Category, 0, kernelclass.NumCategories)
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 		cs = append(cs, c)
 	}
-	slices.SortFunc(cs, func(a, b breakdown.Category) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(cs, func(a, b kernelclass.Category) int { return strings.Compare(a.String(), b.String()) })
 	return cs
 }()
 
@@ -234,9 +237,9 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 			s := &d.Steps[i]
 			sj := StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
 				Launches: s.Launches, Gaps: gapsJSON(&s.Gaps)}
-			for _, c := range breakdown.Order {
+			for _, c := range kernelclass.Order {
 				cj := StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
-				if c == breakdown.Idle {
+				if c == kernelclass.Idle {
 					n := s.Gaps.Count
 					cj.Gaps = &n
 				}
@@ -248,7 +251,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 		dj.Decode = SummaryJSON{Phase: sm.Phase.String(), Steps: sm.Steps, MedianNS: int64(sm.Median), P10NS: int64(sm.P10),
 			P90NS: int64(sm.P90), LaunchesPerStep: round3(sm.LaunchesPerStp), KernelsPerStep: round3(sm.KernelsPerStep),
 			GapsPerStep: round3(sm.GapsPerStep), Categories: map[string]SummaryCatJSON{}, Gaps: gapsJSON(&sm.Gaps)}
-		for _, c := range breakdown.Order {
+		for _, c := range kernelclass.Order {
 			cs := sm.Categories[c]
 			dj.Decode.Categories[c.String()] = SummaryCatJSON{MedianNS: int64(cs.Median), P90NS: int64(cs.P90),
 				Share: round6(cs.Share), KernelsPerStep: round3(cs.KernelsPerStep), CallsMedian: cs.CallsMedian,
@@ -265,7 +268,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 		out.Kernels = append(out.Kernels, kj)
 	}
 	for _, w := range r.Warnings {
-		out.Warnings = append(out.Warnings, w.Error())
+		out.Warnings = append(out.Warnings, WarningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
 	return out
@@ -391,7 +394,7 @@ func appendStep(b []byte, s *breakdown.Step) []byte {
 		b = strconv.AppendInt(b, int64(s.Busy[c]), 10)
 		b = append(b, `,"kernels":`...)
 		b = strconv.AppendInt(b, int64(s.Kernels[c]), 10)
-		if c == breakdown.Idle {
+		if c == kernelclass.Idle {
 			b = append(b, `,"gaps":`...)
 			b = strconv.AppendInt(b, int64(s.Gaps.Count), 10)
 		}
@@ -432,7 +435,7 @@ func CSV(w io.Writer, r *breakdown.Report) error {
 	for _, d := range r.Devices {
 		for i := range d.Steps {
 			s := &d.Steps[i]
-			for _, c := range breakdown.Order {
+			for _, c := range kernelclass.Order {
 				ew.printf("%d,%d,%s,%d,%d,%s,%d,%d,%d,%d\n", d.Device, s.Index, s.Phase, s.Start, s.End, c,
 					int64(s.Exclusive[c]), int64(s.Busy[c]), s.Kernels[c], s.Launches)
 			}
@@ -475,7 +478,7 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	if len(r.Warnings) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, wn := range r.Warnings {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(wn.Error()))
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(WarningText(wn)))
 		}
 	}
 	return ew.err
@@ -579,11 +582,11 @@ func Sentences(sm *breakdown.Summary) []string {
 		what = "a step"
 	}
 	type item struct {
-		c breakdown.Category
+		c kernelclass.Category
 		s float64
 	}
 	var items []item
-	for _, c := range breakdown.Order {
+	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share >= 0.01 {
 			items = append(items, item{c, sm.Categories[c].Share})
 		}
@@ -596,7 +599,7 @@ func Sentences(sm *breakdown.Summary) []string {
 	var out []string
 	for _, it := range items {
 		cs := sm.Categories[it.c]
-		if it.c == breakdown.Idle {
+		if it.c == kernelclass.Idle {
 			out = append(out, fmt.Sprintf("idle: %.1f gaps/step = %s of %s", sm.GapsPerStep, Percent(cs.Share), what))
 			continue
 		}
@@ -647,23 +650,33 @@ func TerminalSafe(s string) string {
 // summaryRow is one category line of the summary table, formatted: the display model that
 // the text and HTML reports share.
 type summaryRow struct {
-	cat                         breakdown.Category
+	cat                         kernelclass.Category
 	median, share, p90, kernels string
 }
 
 // summaryRows lists the categories present in the summary (idle always), in Order.
 func summaryRows(sm *breakdown.Summary) []summaryRow {
 	var rows []summaryRow
-	for _, c := range breakdown.Order {
+	for _, c := range kernelclass.Order {
 		cs := sm.Categories[c]
-		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != breakdown.Idle {
+		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != kernelclass.Idle {
 			continue
 		}
 		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
-		if c == breakdown.Idle {
+		if c == kernelclass.Idle {
 			kps = "-"
 		}
 		rows = append(rows, summaryRow{c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps})
 	}
 	return rows
+}
+
+// WarningText is the text of a report warning; a warning about an option names the flag
+// that sets it.
+func WarningText(w error) string {
+	var ns *breakdown.NoStepsWarning
+	if errors.As(w, &ns) {
+		return fmt.Sprintf("device %d: --steps %s found no steps; the whole trace is one step", ns.Device, ns.Method)
+	}
+	return w.Error()
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // analysisFlags are the flags shared by report and diff.
@@ -59,17 +61,17 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		d := nsys.DeviceID(f.device)
 		opt.Device = &d
 	}
-	opt.Steps = f.steps
-	if err := breakdown.CheckSteps(f.steps); err != nil {
-		return opt, usagef(cmd, "%v", err)
+	var err error
+	if opt.Steps, err = breakdown.ParseStepMethod(f.steps); err != nil {
+		return opt, optionUsage(cmd, err)
 	}
 	switch f.phase {
 	case "decode":
-		opt.Phase = breakdown.Decode
+		opt.Phase = breakdown.DecodeSteps
 	case "prefill":
-		opt.Phase = breakdown.Prefill
+		opt.Phase = breakdown.PrefillSteps
 	case "all":
-		opt.AllPhases = true
+		opt.Phase = breakdown.AllSteps
 	default:
 		return opt, usagef(cmd, "--phase: unknown phase %q (want decode, prefill or all)", f.phase)
 	}
@@ -77,19 +79,19 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		return opt, usagef(cmd, "--skip must not be negative")
 	}
 	opt.Skip = f.skip
-	var extra []breakdown.Rule
+	var extra []kernelclass.Rule
 	if f.rules != "" {
 		fh, err := os.Open(f.rules)
 		if err != nil {
 			return opt, fmt.Errorf("rules file: %w", err)
 		}
-		extra, err = breakdown.ParseRules(bufio.NewReader(fh), f.rules)
+		extra, err = kernelclass.ParseRules(bufio.NewReader(fh), f.rules)
 		fh.Close()
 		if err != nil {
 			return opt, err
 		}
 	}
-	opt.Classifier = breakdown.NewClassifier(extra)
+	opt.Classifier = kernelclass.NewClassifier(extra)
 	for _, nc := range f.nvtxCats {
 		i := strings.LastIndex(nc, "=")
 		if i <= 0 {
@@ -99,8 +101,8 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		if err != nil {
 			return opt, usagef(cmd, "--nvtx-category %q: bad regular expression: %v", nc, err)
 		}
-		c, err := breakdown.ParseCategory(nc[i+1:])
-		if err != nil || c == breakdown.Idle {
+		c, err := kernelclass.ParseCategory(nc[i+1:])
+		if err != nil || c == kernelclass.Idle {
 			return opt, usagef(cmd, "--nvtx-category %q: unknown category %q", nc, nc[i+1:])
 		}
 		opt.NVTXCategories = append(opt.NVTXCategories, breakdown.NVTXCategory{Match: re, Category: c})
@@ -113,7 +115,7 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 
 // solOptions checks the speed-of-light flags and sets them in opt. A --sol-bytes floor
 // for a GPU whose bandwidth is not known is found only once the trace is read; it is a
-// usage error too (through Options.UsageError).
+// usage error too (optionUsage).
 func (f *analysisFlags) solOptions(cmd string, opt *breakdown.Options) error {
 	if f.solStep < 0 {
 		return usagef(cmd, "--sol-step must not be negative")
@@ -143,8 +145,30 @@ func (f *analysisFlags) solOptions(cmd string, opt *breakdown.Options) error {
 	opt.SOLStep = f.solStep
 	opt.Bandwidth = f.bw * 1e9
 	opt.Batch = f.batch
-	opt.UsageError = func(err error) error { return usagef(cmd, "%v", err) }
 	return nil
+}
+
+// optionFlags are the flags that set each breakdown option an OptionError can name.
+var optionFlags = map[breakdown.Option]string{
+	breakdown.OptSteps:     "--steps",
+	breakdown.OptSOLStep:   "--sol-step",
+	breakdown.OptSOLBytes:  "--sol-bytes",
+	breakdown.OptBandwidth: "--bandwidth",
+	breakdown.OptBatch:     "--batch",
+}
+
+// optionUsage turns a breakdown.OptionError into a usage error of cmd that names the flag;
+// other errors pass unchanged.
+func optionUsage(cmd string, err error) error {
+	var oe *breakdown.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	msg := fmt.Sprintf("%s: %v", optionFlags[oe.Option], oe.Err)
+	if errors.Is(oe.Err, breakdown.ErrNoBandwidth) {
+		msg += "; give --bandwidth GB/s"
+	}
+	return usagef(cmd, "%s", msg)
 }
 
 // byteUnits are the suffixes parseBytes accepts, longest first within each family.

@@ -60,7 +60,7 @@ var diffCmd = &command{
 			if err != nil {
 				return err
 			}
-			phase := opt.Phase
+			phase := opt.Phase.Phase()
 			sides := make([]breakdown.Side, 2)
 			for i, arg := range args {
 				label, files := splitSide(arg, i)
@@ -73,14 +73,14 @@ var diffCmd = &command{
 					o.phase("read")
 					rep, err := breakdown.Summarize(t, opt)
 					if err != nil {
-						return err
+						return optionUsage("diff", err)
 					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
 					sides[i].Reports = append(sides[i].Reports, rep)
 				}
 			}
-			if opt.AllPhases {
+			if opt.Phase == breakdown.AllSteps {
 				phase = breakdown.Decode
 			}
 			c := breakdown.Compare(sides[0], sides[1], phase, breakdown.CompareOptions{Alpha: *alpha, Confidence: *conf,

@@ -48,7 +48,7 @@ var reportCmd = &command{
 			o.phase("read")
 			rep, err := breakdown.Summarize(t, opt)
 			if err != nil {
-				return err
+				return optionUsage("report", err)
 			}
 			t.Release() // the report holds none of it
 			o.phase("summarize")

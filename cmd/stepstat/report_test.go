@@ -13,7 +13,7 @@ import (
 
 	"github.com/stepstat/stepstat/internal/nsystest"
 
-	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // captureDir holds the real H200 captures (*.sqlite.gz, see testdata/traces/README.md).
@@ -344,7 +344,7 @@ func checkJSONContract(t *testing.T, v map[string]any) {
 		}
 	}
 	var ids []string
-	for _, c := range breakdown.Order {
+	for _, c := range kernelclass.Order {
 		ids = append(ids, c.String())
 	}
 	if len(ids) != 11 {

@@ -1,4 +1,4 @@
-package breakdown
+package kernelclass
 
 import (
 	"bufio"
@@ -18,10 +18,10 @@ import (
 )
 
 // kernelNamesFile is the classifier corpus: <category> TAB <name> per line.
-const kernelNamesFile = "../testdata/kernel_names.txt"
+const kernelNamesFile = "../../testdata/kernel_names.txt"
 
 // publicTraces holds real Nsight Systems exports, where the shared checkout has them.
-const publicTraces = "../../shared/traces/public"
+const publicTraces = "../../../shared/traces/public"
 
 func TestCategoryString(t *testing.T) {
 	want := []string{"other", "gemm", "attention", "moe_routing", "moe_expert", "allreduce",
@@ -360,7 +360,7 @@ func readTraceKernels(t *testing.T, path string) (kernels []traceKernel, ok bool
 // other files give one seed per line.
 func fuzzSeeds(f *testing.F, target string) []string {
 	f.Helper()
-	dir := filepath.Join("..", "testdata", "fuzz", target)
+	dir := filepath.Join("..", "..", "testdata", "fuzz", target)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		f.Fatal(err)

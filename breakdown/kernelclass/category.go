@@ -1,7 +1,7 @@
-// Package breakdown classifies GPU kernels into categories and breaks the GPU timeline of an
-// LLM inference server down into steps and per-category time. It does not read trace files;
-// package nsys does.
-package breakdown
+// Package kernelclass says what kind of GPU work a kernel is, from its name alone: the
+// categories and their priorities, the built-in rules and rules files, NCCL kernel-name
+// decoding and name normalisation. It knows nothing of traces, steps or time.
+package kernelclass
 
 import (
 	"fmt"
@@ -115,15 +115,6 @@ var categoryPriority = [NumCategories]int{
 	Memory:      1,
 	Idle:        0,
 }
-
-// byPriority gives the category of each priority (they are distinct and below 32,
-// TestPriorities checks), for the bitmask of running categories in account.
-var byPriority = func() (b [32]Category) {
-	for c := Category(0); c < NumCategories; c++ {
-		b[categoryPriority[c]] = c
-	}
-	return b
-}()
 
 // Priority returns the category's rank for exclusive-time accounting when kernels overlap:
 // the running kernel with the highest priority owns the instant. The order, highest first,

@@ -1,4 +1,4 @@
-package breakdown
+package kernelclass
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const exampleRules = "../testdata/rules/example.rules"
+const exampleRules = "../../testdata/rules/example.rules"
 
 func TestParseRulesExample(t *testing.T) {
 	f, err := os.Open(exampleRules)

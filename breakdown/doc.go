@@ -1,0 +1,25 @@
+// Package breakdown breaks the GPU timeline of an LLM inference server down into steps and
+// per-category time, and compares two such breakdowns. It does not read trace files (package
+// nsys does) and does not decide what a kernel name is (package kernelclass does).
+//
+// Summarize (summarize.go) runs the pipeline; each stage has its own file, in this order:
+//
+//  1. options.go: the Options, checked before any work.
+//  2. classify.go: each distinct kernel name classified once (kernelclass), and the
+//     Options.NVTXCategories overrides per launch; activity.go merges a device's kernels, memory
+//     operations and graph executions into one timeline in start order.
+//  3. kernels.go: the whole-trace kernel table (runs beside the steps).
+//  4. steps.go: step detection per device (NVTX, graph launches, synchronisation,
+//     periodicity, or the whole trace); owners.go maps host ranges to the GPU work they
+//     launched.
+//  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
+//     counts and idle gaps (long timelines in two halves at once).
+//  6. hostgaps.go: idle gaps attributed to what the host was doing.
+//  7. phases.go: prefill or decode for steps whose detection gave no phase.
+//  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
+//     shares).
+//  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
+//     sol.go: the speed-of-light view.
+//
+// report.go holds the result types; compare.go compares two reports (diff).
+package breakdown

@@ -1,0 +1,111 @@
+package breakdown
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// KernelStats classifies the trace's kernels (each distinct name once, NVTX category rules
+// applied per launch) and totals them per name and category over the whole trace, by total
+// time, descending.
+func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
+	cls := opt.Classifier
+	if cls == nil {
+		cls = kernelclass.DefaultClassifier()
+	}
+	cats, rules := classifyNames(t, cls)
+	return kernelStats(t, cats, rules, nvtxOverrides(t, opt.NVTXCategories))
+}
+
+// kernelStats totals kernels per distinct name over the whole trace; a name whose launches
+// NVTX category rules moved gets a row per category.
+func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over *overrides) []KernelStat {
+	type key struct {
+		name nsys.NameID
+		cat  kernelclass.Category
+	}
+	type acc struct {
+		n     int
+		total time.Duration
+	}
+	per := map[key]*acc{}
+	if over == nil {
+		// Without NVTX rules a name has one category: totals per site in a slice (a map
+		// lookup per kernel costs several times more), then per name, then one map entry
+		// per distinct name.
+		bySite := make([]acc, len(t.Sites))
+		for i := range t.Kernels {
+			k := &t.Kernels[i]
+			bySite[k.Site].n++
+			bySite[k.Site].total += k.Duration()
+		}
+		byName := make([]acc, len(t.Names))
+		for s, a := range bySite {
+			n := t.Sites[s].Name
+			byName[n].n += a.n
+			byName[n].total += a.total
+		}
+		for id := range byName {
+			if byName[id].n > 0 {
+				per[key{nsys.NameID(id), cats[id]}] = &byName[id]
+			}
+		}
+	} else {
+		for i := range t.Kernels {
+			k := &t.Kernels[i]
+			st := &t.Sites[k.Site]
+			kk := key{st.Name, cats[st.Name]}
+			if c, ok := over.category(st.Proc, k.Correlation); ok {
+				kk.cat = c
+			}
+			a := per[kk]
+			if a == nil {
+				a = &acc{}
+				per[kk] = a
+			}
+			a.n++
+			a.total += k.Duration()
+		}
+	}
+	out := make([]KernelStat, 0, len(per))
+	for kk, a := range per {
+		ks := KernelStat{Name: t.Names[kk.name], Category: kk.cat, Rule: rules[kk.name], Count: a.n, Total: a.total}
+		if kk.cat != cats[kk.name] {
+			ks.Rule = "nvtx-category"
+		}
+		if nk, ok := kernelclass.DecodeNCCL(ks.Name); ok {
+			ks.NCCL = &nk
+		}
+		out = append(out, ks)
+	}
+	slices.SortFunc(out, func(a, b KernelStat) int {
+		if c := cmp.Compare(b.Total, a.Total); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Category, b.Category)
+	})
+	return out
+}
+
+// unclassifiedWarning warns when more than 5% of kernel time is in unclassified kernels.
+func unclassifiedWarning(ks []KernelStat) error {
+	var other, total time.Duration
+	for _, k := range ks {
+		total += k.Total
+		if k.Category == kernelclass.Other {
+			other += k.Total
+		}
+	}
+	if total > 0 && float64(other)/float64(total) > 0.05 {
+		return fmt.Errorf("%.1f%% of kernel time is in unclassified kernels (other); 'stepstat classify' lists them", 100*float64(other)/float64(total))
+	}
+	return nil
+}

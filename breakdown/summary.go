@@ -1,0 +1,84 @@
+package breakdown
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// SelectSteps returns the steps a summary covers: those of the phase selected, or all
+// steps (phase Unknown). When no step has the phase, it returns every step and an error
+// saying so.
+func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
+	want := sel.Phase()
+	if want == Unknown {
+		return steps, Unknown, nil
+	}
+	n := 0
+	for i := range steps {
+		if steps[i].Phase == want {
+			n++
+		}
+	}
+	if n == len(steps) {
+		return steps, want, nil // every step has the phase: no copy
+	}
+	out := make([]Step, 0, n) // steps are large: copy each once
+	for i := range steps {
+		if steps[i].Phase == want {
+			out = append(out, steps[i])
+		}
+	}
+	if len(out) == 0 && len(steps) > 0 {
+		return steps, Unknown, fmt.Errorf("no %s steps; summarising all %d steps", want, len(steps))
+	}
+	return out, want, nil
+}
+
+func summarize(all []Step, opt Options) (Summary, error) {
+	steps, phase, err := SelectSteps(all, opt.Phase)
+	sum := Summary{Phase: phase, Steps: len(steps)}
+	if len(steps) == 0 {
+		return sum, err
+	}
+	walls := make([]time.Duration, len(steps))
+	var totalWall time.Duration
+	var launches, kernels int
+	for i := range steps {
+		walls[i] = steps[i].Wall()
+		totalWall += walls[i]
+		launches += steps[i].Launches
+		kernels += steps[i].TotalKernels()
+		sum.Gaps.add(&steps[i].Gaps)
+	}
+	n := float64(len(steps))
+	sum.Median, sum.P10, sum.P90 = quantile(walls, 0.5), quantile(walls, 0.1), quantile(walls, 0.9)
+	sum.Mean = totalWall / time.Duration(len(steps))
+	sum.LaunchesPerStp = float64(launches) / n
+	sum.KernelsPerStep = float64(kernels) / n
+	sum.GapsPerStep = float64(sum.Gaps.Count) / n
+	per := make([]time.Duration, len(steps))
+	calls := make([]float64, len(steps))
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
+		var excl, busy time.Duration
+		var k int
+		for i := range steps {
+			per[i] = steps[i].Exclusive[c]
+			calls[i] = float64(steps[i].Kernels[c])
+			excl += steps[i].Exclusive[c]
+			busy += steps[i].Busy[c]
+			k += steps[i].Kernels[c]
+		}
+		cs := CategorySummary{Median: quantile(per, 0.5), P90: quantile(per, 0.9),
+			KernelsPerStep: float64(k) / n, CallsMedian: quantileF(calls, 0.5)}
+		if totalWall > 0 {
+			cs.Share = float64(excl) / float64(totalWall)
+		}
+		if k > 0 {
+			cs.BusyPerCall = busy / time.Duration(k)
+		}
+		sum.Categories[c] = cs
+	}
+	return sum, err
+}

@@ -1,0 +1,368 @@
+package breakdown
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// endHeap is a min-heap of running activities by end time. It is typed (not
+// container/heap) so that pushing an activity does not allocate.
+type endHeap []runningAct
+
+type runningAct struct {
+	end nsys.Time
+	cat kernelclass.Category
+}
+
+func (h *endHeap) push(x runningAct) {
+	*h = append(*h, x)
+	a := *h
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if a[p].end <= a[i].end {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *endHeap) pop() runningAct {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	i := 0
+	for {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].end < a[m].end {
+			m = l
+		}
+		if r < n && a[r].end < a[m].end {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+// account sweeps the device's activities once and fills the steps' exclusive and busy time,
+// kernel and launch counts, and idle gaps. Step i covers [bound i, bound i+1); the last step
+// ends at the last end of the activities that start in it. Long timelines are swept in two
+// halves at once, split at a step boundary (see accountSplit).
+func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step, []stepShape) {
+	m := 0
+	if len(det.bounds) >= 4 && len(t.Kernels) >= splitKernels {
+		m = splitPoint(len(det.bounds))
+	}
+	return accountSplit(t, h, tl, det, m)
+}
+
+// Variables for tests: the size of trace from which account sweeps two halves at once,
+// and the step where the second half starts.
+var (
+	splitKernels = 1 << 20
+	splitPoint   = func(steps int) int { return steps / 2 }
+)
+
+// accountSplit is account with the steps from m on swept on their own goroutine (m = 0:
+// one sweep). The second half starts at B, the start of step m, knowing the activities
+// still running then, so that it gives every instant the owner one sweep would; the first
+// half stops at B and hands over the busy time of activities that run past it. Graph
+// launches whose kernels fall on both sides are counted once, in the first half, as one
+// sweep would. The result is the same as one sweep's, to the nanosecond (TestAccountSplit).
+func accountSplit(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, m int) ([]Step, []stepShape) {
+	steps := make([]Step, len(det.bounds))
+	shapes := make([]stepShape, len(det.bounds))
+	for i, b := range det.bounds {
+		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start}
+		if i+1 < len(det.bounds) {
+			steps[i].End = det.bounds[i+1].start
+		}
+	}
+	last := &steps[len(steps)-1]
+	last.End = last.Start
+	if m <= 0 || m >= len(steps) {
+		w := newSweep(t, h, tl, steps, shapes, 0, len(steps))
+		tl.each(w.add)
+		w.finish(math.MaxInt64)
+		return steps, shapes
+	}
+	b := steps[m].Start
+	tl.procs() // built once, before two goroutines read it
+	first := newSweep(t, h, tl, steps, shapes, 0, m)
+	second := newSweep(t, h, tl, steps, shapes, m, len(steps))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tl.each(func(a *activity) bool { return a.start < b && first.add(a) })
+		first.finish(b)
+	}()
+	second.startAt(b, tl.runningAt(b, longest(t)))
+	tl.eachFrom(b, second.add)
+	second.finish(math.MaxInt64)
+	wg.Wait()
+	for _, x := range first.beyond {
+		steps[x.step].Busy[x.cat] += x.d
+	}
+	last.End = max(last.End, first.lastEnd)
+	for _, g := range second.counted {
+		if first.graphSeen[g.key] {
+			steps[g.step].Launches-- // counted at its first kernel, in the first half
+		}
+	}
+	return steps, shapes
+}
+
+// longest returns the longest duration of any kernel, memory operation or graph execution.
+func longest(t *nsys.Trace) time.Duration {
+	var d nsys.Time
+	for i := range t.Kernels {
+		d = max(d, t.Kernels[i].End-t.Kernels[i].Start)
+	}
+	for _, m := range t.Memops {
+		d = max(d, m.End-m.Start)
+	}
+	for _, g := range t.Graphs {
+		d = max(d, g.End-g.Start)
+	}
+	return time.Duration(d)
+}
+
+// A sweep accounts steps [lo, hi) of a device, seeing its activities in start order.
+type sweep struct {
+	h      *hostIndex
+	steps  []Step
+	shapes []stepShape
+	lo, hi int
+	host   *hostGaps
+
+	active  [kernelclass.NumCategories]int
+	live    uint32 // bit Priority(c) set while a category c activity runs
+	running endHeap
+	now     nsys.Time
+	started bool
+	si      int // step of the current instant (for exclusive time)
+	ai      int // step of the latest activity start
+	// lastGraphKey is the graph launch whose kernels are being seen: its kernels are
+	// mostly consecutive, so this spares a map lookup per kernel.
+	lastGraphKey uint64
+	// graphSeen holds the graph launches already counted: a graph launch counts once
+	// however many kernels it ran.
+	graphSeen map[uint64]bool
+	counted   []graphCount // launches counted, when not the first half
+	beyond    []busyBeyond // busy time in steps from hi on (the first half)
+	lastEnd   nsys.Time    // the latest end of an activity in the last step (the first half)
+}
+
+type graphCount struct {
+	key  uint64
+	step int
+}
+
+type busyBeyond struct {
+	step int
+	cat  kernelclass.Category
+	d    time.Duration
+}
+
+func newSweep(t *nsys.Trace, h *hostIndex, tl *timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
+	return &sweep{h: h, steps: steps, shapes: shapes, lo: lo, hi: hi, host: newHostGaps(t, tl),
+		si: lo, ai: lo, lastGraphKey: 1<<64 - 1, graphSeen: map[uint64]bool{}}
+}
+
+// startAt begins a sweep that is not the first at b, with the activities running then:
+// they own instants from b on, and their busy time and counts belong to the first half.
+func (w *sweep) startAt(b nsys.Time, running []activity) {
+	w.now, w.started = b, true
+	for i := range running {
+		w.start(running[i].cat)
+		w.running.push(runningAct{running[i].end, running[i].cat})
+	}
+}
+
+func (w *sweep) start(c kernelclass.Category) {
+	if w.active[c]++; w.active[c] == 1 {
+		w.live |= 1 << c.Priority()
+	}
+}
+
+func (w *sweep) stop(c kernelclass.Category) {
+	if w.active[c]--; w.active[c] == 0 {
+		w.live &^= 1 << c.Priority()
+	}
+}
+
+// byPriority gives the category of each priority (they are distinct and below 32,
+// TestPriorities checks), for the bitmask of running categories in the sweep.
+var byPriority = func() (b [32]kernelclass.Category) {
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
+		b[c.Priority()] = c
+	}
+	return b
+}()
+
+// owner is the category of the highest priority running (priorities are distinct, below 32).
+func (w *sweep) owner() kernelclass.Category {
+	if w.live == 0 {
+		return kernelclass.Idle
+	}
+	return byPriority[bits.Len32(w.live)-1]
+}
+
+// advance attributes [now, to) to the current owner, split at step boundaries.
+func (w *sweep) advance(to nsys.Time) {
+	if !w.started || to <= w.now {
+		if to > w.now {
+			w.now = to
+		}
+		return
+	}
+	steps := w.steps
+	c := w.owner()
+	for w.now < to {
+		for w.si < len(steps) && steps[w.si].End <= w.now && w.si+1 < len(steps) {
+			w.si++
+		}
+		if w.si >= len(steps) || w.now < steps[w.si].Start {
+			// Before the first step: skip ahead.
+			next := to
+			if w.si < len(steps) && steps[w.si].Start < next {
+				next = steps[w.si].Start
+			}
+			w.now = next
+			continue
+		}
+		end := to
+		if w.si+1 < len(steps) && steps[w.si].End < end {
+			end = steps[w.si].End
+		}
+		st := &steps[w.si]
+		d := end.Sub(w.now)
+		st.Exclusive[c] += d
+		if c == kernelclass.Idle {
+			st.Busy[kernelclass.Idle] += d
+			st.Gaps.Count++
+			st.Gaps.Total += d
+			sz := gapSize(d)
+			st.Gaps.Sizes[sz]++
+			st.Gaps.SizeNS[sz] += d
+			w.host.attribute(w.now, end, &st.Gaps.Host)
+		}
+		w.now = end
+	}
+}
+
+func (w *sweep) stepOf(at nsys.Time) int {
+	for w.ai+1 < len(w.steps) && w.steps[w.ai+1].Start <= at {
+		w.ai++
+	}
+	return w.ai
+}
+
+// add sees the next activity; it returns true (for timeline.each).
+func (w *sweep) add(a *activity) bool {
+	steps := w.steps
+	for len(w.running) > 0 && w.running[0].end <= a.start {
+		r := w.running.pop()
+		w.advance(r.end)
+		w.stop(r.cat)
+	}
+	if !w.started {
+		w.now, w.started = a.start, true
+	}
+	w.advance(a.start)
+	i := w.stepOf(a.start)
+	if a.start >= steps[i].Start {
+		st := &steps[i]
+		st.Kernels[a.cat]++
+		switch a.src {
+		case srcKernel:
+			w.shapes[i].add(a)
+			k := a.key()
+			switch {
+			case k == w.lastGraphKey:
+				// another kernel of the graph launch counted just before
+			case !w.h.graphs[k]:
+				st.Launches++
+			default:
+				w.lastGraphKey = k
+				if !w.graphSeen[k] {
+					w.graphSeen[k] = true
+					st.Launches++
+					if w.lo > 0 {
+						w.counted = append(w.counted, graphCount{k, i})
+					}
+				}
+			}
+		case srcGraph:
+			st.Launches++
+		}
+		if i == len(steps)-1 && a.end > st.End {
+			st.End = a.end
+		}
+	}
+	// Busy time, clipped to each step window the activity overlaps; also for an activity
+	// that starts before the first step and runs into it, whose time in the steps is
+	// accounted as exclusive time too. The first half keeps what falls in the second's
+	// steps apart (the last step's end moves as the second half runs).
+	for j := i; j < len(steps); j++ {
+		s, e := max(a.start, steps[j].Start), a.end
+		if j+1 < len(steps) {
+			e = min(e, steps[j].End)
+		} else if j >= w.hi {
+			w.lastEnd = max(w.lastEnd, e)
+		} else if e > steps[j].End {
+			steps[j].End = e
+		}
+		if e <= s {
+			break
+		}
+		if j >= w.hi {
+			w.beyond = append(w.beyond, busyBeyond{j, a.cat, e.Sub(s)})
+		} else {
+			steps[j].Busy[a.cat] += e.Sub(s)
+		}
+	}
+	w.start(a.cat)
+	w.running.push(runningAct{a.end, a.cat})
+	return true
+}
+
+// finish ends the sweep at until: the running activities that end by then are seen to
+// their end, and the time up to until attributed (math.MaxInt64: the end of all).
+func (w *sweep) finish(until nsys.Time) {
+	for len(w.running) > 0 && w.running[0].end <= until {
+		r := w.running.pop()
+		w.advance(r.end)
+		w.stop(r.cat)
+	}
+	if until != math.MaxInt64 {
+		w.advance(until)
+	}
+}
+
+func gapSize(d time.Duration) int {
+	switch {
+	case d < 10*time.Microsecond:
+		return GapUnder10us
+	case d < 100*time.Microsecond:
+		return Gap10to100us
+	case d < time.Millisecond:
+		return Gap100usTo1ms
+	}
+	return GapOver1ms
+}

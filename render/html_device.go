@@ -1,0 +1,495 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// This file holds the device sections of the HTML report: the summary and step tables and
+// the per-device charts (steps, shares, gaps, heat map). html.go holds the page shell;
+// html_ranks.go the rank section.
+
+// phaseWhat names the summarised steps: "decode step", or "step (all phases)".
+func phaseWhat(sm *breakdown.Summary) string {
+	if sm.Phase == breakdown.Unknown {
+		return "step (all phases)"
+	}
+	return sm.Phase.String() + " step"
+}
+
+func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
+	h := htmlDevice{
+		Anchor:  fmt.Sprintf("device-%d", d.Device),
+		Heading: fmt.Sprintf("Device %d: %s", d.Device, gpuName(d.GPU)),
+	}
+	sm := &d.Summary
+	if len(d.Steps) == 0 {
+		h.Empty = "No steps on this device (after --skip)."
+		return h, nil
+	}
+	if sm.Steps == 0 {
+		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
+	} else {
+		h.Lead = fmt.Sprintf("%s: median %s, p10 %s, p90 %s (%d step%s; %.1f host launches/step, %.1f kernels/step)",
+			capitalize(phaseWhat(sm)), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)),
+			sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
+		h.Summary = summaryTable(sm)
+		h.IdleLine = IdleLine(sm)
+		h.Sentences = Sentences(sm)
+	}
+	var err error
+	if h.Charts, err = deviceCharts(d); err != nil {
+		return h, err
+	}
+	h.Steps = stepTable(d)
+	return h, nil
+}
+
+// summaryTable is the text report's decode table.
+func summaryTable(sm *breakdown.Summary) *htmlTable {
+	t := &htmlTable{Caption: capitalize(phaseWhat(sm)) + " by category",
+		Head: []htmlCell{cellText("category"), cellNum("median/step"), cellNum("share"), cellNum("p90/step"), cellNum("kernels/step")}}
+	for _, r := range summaryRows(sm) {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.median), cellNum(r.share), cellNum(r.p90), cellNum(r.kernels)}})
+	}
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Median))), cellNum("100%"),
+		cellNum(Duration(int64(sm.P90))), cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
+	return t
+}
+
+// presentCategories returns the categories, in kernelclass.Order, with time or kernels in
+// any of the steps; idle always.
+func presentCategories(steps []breakdown.Step) []kernelclass.Category {
+	var seen [kernelclass.NumCategories]bool
+	for i := range steps {
+		for c := range steps[i].Exclusive {
+			if steps[i].Exclusive[c] != 0 || steps[i].Kernels[c] != 0 {
+				seen[c] = true
+			}
+		}
+	}
+	seen[kernelclass.Idle] = true
+	var out []kernelclass.Category
+	for _, c := range kernelclass.Order {
+		if seen[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// stepTable lists every step, or the first and last tableEdgeSteps of a long run.
+func stepTable(d *breakdown.DeviceReport) *htmlTable {
+	cats := presentCategories(d.Steps)
+	hasLabel := false
+	for i := range d.Steps {
+		if d.Steps[i].Label != "" {
+			hasLabel = true
+			break
+		}
+	}
+	t := &htmlTable{ID: fmt.Sprintf("steptable-%d", d.Device), Caption: "Every step: exclusive time by category"}
+	t.Head = []htmlCell{cellNum("step"), cellText("phase"), cellNum("offset"), cellNum("wall")}
+	for _, c := range cats {
+		t.Head = append(t.Head, cellNum(c.String()))
+	}
+	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"))
+	if hasLabel {
+		t.Head = append(t.Head, cellText("label"))
+	}
+	t0 := d.Steps[0].Start
+	row := func(s *breakdown.Step) htmlRow {
+		cells := []htmlCell{cellNum(strconv.Itoa(s.Index)), cellText(s.Phase.String()), cellNum(Duration(int64(s.Start - t0))), cellNum(Duration(int64(s.Wall())))}
+		for _, c := range cats {
+			cells = append(cells, cellNum(Duration(int64(s.Exclusive[c]))))
+		}
+		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)))
+		if hasLabel {
+			cells = append(cells, cellName(s.Label))
+		}
+		return htmlRow{Class: s.Phase.String(), Cells: cells}
+	}
+	n := len(d.Steps)
+	if n <= maxTableSteps {
+		for i := range d.Steps {
+			t.Rows = append(t.Rows, row(&d.Steps[i]))
+		}
+		return t
+	}
+	for i := 0; i < tableEdgeSteps; i++ {
+		t.Rows = append(t.Rows, row(&d.Steps[i]))
+	}
+	hidden := n - 2*tableEdgeSteps
+	t.Rows = append(t.Rows, htmlRow{Class: "skip", Span: len(t.Head), Cells: []htmlCell{cellText(fmt.Sprintf(
+		"… %d steps not shown (steps %d to %d); the CSV output (stepstat report --format csv) has every step …",
+		hidden, d.Steps[tableEdgeSteps].Index, d.Steps[n-tableEdgeSteps-1].Index))}})
+	for i := n - tableEdgeSteps; i < n; i++ {
+		t.Rows = append(t.Rows, row(&d.Steps[i]))
+	}
+	t.Note = fmt.Sprintf("%d steps: the first and last %d are shown.", n, tableEdgeSteps)
+	return t
+}
+
+const prefillColor = "#d4572a"
+
+// stepGroups splits n steps into buckets of k consecutive steps for the charts: k is 1 up
+// to maxChartSteps steps, else chosen for about chartBuckets buckets.
+type stepGroups struct {
+	n, k int
+}
+
+func newStepGroups(n int) stepGroups {
+	if n <= maxChartSteps {
+		return stepGroups{n, 1}
+	}
+	return stepGroups{n, (n + chartBuckets - 1) / chartBuckets}
+}
+
+func (g stepGroups) count() int { return (g.n + g.k - 1) / g.k }
+
+func (g stepGroups) bounds(b int) (int, int) { return b * g.k, min((b+1)*g.k, g.n) }
+
+func (g stepGroups) bucketed() bool { return g.k > 1 }
+
+// note says how the steps are shown, for chart subtitles.
+func (g stepGroups) note() string {
+	if !g.bucketed() {
+		return fmt.Sprintf("%d steps", g.n)
+	}
+	last := g.n - (g.count()-1)*g.k
+	s := fmt.Sprintf("%d steps in %d buckets of %d", g.n, g.count(), g.k)
+	if last != g.k {
+		s += fmt.Sprintf(" (the last of %d)", last)
+	}
+	return s
+}
+
+// xLabels returns the category-axis data: step indices (prefill steps in colour), or the
+// index ranges of buckets.
+func (g stepGroups) xLabels(steps []breakdown.Step) []any {
+	out := make([]any, 0, g.count())
+	for b := range g.count() {
+		lo, hi := g.bounds(b)
+		if !g.bucketed() {
+			s := &steps[lo]
+			label := strconv.Itoa(s.Index)
+			if s.Phase == breakdown.Prefill {
+				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": prefillColor, "fontWeight": "bold"}})
+				continue
+			}
+			out = append(out, label)
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d-%d", steps[lo].Index, steps[hi-1].Index))
+	}
+	return out
+}
+
+// median returns the median of xs (interpolated, as breakdown's quantiles are); it sorts xs.
+func bucketMedian(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	pos := 0.5 * float64(len(xs)-1)
+	lo := int(pos)
+	if lo+1 >= len(xs) {
+		return xs[lo]
+	}
+	return xs[lo] + (pos-float64(lo))*(xs[lo+1]-xs[lo])
+}
+
+// bucketStat applies f to each step of bucket b and returns the median, min and max.
+func (g stepGroups) bucketStat(steps []breakdown.Step, b int, f func(*breakdown.Step) float64) (med, lo, hi float64) {
+	first, last := g.bounds(b)
+	xs := make([]float64, 0, last-first)
+	for i := first; i < last; i++ {
+		xs = append(xs, f(&steps[i]))
+	}
+	med = bucketMedian(xs) // sorts xs
+	return med, xs[0], xs[len(xs)-1]
+}
+
+func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
+	var out []chartBlock
+	add := func(c chartBlock, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, c)
+		return nil
+	}
+	if err := add(stepsChart(d)); err != nil {
+		return nil, err
+	}
+	if d.Summary.Steps > 0 {
+		if err := add(shareChart(d)); err != nil {
+			return nil, err
+		}
+		if d.Summary.Gaps.Count > 0 {
+			if err := add(gapsChart(d)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := add(heatChart(d)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// stepsChart: stacked bars of each step's exclusive time by category.
+func stepsChart(d *breakdown.DeviceReport) (chartBlock, error) {
+	g := newStepGroups(len(d.Steps))
+	cats := presentCategories(d.Steps)
+	title := fmt.Sprintf("Device %d (%s): exclusive time per step by category", d.Device, gpuName(d.GPU))
+	sub := g.note() + "; bars stack to the step's wall time"
+	if g.bucketed() {
+		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
+	} else if hasPhase(d.Steps, breakdown.Prefill) {
+		sub += "; prefill steps' indices in orange"
+	}
+	bar := charts.NewBar()
+	b := chartBlock{ID: fmt.Sprintf("steps-%d", d.Device), Title: title, Height: 440, Wide: true, Units: "time"}
+	bar.SetGlobalOptions(append(b.globalOpts(sub),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: stepAxisName(g), NameLocation: "middle", NameGap: 28}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+	)...)
+	if dz := dataZooms(g.count()); dz != nil {
+		bar.SetGlobalOptions(charts.WithDataZoomOpts(dz...))
+	}
+	bar.SetXAxis(g.xLabels(d.Steps))
+	for _, c := range cats {
+		data := make([]opts.BarData, g.count())
+		for b := range data {
+			if !g.bucketed() {
+				data[b].Value = chartUS(d.Steps[b].Exclusive[c])
+				continue
+			}
+			med, _, _ := g.bucketStat(d.Steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Exclusive[c]) })
+			data[b].Value = med
+		}
+		bar.AddSeries(c.String(), data, charts.WithBarChartOpts(opts.BarChart{Stack: "step"}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[c]}))
+	}
+	if g.bucketed() {
+		lines := charts.NewLine()
+		minD := make([]opts.LineData, g.count())
+		maxD := make([]opts.LineData, g.count())
+		for b := range minD {
+			_, lo, hi := g.bucketStat(d.Steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Wall()) })
+			minD[b].Value, maxD[b].Value = lo, hi
+		}
+		lines.AddSeries("shortest step", minD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: "#333333"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Type: "dashed"}))
+		lines.AddSeries("longest step", maxD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000000"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1}))
+		bar.Overlap(lines)
+	}
+	if !g.bucketed() {
+		b.Kind = "stack"
+	}
+	return newChart(b, bar)
+}
+
+func hasPhase(steps []breakdown.Step, p breakdown.Phase) bool {
+	for i := range steps {
+		if steps[i].Phase == p {
+			return true
+		}
+	}
+	return false
+}
+
+func stepAxisName(g stepGroups) string {
+	if g.bucketed() {
+		return fmt.Sprintf("steps (buckets of %d)", g.k)
+	}
+	return "step"
+}
+
+// dataZooms returns a slider and mouse-wheel zoom for charts with many x values.
+func dataZooms(n int) []opts.DataZoom {
+	if n <= 60 {
+		return nil
+	}
+	return []opts.DataZoom{{Type: "slider", Start: 0, End: 100, XAxisIndex: 0}, {Type: "inside", XAxisIndex: 0}}
+}
+
+func gridBottom(n int) string {
+	if n > 60 {
+		return "64"
+	}
+	return "32"
+}
+
+// shareChart: the share of each category in the summarised steps, as horizontal bars,
+// largest first.
+func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
+	sm := &d.Summary
+	title := "Share of a " + phaseWhat(sm)
+	sub := fmt.Sprintf("exclusive time, idle included; median step %s over %d steps", Duration(int64(sm.Median)), sm.Steps)
+	var cats []kernelclass.Category
+	for _, c := range kernelclass.Order {
+		if sm.Categories[c].Share > 0 {
+			cats = append(cats, c)
+		}
+	}
+	slices.SortStableFunc(cats, func(a, b kernelclass.Category) int {
+		return cmp.Compare(sm.Categories[b].Share, sm.Categories[a].Share)
+	})
+	labels := make([]string, len(cats))
+	data := make([]opts.BarData, len(cats))
+	for i, c := range cats {
+		labels[i] = c.String()
+		data[i] = opts.BarData{Value: chartRound2(100 * sm.Categories[c].Share), ItemStyle: &opts.ItemStyle{Color: categoryColors[c]}}
+	}
+	bar := charts.NewBar()
+	b := chartBlock{ID: fmt.Sprintf("share-%d", d.Device), Title: title, Height: 80 + 34*max(len(cats), 4), Units: "pct"}
+	bar.SetGlobalOptions(append(b.globalOpts(sub),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "64", Bottom: "24", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true)}),
+	)...)
+	bar.SetXAxis(labels)
+	bar.XYReversal()
+	bar.AddSeries("share", data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "25%"}),
+		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "right", Formatter: "{c}%"}))
+	b.Height = max(b.Height, 340)
+	return newChart(b, bar)
+}
+
+// gapsChart: the idle-gap histogram per summarised step (left), and what the host was
+// doing during the idle time (right).
+func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
+	sm := &d.Summary
+	g := &sm.Gaps
+	n := float64(max(sm.Steps, 1))
+	title := fmt.Sprintf("Idle gaps per %s: %.1f gaps, %s", phaseWhat(sm), sm.GapsPerStep, Duration(int64(float64(g.Total)/n)))
+	sub := "left: gaps and idle time per step by gap size; right: what the host did meanwhile"
+	counts := make([]opts.BarData, breakdown.NumGapSizes)
+	times := make([]opts.BarData, breakdown.NumGapSizes)
+	labels := make([]string, breakdown.NumGapSizes)
+	for i := range breakdown.NumGapSizes {
+		labels[i] = breakdown.GapSizeNames[i]
+		counts[i].Value = chartRound2(float64(g.Sizes[i]) / n)
+		times[i].Value = math.Round(float64(g.SizeNS[i])/n) / 1e3
+	}
+	hostColors := [breakdown.NumHostActivities]string{"#e15759", "#f28e2b", "#4e79a7", "#bab0ac"}
+	hostLabels := make([]string, breakdown.NumHostActivities)
+	host := make([]opts.BarData, breakdown.NumHostActivities)
+	for i := range breakdown.NumHostActivities {
+		hostLabels[i] = breakdown.HostActivityNames[i]
+		host[i] = opts.BarData{Value: chartRound2(100 * frac(int64(g.Host[i]), int64(g.Total))), ItemStyle: &opts.ItemStyle{Color: hostColors[i]}}
+	}
+	bar := charts.NewBar()
+	b := chartBlock{ID: fmt.Sprintf("gaps-%d", d.Device), Title: title, Height: 340, Units: "count,time,pct"}
+	bar.SetGlobalOptions(append(b.globalOpts(sub),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8", Data: []string{"gaps/step", "idle/step"}}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(
+			opts.Grid{Top: "104", Left: "8", Right: "43%", Bottom: "36", ContainLabel: opts.Bool(true)},
+			opts.Grid{Top: "104", Left: "64%", Right: "56", Bottom: "36", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: "gap size", NameLocation: "middle", NameGap: 26,
+			AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 10}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "gaps/step"}),
+	)...)
+	bar.ExtendXAxis(opts.XAxis{Type: "value", GridIndex: 1, Max: 100, SplitNumber: 2, Name: "host meanwhile, % of idle time",
+		NameLocation: "middle", NameGap: 26, AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}})
+	bar.ExtendYAxis(
+		opts.YAxis{Type: "value", Name: "idle/step", SplitLine: &opts.SplitLine{Show: opts.Bool(false)}},
+		opts.YAxis{Type: "category", GridIndex: 1, Data: hostLabels, Inverse: opts.Bool(true)})
+	bar.SetXAxis(labels)
+	bar.AddSeries("gaps/step", counts, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#7f7f7f"}))
+	bar.AddSeries("idle/step", times, charts.WithBarChartOpts(opts.BarChart{YAxisIndex: 1}),
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[kernelclass.Idle]}))
+	bar.AddSeries("host during idle", host, charts.WithBarChartOpts(opts.BarChart{XAxisIndex: 1, YAxisIndex: 2, BarCategoryGap: "30%"}),
+		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "right", Formatter: "{c}%"}))
+	return newChart(b, bar)
+}
+
+// heatChart: percent of each step per category. The colour of a cell is its value
+// relative to the largest value of its category (row), so that drift shows in small
+// categories too; the tooltip gives the percent of the step.
+func heatChart(d *breakdown.DeviceReport) (chartBlock, error) {
+	g := newStepGroups(len(d.Steps))
+	cats := presentCategories(d.Steps)
+	title := "Percent of each step by category: drift over the run"
+	sub := g.note() + "; colour relative to the row's largest value"
+	if g.bucketed() {
+		sub = g.note() + "; median percent per bucket; colour relative to the row's largest value"
+	}
+	ylabels := make([]string, len(cats))
+	for i, c := range cats {
+		ylabels[i] = c.String()
+	}
+	pct := func(c kernelclass.Category) func(*breakdown.Step) float64 {
+		return func(s *breakdown.Step) float64 {
+			if s.Wall() <= 0 {
+				return 0
+			}
+			return 100 * float64(s.Exclusive[c]) / float64(s.Wall())
+		}
+	}
+	values := make([][]float64, len(cats)) // [category][bucket]
+	for j, c := range cats {
+		values[j] = make([]float64, g.count())
+		for b := range g.count() {
+			if g.bucketed() {
+				values[j][b], _, _ = g.bucketStat(d.Steps, b, pct(c))
+			} else {
+				values[j][b] = pct(c)(&d.Steps[b])
+			}
+			values[j][b] = chartRound2(values[j][b])
+		}
+	}
+	var data []opts.HeatMapData
+	for b := range g.count() {
+		for j := range cats {
+			v := values[j][b]
+			if v == 0 {
+				continue
+			}
+			rel := chartRound2(v / slices.Max(values[j]))
+			data = append(data, opts.HeatMapData{Value: [4]any{b, j, v, rel}})
+		}
+	}
+	hm := charts.NewHeatMap()
+	b := chartBlock{ID: fmt.Sprintf("heat-%d", d.Device), Title: title, Height: 120 + 26*len(cats), Wide: true, Units: "pct"}
+	hm.SetGlobalOptions(append(b.globalOpts(sub),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
+		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "96", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: g.xLabels(d.Steps), Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
+			SplitArea: &opts.SplitArea{Show: opts.Bool(false)}}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels, Inverse: opts.Bool(true)}),
+	)...)
+	if dz := dataZooms(g.count()); dz != nil {
+		hm.SetGlobalOptions(charts.WithDataZoomOpts(dz...))
+	}
+	hm.AddSeries("percent of step", data)
+	if g.count() > 60 {
+		b.Height += 32
+	}
+	// The visual map is set here: go-echarts has a string for VisualMap.Dimension, and
+	// ECharts wants the index of the value that picks the colour (the relative one).
+	return newChart(b, hm, func(option map[string]interface{}) {
+		option["visualMap"] = []map[string]any{{"type": "continuous", "min": 0, "max": 1, "dimension": 3,
+			"calculable": false, "orient": "vertical", "right": "16", "top": "64", "itemHeight": max(60, b.Height-150),
+			"text":    []string{"row max", "0"},
+			"inRange": map[string]any{"color": []string{"#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"}}}}
+	})
+}

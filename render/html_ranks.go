@@ -1,0 +1,177 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-echarts/go-echarts/v2/charts"
+	"github.com/go-echarts/go-echarts/v2/opts"
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// This file holds the rank section of the HTML report: the per-device comparison table and
+// the rank charts of a multi-GPU trace. html.go holds the page shell.
+
+// rankTable compares the devices: step time and category medians.
+func rankTable(ds []breakdown.DeviceReport) *htmlTable {
+	cats := rankCategories(ds)
+	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) + " time and category medians",
+		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90")}}
+	for _, c := range cats {
+		t.Head = append(t.Head, cellNum(c.String()))
+	}
+	for i := range ds {
+		d := &ds[i]
+		sm := &d.Summary
+		cells := []htmlCell{cellNum(strconv.Itoa(int(d.Device))), cellName(gpuName(d.GPU)), cellNum(strconv.Itoa(sm.Steps)),
+			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90)))}
+		for _, c := range cats {
+			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Median))))
+		}
+		t.Rows = append(t.Rows, htmlRow{Cells: cells})
+	}
+	return t
+}
+
+// rankCategories returns the categories with time on any device's summary; idle always.
+func rankCategories(ds []breakdown.DeviceReport) []kernelclass.Category {
+	var out []kernelclass.Category
+	for _, c := range kernelclass.Order {
+		keep := c == kernelclass.Idle
+		for i := range ds {
+			cs := ds[i].Summary.Categories[c]
+			keep = keep || cs.Share != 0 || cs.KernelsPerStep != 0
+		}
+		if keep {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// rankCharts compare the devices: median step time, and the category medians.
+func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
+	what := phaseWhat(&ds[0].Summary)
+	labels := make([]string, len(ds))
+	for i := range ds {
+		labels[i] = fmt.Sprintf("device %d", ds[i].Device)
+	}
+	title := "Per device: " + what + " time"
+	bar := charts.NewBar()
+	barBlock := chartBlock{ID: "ranks", Title: title, Height: 340, Units: "time"}
+	bar.SetGlobalOptions(append(barBlock.globalOpts("median, p10 and p90 over each device's steps"),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+	)...)
+	bar.SetXAxis(labels)
+	for _, q := range []struct {
+		name  string
+		color string
+		f     func(*breakdown.Summary) time.Duration
+	}{
+		{"p10", "#a6bddb", func(s *breakdown.Summary) time.Duration { return s.P10 }},
+		{"median", "#3182bd", func(s *breakdown.Summary) time.Duration { return s.Median }},
+		{"p90", "#08519c", func(s *breakdown.Summary) time.Duration { return s.P90 }},
+	} {
+		data := make([]opts.BarData, len(ds))
+		for i := range ds {
+			data[i].Value = chartUS(q.f(&ds[i].Summary))
+		}
+		bar.AddSeries(q.name, data, charts.WithItemStyleOpts(opts.ItemStyle{Color: q.color}))
+	}
+	ranks, err := newChart(barBlock, bar)
+	if err != nil {
+		return nil, err
+	}
+
+	cats := rankCategories(ds)
+	clabels := make([]string, len(cats))
+	for i, c := range cats {
+		clabels[i] = c.String()
+	}
+	title2 := "Per device: median time per " + what + " by category"
+	cb := charts.NewBar()
+	cbBlock := chartBlock{ID: "rankcat", Title: title2, Height: 340, Units: "time"}
+	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device"),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+	)...)
+	cb.SetXAxis(clabels)
+	for i := range ds {
+		data := make([]opts.BarData, len(cats))
+		for j, c := range cats {
+			data[j].Value = chartUS(ds[i].Summary.Categories[c].Median)
+		}
+		cb.AddSeries(labels[i], data)
+	}
+	rankcat, err := newChart(cbBlock, cb)
+	if err != nil {
+		return nil, err
+	}
+	return []chartBlock{ranks, rankcat}, nil
+}
+
+// rankLines says how the ranks were compared: alignment, matched calls, spread, straggler.
+func rankLines(rr *breakdown.RankReport) []string {
+	n := len(rr.Steps)
+	lines := []string{fmt.Sprintf("%d aligned step%s (by %s), %d collective call%s matched on every rank, %d kernel%s unmatched.",
+		n, plural(n), rr.AlignedBy, len(rr.Calls), plural(len(rr.Calls)), rr.Unmatched, plural(rr.Unmatched))}
+	if n > 0 {
+		lines = append(lines, fmt.Sprintf("Step spread across ranks: median %s, p90 %s.", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90))))
+	}
+	if s := StragglerLine(rr); s != "" {
+		lines = append(lines, s)
+	}
+	return lines
+}
+
+// rankWaitTable is the text report's per-rank table: collective time split into waiting
+// for the last rank and transfer.
+func rankWaitTable(rr *breakdown.RankReport) *htmlTable {
+	n := len(rr.Steps)
+	t := &htmlTable{Caption: "Collectives per rank: waiting for the last rank vs transfer (per aligned step)",
+		Head: []htmlCell{cellText("rank"), cellNum("median/step"), cellNum("allreduce/step"), cellNum("collective/step"),
+			cellNum("wait/step"), cellNum("transfer/step"), cellNum("wait share"), cellNum("times last")}}
+	for i := range rr.Devices {
+		d := &rr.Devices[i]
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprint(d.Device)), cellNum(Duration(int64(d.MedianStep))),
+			cellNum(perStep(d.AllReduce.Time, n)), cellNum(perStep(d.Collective.Time, n)), cellNum(perStep(d.Wait, n)),
+			cellNum(perStep(d.Transfer, n)), cellNum(Percent(frac(int64(d.Wait), int64(d.Wait+d.Transfer)))),
+			cellNum(fmt.Sprintf("%d (%s)", d.LastArrivals, Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls))))))}})
+	}
+	return t
+}
+
+// rankWaitChart stacks each rank's collective time per aligned step: waiting for the last
+// rank, then transfer.
+func rankWaitChart(rr *breakdown.RankReport) (chartBlock, error) {
+	n := max(len(rr.Steps), 1)
+	labels := make([]string, len(rr.Devices))
+	wait := make([]opts.BarData, len(rr.Devices))
+	xfer := make([]opts.BarData, len(rr.Devices))
+	for i := range rr.Devices {
+		d := &rr.Devices[i]
+		labels[i] = fmt.Sprintf("device %d", d.Device)
+		wait[i].Value = chartUS(d.Wait / time.Duration(n))
+		xfer[i].Value = chartUS(d.Transfer / time.Duration(n))
+	}
+	title := "Per device: collective time per step, waiting vs transfer"
+	bar := charts.NewBar()
+	barBlock := chartBlock{ID: "rankwait", Title: title, Height: 340, Units: "time"}
+	bar.SetGlobalOptions(append(barBlock.globalOpts("wait: from the rank's own start to the last rank's start; transfer: the rest"),
+		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
+		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
+		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+	)...)
+	bar.SetXAxis(labels)
+	bar.AddSeries("wait", wait, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#d4572a"}))
+	bar.AddSeries("transfer", xfer, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#3182bd"}))
+	return newChart(barBlock, bar)
+}
