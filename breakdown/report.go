@@ -179,11 +179,35 @@ type DeviceReport struct {
 	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"
 	Steps        []Step // after Options.Skip
 	Skipped      int
-	Summary      Summary // over the phase chosen by Options.Phase
-	Warnings     []error
+	// Outside is the activity that belongs to no step (before the first, between step
+	// ranges, after the last).
+	Outside  Outside
+	Summary  Summary // over the phase chosen by Options.Phase
+	Warnings []error
 	// SOL compares Summary.Median with the speed-of-light floor; nil without one
 	// (Options.SOLStep, Options.SOLBytes).
 	SOL *SOL
+}
+
+// Outside sums a device's windows of activity that belong to no step. Like a step's, its
+// exclusive times sum to its wall time (the windows' total).
+type Outside struct {
+	Windows   int
+	Wall      time.Duration
+	Exclusive [kernelclass.NumCategories]time.Duration
+	Busy      [kernelclass.NumCategories]time.Duration
+	Kernels   [kernelclass.NumCategories]int
+}
+
+// TotalKernels returns the number of kernels (not memory operations) outside steps.
+func (o *Outside) TotalKernels() int {
+	n := 0
+	for c, k := range o.Kernels {
+		if kernelclass.Category(c) != kernelclass.Memory {
+			n += k
+		}
+	}
+	return n
 }
 
 // KernelStat is one distinct kernel name over the whole trace (all devices).

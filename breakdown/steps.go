@@ -1,13 +1,14 @@
 package breakdown
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -15,9 +16,10 @@ import (
 
 // A boundary starts a step: the first GPU activity of the step on the device.
 type boundary struct {
-	start nsys.Time
-	phase Phase
-	label string
+	start   nsys.Time
+	phase   Phase
+	label   string
+	outside bool // the activity from here to the next boundary belongs to no step
 }
 
 // A detection is the result of one step-detection method on one device.
@@ -180,33 +182,7 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			first := map[int32]nsys.Time{}
-			// A graph's kernels share their launch's key: look the owner up once per run of
-			// equal keys.
-			lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
-			tls[dev].each(func(a *activity) bool {
-				if k := a.key(); !any || k != lastKey {
-					lastKey, any = k, true
-					lastOwner, lastOK = lo.owner(a.proc, a.corr)
-				}
-				if lastOK {
-					if _, seen := first[lastOwner]; !seen {
-						first[lastOwner] = a.start
-					}
-				}
-				return true
-			})
-			if len(first) == 0 {
-				return
-			}
-			d := &detection{method: MethodNVTX, detail: detail}
-			// In range order, so that of two ranges whose work starts at the same instant
-			// the earlier one always names the step.
-			for _, i := range slices.Sorted(maps.Keys(first)) {
-				d.bounds = append(d.bounds, boundary{start: first[i], phase: ranges[i].phase, label: ranges[i].text})
-			}
-			d.bounds = sortBounds(d.bounds)
-			dets[di] = d
+			dets[di] = nvtxBounds(tls[dev], lo, ranges, detail)
 		}()
 	}
 	wg.Wait()
@@ -217,6 +193,70 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		}
 	}
 	return out
+}
+
+// nvtxBounds maps the step ranges to a device's timeline: a step starts at the first GPU
+// activity its range launched. Activity that no step range launched and that starts after
+// every earlier step's work has ended (before the first step, between steps, after the last)
+// belongs to no step: it gets an outside boundary. Nil when no range launched work here.
+func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail string) *detection {
+	first := map[int32]nsys.Time{}
+	lastEnd := map[int32]nsys.Time{}
+	var unowned []nsys.Time // starts of runs of activities no step range launched
+	// A graph's kernels share their launch's key: look the owner up once per run of
+	// equal keys.
+	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
+	prevOwned := true
+	tl.each(func(a *activity) bool {
+		if k := a.key(); !any || k != lastKey {
+			lastKey, any = k, true
+			lastOwner, lastOK = lo.owner(a.proc, a.corr)
+		}
+		if lastOK {
+			if _, seen := first[lastOwner]; !seen {
+				first[lastOwner] = a.start
+			}
+			lastEnd[lastOwner] = max(lastEnd[lastOwner], a.end)
+		} else if prevOwned {
+			unowned = append(unowned, a.start)
+		}
+		prevOwned = lastOK
+		return true
+	})
+	if len(first) == 0 {
+		return nil
+	}
+	d := &detection{method: MethodNVTX, detail: detail}
+	// In range order, so that of two ranges whose work starts at the same instant
+	// the earlier one always names the step.
+	for _, i := range slices.Sorted(maps.Keys(first)) {
+		d.bounds = append(d.bounds, boundary{start: first[i], phase: ranges[i].phase, label: ranges[i].text})
+	}
+	d.bounds = sortBounds(d.bounds)
+	// Ends of the steps' work, in step order: an unowned run is outside when it starts
+	// at or after the latest end of the steps begun before it.
+	type span struct{ start, end nsys.Time }
+	spans := make([]span, 0, len(first))
+	for _, i := range slices.Sorted(maps.Keys(first)) {
+		spans = append(spans, span{first[i], lastEnd[i]})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	var out []boundary
+	j := 0
+	var done nsys.Time = math.MinInt64 // latest end of the steps begun so far
+	for _, u := range unowned {
+		for j < len(spans) && spans[j].start <= u {
+			done = max(done, spans[j].end)
+			j++
+		}
+		if j == 0 || u >= done {
+			out = append(out, boundary{start: u, outside: true})
+		}
+	}
+	if len(out) > 0 {
+		d.bounds = sortBounds(append(d.bounds, out...))
+	}
+	return d
 }
 
 // sortBounds sorts boundaries by start and drops duplicates (keeping the first).
@@ -232,130 +272,17 @@ func sortBounds(b []boundary) []boundary {
 	return out
 }
 
-// graphDetect starts a step at the first GPU activity of each CUDA graph launch; work
-// before the first graph launch is a step of its own.
-func graphDetect(h *hostIndex, tl *timeline) *detection {
-	if len(h.graphs) == 0 {
-		return nil
-	}
-	seen := map[uint64]bool{}
-	var b []boundary
-	first := true
-	var lastKey uint64
-	tl.each(func(a *activity) bool {
-		k := a.key()
-		// A graph's kernels share their launch's key and mostly run back to back: one map
-		// lookup per run of equal keys, not per kernel.
-		if !first && k == lastKey {
-			return true
-		}
-		lastKey = k
-		if h.graphs[k] && !seen[k] {
-			seen[k] = true
-			b = append(b, boundary{start: a.start})
-		} else if first {
-			b = append(b, boundary{start: a.start})
-		}
-		first = false
-		return true
-	})
-	if len(seen) < 2 {
-		return nil
-	}
-	return &detection{method: MethodGraph, detail: fmt.Sprintf("%d CUDA graph launches", len(seen)), bounds: sortBounds(b)}
-}
-
-// syncDetect starts a step at the first GPU activity after each host synchronisation
-// point: a device-to-host copy on the device, or a synchronize call of the launching process.
-func syncDetect(t *nsys.Trace, h *hostIndex, tl *timeline) *detection {
-	// One pass over the calls, in start order: after a synchronize call of a process ends,
-	// that process's next launch-like call starts a step.
-	after := map[uint64]bool{}
-	pending := map[nsys.ProcID]nsys.Time{}
-	nsync := 0
-	for i := range t.APICalls {
-		c := &t.APICalls[i]
-		w := &t.Callers[c.Caller]
-		if !tl.hasProc(w.Proc) {
-			continue
-		}
-		if w.Kind == nsys.APISync {
-			if e, ok := pending[w.Proc]; !ok || c.End > e {
-				pending[w.Proc] = c.End
-			}
-			continue
-		}
-		if e, ok := pending[w.Proc]; ok && isLaunchLike(w.Kind) && c.Start >= e {
-			after[actKey(w.Proc, c.Correlation)] = true
-			delete(pending, w.Proc)
-			nsync++
-		}
-	}
-	var b []boundary
-	var kernels []int // per candidate step
-	var d2hEnd nsys.Time
-	d2h := false
-	nd2h := 0
-	first := true
-	tl.each(func(a *activity) bool {
-		if first || after[a.key()] || (d2h && a.start >= d2hEnd) {
-			b = append(b, boundary{start: a.start})
-			kernels = append(kernels, 0)
-			d2h = false
-		}
-		first = false
-		if a.src == srcKernel || a.src == srcGraph {
-			kernels[len(kernels)-1]++
-		}
-		if a.src == srcMemop && a.memKind == nsys.MemcpyDtoH {
-			d2h, d2hEnd = true, a.end
-			nd2h++
-		}
-		return true
-	})
-	// Synchronisation inside a step (a training loop's, or .item() in model code) splits
-	// it into pieces without kernels: then these are not steps.
-	empty := 0
-	for _, k := range kernels {
-		if k == 0 {
-			empty++
-		}
-	}
-	b = sortBounds(b)
-	if len(b) < 2 || 2*empty > len(kernels) {
-		return nil
-	}
-	var why []string
-	if nd2h > 0 {
-		why = append(why, fmt.Sprintf("%d device-to-host copies", nd2h))
-	}
-	if nsync > 0 {
-		why = append(why, fmt.Sprintf("%d synchronize calls", nsync))
-	}
-	return &detection{method: MethodSync, detail: strings.Join(why, ", "), bounds: b}
-}
-
-// periodicDetect finds the period of the device's kernel name sequence: the smallest p
-// such that name[i] == name[i+p] for at least 90% of i, with at least two repetitions.
-// Steps start every p kernels, at the phase where the idle time before a step is largest.
+// periodicDetect finds the period p of the device's kernel name sequence (findPeriod) and
+// starts a step every p kernels from the first whole period that repeats: the start of the
+// loop body, right after a prefill whose kernels differ. Kernels before it are one step
+// (the prefill); a partial period at the end belongs to no step.
 func periodicDetect(tl *timeline) *detection {
 	var names []nsys.NameID
 	var starts []nsys.Time
-	var gapBefore []nsys.Time
-	var lastEnd nsys.Time
 	tl.each(func(a *activity) bool {
-		if a.src != srcKernel {
-			return true
-		}
-		g := nsys.Time(0)
-		if len(names) > 0 && a.start > lastEnd {
-			g = a.start - lastEnd
-		}
-		names = append(names, a.name)
-		starts = append(starts, a.start)
-		gapBefore = append(gapBefore, g)
-		if a.end > lastEnd {
-			lastEnd = a.end
+		if a.src == srcKernel {
+			names = append(names, a.name)
+			starts = append(starts, a.start)
 		}
 		return true
 	})
@@ -367,37 +294,33 @@ func periodicDetect(tl *timeline) *detection {
 	if p == 0 {
 		return nil
 	}
-	// Choose the phase: captures usually start at a step, so offset 0, unless another
-	// offset has clearly more idle time before it (the host's work between steps).
-	gapAt := func(r int) nsys.Time {
-		var g nsys.Time
-		for i := r; i < n; i += p {
-			g += gapBefore[i]
-		}
-		return g
-	}
-	best, bestGap := 0, gapAt(0)
-	for r := 1; r < p; r++ {
-		if g := gapAt(r); g > bestGap {
-			best, bestGap = r, g
-		}
-	}
-	steps := nsys.Time((n - best + p - 1) / p)
-	if g0 := gapAt(0); best != 0 && (2*g0 >= bestGap || bestGap < 100_000*steps) {
-		best = 0 // no clear host gap between steps (under 100µs a step)
-	}
+	e := max(repeatStart(names, p), 0)
 	var b []boundary
-	if best > 0 {
+	if e > 0 {
 		b = append(b, boundary{start: starts[0]})
 	}
-	for i := best; i < n; i += p {
+	i := e
+	for ; i+p <= n; i += p {
 		b = append(b, boundary{start: starts[i]})
 	}
-	b = sortBounds(b)
-	if len(b) < 2 {
+	if i < n {
+		b = append(b, boundary{start: starts[i], outside: true})
+	}
+	d := &detection{method: MethodPeriodic, detail: fmt.Sprintf("kernel sequence repeats every %d kernels", p), bounds: sortBounds(b)}
+	if d.steps() < 2 {
 		return nil
 	}
-	return &detection{method: MethodPeriodic, detail: fmt.Sprintf("kernel sequence repeats every %d kernels", p), bounds: b}
+	return d
+}
+
+// repeatStart returns the first index e at which names[e:e+p] equals names[e+p:e+2p], or -1.
+func repeatStart(names []nsys.NameID, p int) int {
+	for e := 0; e+2*p <= len(names); e++ {
+		if slices.Equal(names[e:e+p], names[e+p:e+2*p]) {
+			return e
+		}
+	}
+	return -1
 }
 
 // findPeriod returns the smallest period of names with at least two repetitions and a 90%
@@ -556,13 +479,14 @@ func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, met
 	try("nvtx", func() *detection {
 		// A single matching range in auto mode is a phase marker (warm-up, benchmark
 		// loop), not a step.
-		if nvtx != nil && (method == "nvtx" || len(nvtx.bounds) >= 2) {
+		if nvtx != nil && (method == "nvtx" || nvtx.steps() >= 2) {
 			return nvtx
 		}
 		return nil
 	})
-	try("graph", func() *detection { return graphDetect(h, tl) })
-	try("sync", func() *detection { return syncDetect(t, h, tl) })
+	try("auto", func() *detection { return findSteps(t, h, tl, cutSync|cutGraph|cutH2D, true) })
+	try("graph", func() *detection { return findSteps(t, h, tl, cutGraph, false) })
+	try("sync", func() *detection { return findSteps(t, h, tl, cutSync, false) })
 	try("periodic", func() *detection { return periodicDetect(tl) })
 	if det != nil {
 		return det, nil

@@ -128,6 +128,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
 	steps, shapes := account(t, h, tl, det)
+	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
 	if det.method != MethodWhole {
 		inferPhases(steps, shapes)
 	}
@@ -145,4 +146,28 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		return dr, err
 	}
 	return dr, nil
+}
+
+// splitOutside takes the windows that belong to no step out of the accounted steps, sums
+// them, and numbers the remaining steps in order.
+func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []stepShape, Outside) {
+	var out Outside
+	n := 0
+	for i := range steps {
+		if !det.bounds[i].outside {
+			steps[n], shapes[n] = steps[i], shapes[i]
+			steps[n].Index = n
+			n++
+			continue
+		}
+		s := &steps[i]
+		out.Windows++
+		out.Wall += s.Wall()
+		for c := range s.Exclusive {
+			out.Exclusive[c] += s.Exclusive[c]
+			out.Busy[c] += s.Busy[c]
+			out.Kernels[c] += s.Kernels[c]
+		}
+	}
+	return steps[:n], shapes[:n], out
 }

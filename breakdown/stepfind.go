@@ -1,0 +1,389 @@
+package breakdown
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// The step finder (used when no NVTX step ranges are found, and by --steps graph, sync and
+// periodic) takes a step to be the repeating unit of the serving loop. Every host signal
+// that can start a step cuts the device's timeline into segments: the end of a host
+// synchronisation (a synchronize call, or a device-to-host read-back completing), the first
+// kernel of a CUDA graph launch, a host-to-device input copy. A real loop iteration holds
+// several such cuts (generate() reads back twice per token, MoE code syncs per layer), so
+// the finder groups k consecutive segments into one step, choosing the smallest k at which
+// the segments' kernel sequences repeat, and aligns the groups to the first unit that
+// repeats (the start of the loop body, right after the prefill). Activity after the last
+// complete unit, and segments before the prefill that launch no kernel, belong to no step.
+// Without cuts, the same is done kernel by kernel (periodicity of the kernel sequence).
+
+// Why a segment starts.
+const (
+	cutSync  uint8 = 1 << iota // first activity after a host synchronisation
+	cutGraph                   // first activity of a CUDA graph launch
+	cutH2D                     // a host-to-device copy
+)
+
+// A segment is a run of the device's activities between two cuts.
+type segment struct {
+	start, end nsys.Time // first activity's start; latest end
+	// sig hashes the multiset of the activities' categories and kinds: streams may
+	// interleave them in any order, and a kernel's variant may change from one step to
+	// the next (vectorized or unrolled, as a tensor's alignment changes).
+	sig     uint64
+	kernels int32
+	cut     uint8 // why the segment starts; 0 for the first
+}
+
+// syncAfter returns the launch keys of the first launch-like call of each process after
+// each of its synchronize calls ended, and the number of such synchronisations.
+func syncAfter(t *nsys.Trace, tl *timeline) (map[uint64]bool, int) {
+	after := map[uint64]bool{}
+	pending := map[nsys.ProcID]nsys.Time{}
+	n := 0
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		w := &t.Callers[c.Caller]
+		if !tl.hasProc(w.Proc) {
+			continue
+		}
+		if w.Kind == nsys.APISync {
+			if e, ok := pending[w.Proc]; !ok || c.End > e {
+				pending[w.Proc] = c.End
+			}
+			continue
+		}
+		if e, ok := pending[w.Proc]; ok && isLaunchLike(w.Kind) && c.Start >= e {
+			after[actKey(w.Proc, c.Correlation)] = true
+			delete(pending, w.Proc)
+			n++
+		}
+	}
+	return after, n
+}
+
+// cutCounts counts the signals that cut a device's timeline, for the method's detail.
+type cutCounts struct{ sync, d2h, graph, h2d int }
+
+// segmentTimeline cuts the device's timeline at the signals in use and returns the segments.
+func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]segment, cutCounts) {
+	var after map[uint64]bool
+	var cc cutCounts
+	if use&cutSync != 0 {
+		after, cc.sync = syncAfter(t, tl)
+	}
+	var segs []segment
+	var d2hEnd nsys.Time
+	d2h := false
+	seenGraph := map[uint64]bool{}
+	var lastGraphKey uint64
+	tl.each(func(a *activity) bool {
+		var why uint8
+		k := a.key()
+		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
+			why |= cutSync
+		}
+		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {
+			lastGraphKey = k
+			if !seenGraph[k] {
+				seenGraph[k] = true
+				why |= cutGraph
+				cc.graph++
+			}
+		}
+		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD {
+			why |= cutH2D
+			cc.h2d++
+		}
+		if len(segs) == 0 || why != 0 {
+			if why&cutSync != 0 {
+				d2h = false
+			}
+			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
+		}
+		s := &segs[len(segs)-1]
+		s.end = max(s.end, a.end)
+		switch a.src {
+		case srcKernel:
+			s.kernels++
+			s.sig += mix64(uint64(a.cat) + 1)
+		case srcGraph:
+			s.kernels++
+			s.sig += mix64(1 << 40)
+		case srcMemop:
+			s.sig += mix64(1<<41 + uint64(a.memKind))
+			if use&cutSync != 0 && a.memKind == nsys.MemcpyDtoH {
+				d2h, d2hEnd = true, a.end
+				cc.d2h++
+			}
+		}
+		return true
+	})
+	return segs, cc
+}
+
+// repeatWindow bounds the work of finding the repeat: the last segments (or kernels) only,
+// past any prefill and warm-up.
+const repeatWindow = 8192
+
+// findRepeat returns the smallest k (at most maxK) at which sigs repeat, sigs[i] ==
+// sigs[i-k], almost as often as at the best k, over the second half of sigs (at most the
+// last repeatWindow entries: past the prefill and warm-up, whose own repeats, per layer of
+// a prefill, must not decide); ok is false when nothing repeats in at least 60% of them.
+func findRepeat(sigs []uint64, maxK int) (k int, ok bool) {
+	n := len(sigs)
+	lo := max(n/2, n-repeatWindow)
+	w := n - lo
+	maxK = min(maxK, w/2)
+	if maxK < 1 {
+		return 0, false
+	}
+	scores := make([]float64, maxK+1)
+	best := 0.0
+	for k := 1; k <= maxK; k++ {
+		m := 0
+		for i := lo; i < n; i++ {
+			if sigs[i] == sigs[i-k] {
+				m++
+			}
+		}
+		scores[k] = float64(m) / float64(w)
+		best = max(best, scores[k])
+	}
+	if best < 0.6 {
+		return 0, false
+	}
+	// Multiples of the step repeat as well, and a layer's period matches everywhere but at
+	// step boundaries: the smallest k within 0.5% of the best.
+	for k = 1; scores[k] < best-0.005; k++ {
+	}
+	return k, true
+}
+
+// unitHashes returns, for each i with i+k <= len(sigs), a hash of sigs[i:i+k] (rolling).
+func unitHashes(sigs []uint64, k int) []uint64 {
+	const b = 0x9e3779b97f4a7c15
+	n := len(sigs) - k + 1
+	if n <= 0 {
+		return nil
+	}
+	top := uint64(1) // b^(k-1)
+	for range k - 1 {
+		top *= b
+	}
+	hs := make([]uint64, n)
+	var h uint64
+	for i := range k {
+		h = h*b + sigs[i]
+	}
+	hs[0] = h
+	for i := 1; i < n; i++ {
+		h = (h-sigs[i-1]*top)*b + sigs[i+k-1]
+		hs[i] = h
+	}
+	return hs
+}
+
+// alignRepeat places steps of k segments. In each phase (offset mod k), the most common
+// unit (with kernels) among the last repeatWindow is the loop body; walking back from its
+// last occurrence, the run of steps goes back to where two units in a row differ from it
+// (a single odd step is kept). The phase whose run starts earliest is the loop's: its first
+// unit starts right after the prefill, where any other phase cuts a unit in two. It returns
+// the run's first index and the end of its last unit; ok is false when no unit repeats.
+func alignRepeat(sigs []uint64, kernels []int32, k int) (e, end int, ok bool) {
+	hs := unitHashes(sigs, k)
+	withKernels := func(i int) bool {
+		for _, n := range kernels[i : i+k] {
+			if n > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	e = len(sigs)
+	for r := 0; r < k && r < len(hs); r++ {
+		lo := max(r, len(hs)-repeatWindow)
+		lo += ((r-lo)%k + k) % k // the first index of phase r from there
+		count := map[uint64]int{}
+		var modal uint64
+		best := 0
+		for i := lo; i < len(hs); i += k {
+			count[hs[i]]++
+			if c := count[hs[i]]; c > best && withKernels(i) {
+				modal, best = hs[i], c
+			}
+		}
+		if best < 2 {
+			continue
+		}
+		last := lo + (len(hs)-1-lo)/k*k
+		for hs[last] != modal {
+			last -= k
+		}
+		first := last
+		for i := last - k; i >= 0; i -= k {
+			if hs[i] == modal {
+				first = i
+			} else if i-k < 0 || hs[i-k] != modal {
+				break
+			}
+		}
+		if first < e {
+			e, end, ok = first, last+k, true
+		}
+	}
+	return e, end, ok
+}
+
+// groupSegments turns segments into step boundaries: k segments a step from e on. Before
+// e, the prefill (one step), after any segments without kernels that precede it (outside).
+// Past end (the end of the last unit like the loop body), whole units are steps while they
+// launch at least half the kernels of the unit before; the rest is outside.
+func groupSegments(segs []segment, k, e, end int) []boundary {
+	var b []boundary
+	first := 0
+	for first < e && segs[first].kernels == 0 {
+		first++
+	}
+	if first > 0 {
+		b = append(b, boundary{start: segs[0].start, outside: true})
+	}
+	if first < e {
+		b = append(b, boundary{start: segs[first].start})
+	}
+	unitKernels := func(i int) int32 {
+		var n int32
+		for _, s := range segs[i : i+k] {
+			n += s.kernels
+		}
+		return n
+	}
+	i := e
+	for ; i+k <= end; i += k {
+		b = append(b, boundary{start: segs[i].start})
+	}
+	for ; i+k <= len(segs) && i >= k && 2*unitKernels(i) >= unitKernels(i-k); i += k {
+		b = append(b, boundary{start: segs[i].start})
+	}
+	if i < len(segs) {
+		b = append(b, boundary{start: segs[i].start, outside: true})
+	}
+	return b
+}
+
+// maxStepSegments bounds the segments one step may hold (cuts per loop iteration).
+const maxStepSegments = 1024
+
+// findSteps finds a device's steps from the cut signals in use (cutSync|cutGraph|cutH2D
+// for auto), falling back, when no grouping of segments repeats, to one step per segment
+// (when most segments launch kernels) and then to the periodicity of the kernel sequence
+// (periodic: true allows it).
+func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bool) *detection {
+	if use != 0 {
+		segs, cc := segmentTimeline(t, h, tl, use)
+		if len(segs) >= 3 {
+			sigs := make([]uint64, len(segs))
+			kernels := make([]int32, len(segs))
+			for i, s := range segs {
+				sigs[i], kernels[i] = s.sig, s.kernels
+			}
+			k, ok := findRepeat(sigs, maxStepSegments)
+			var e, end int
+			if ok {
+				e, end, ok = alignRepeat(sigs, kernels, k)
+			}
+			if ok {
+				d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end)}
+				d.detail = cc.describe(k)
+				if d.steps() >= 2 {
+					return d
+				}
+			}
+			if d := oneStepPerSegment(segs, cc); d != nil {
+				return d
+			}
+		}
+	}
+	if periodic {
+		return periodicDetect(tl)
+	}
+	return nil
+}
+
+// segmentMethod names the signal that starts most steps: graph launches or synchronisation.
+func segmentMethod(segs []segment, k, e int) Method {
+	graph, n := 0, 0
+	for i := e; i+k <= len(segs); i += k {
+		n++
+		if segs[i].cut&cutGraph != 0 {
+			graph++
+		}
+	}
+	if 2*graph > n {
+		return MethodGraph
+	}
+	return MethodSync
+}
+
+// oneStepPerSegment makes each segment a step, unless most of them launch no kernel (a
+// sync inside the step, or copies on their own: those are not steps).
+func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
+	empty := 0
+	for _, s := range segs {
+		if s.kernels == 0 {
+			empty++
+		}
+	}
+	if 2*empty > len(segs) {
+		return nil
+	}
+	d := &detection{method: MethodSync, detail: cc.describe(1)}
+	for _, s := range segs {
+		d.bounds = append(d.bounds, boundary{start: s.start})
+	}
+	graph := 0
+	for _, s := range segs {
+		if s.cut&cutGraph != 0 {
+			graph++
+		}
+	}
+	if 2*graph > len(segs) {
+		d.method = MethodGraph
+	}
+	return d
+}
+
+// describe says what cut the timeline, and how many cuts make a step.
+func (cc cutCounts) describe(k int) string {
+	var why []string
+	if cc.graph > 0 {
+		why = append(why, fmt.Sprintf("%d CUDA graph launches", cc.graph))
+	}
+	if cc.d2h > 0 {
+		why = append(why, fmt.Sprintf("%d device-to-host copies", cc.d2h))
+	}
+	if cc.sync > 0 {
+		why = append(why, fmt.Sprintf("%d synchronize calls", cc.sync))
+	}
+	if cc.h2d > 0 {
+		why = append(why, fmt.Sprintf("%d host-to-device copies", cc.h2d))
+	}
+	s := strings.Join(why, ", ")
+	if k > 1 {
+		s += fmt.Sprintf("; a step spans %d of the segments they cut", k)
+	}
+	return s
+}
+
+// steps returns the number of steps (boundaries not outside) of the detection.
+func (d *detection) steps() int {
+	n := 0
+	for _, b := range d.bounds {
+		if !b.outside {
+			n++
+		}
+	}
+	return n
+}
