@@ -27,6 +27,9 @@ type Options struct {
 	// Progress, when set, is called as tables are read, with the table's name and the rows
 	// read so far (a running count; total is the table's row count or -1 when unknown).
 	Progress func(table string, done, total int64)
+
+	// partRows, when not 0, replaces defaultPartRows (tests of the partitioned read).
+	partRows int
 }
 
 // ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.

@@ -163,16 +163,21 @@ func joinParts[T any](t *Trace, all []T, parts []*partOut[T]) ([]T, dropCounter)
 	return out, drop
 }
 
-// partRows is about the number of rows of a part: small enough that the two lanes finish
-// close together, large enough that each part's query and seek cost nothing.
-var partRows int = 1 << 21 // a variable for tests
+// defaultPartRows is about the number of rows of a part: small enough that the two lanes
+// finish close together, large enough that each part's query and seek cost nothing.
+const defaultPartRows = 1 << 21
 
-// parts splits table into rowid ranges of about partRows rows, to be read concurrently,
-// and returns the number of slots they index (hi-lo of the whole): a part's rows can be
-// stored at their rowid's offset without knowing how many rows the other parts hold. It
-// returns the whole table as one part, and an upper bound of its row count, when the
-// batch reader is unavailable, the table is small, or its rowids are too sparse to index.
+// parts splits table into rowid ranges of about defaultPartRows rows (Options.partRows),
+// to be read concurrently, and returns the number of slots they index (hi-lo of the
+// whole): a part's rows can be stored at their rowid's offset without knowing how many
+// rows the other parts hold. It returns the whole table as one part, and an upper bound of
+// its row count, when the batch reader is unavailable, the table is small, or its rowids
+// are too sparse to index.
 func (r *reader) parts(table string) ([]part, int) {
+	partRows := r.opt.partRows
+	if partRows == 0 {
+		partRows = defaultPartRows
+	}
 	whole := []part{{}}
 	bound := r.maxRowid(table)
 	if r.batch == nil || bound < 2*partRows {
