@@ -20,6 +20,9 @@ require (
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
 )
 
-require golang.org/x/tools v0.52.0
+require (
+	golang.org/x/sync v0.25.0
+	golang.org/x/tools v0.52.0
+)
 
 require golang.org/x/sys v0.50.0 // indirect

@@ -40,6 +40,9 @@ type Options struct {
 	// Batch is the number of sequences a decode step advances by one token each, for the
 	// total tokens/s of the speed-of-light view; 0 when unknown.
 	Batch int
+
+	// split, when not nil, replaces splitAt for account (tests of the split sweep).
+	split func(steps, kernels int) int
 }
 
 // A StepMethod says how Summarize finds steps.

@@ -40,7 +40,6 @@ func TestAccountSplit(t *testing.T) {
 		g := randomTimeline(t, seed)
 		ins = append(ins, input{fmt.Sprintf("generated %d (%s)", seed, g.desc), g.t, g.opt})
 	}
-	defer func(n int, p func(int) int) { splitKernels, splitPoint = n, p }(splitKernels, splitPoint)
 	points := map[string]func(int) int{
 		"half":  func(n int) int { return n / 2 },
 		"first": func(n int) int { return 1 },
@@ -48,12 +47,18 @@ func TestAccountSplit(t *testing.T) {
 		"third": func(n int) int { return n / 3 },
 	}
 	for _, in := range ins {
-		splitKernels = 1 << 62
-		want := mustSummarize(t, in.tr, in.opt)
-		splitKernels = 0
+		one := in.opt
+		one.split = func(int, int) int { return 0 }
+		want := mustSummarize(t, in.tr, one)
 		for pname, p := range points {
-			splitPoint = p
-			got := mustSummarize(t, in.tr, in.opt)
+			two := in.opt
+			two.split = func(steps, _ int) int {
+				if steps >= 4 {
+					return p(steps)
+				}
+				return 0
+			}
+			got := mustSummarize(t, in.tr, two)
 			for d := range want.Devices {
 				w, g := &want.Devices[d], &got.Devices[d]
 				for i := range w.Steps {

@@ -127,7 +127,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		dr.Warnings = append(dr.Warnings, warn)
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
-	steps, shapes := account(t, h, tl, det)
+	steps, shapes := account(t, h, tl, det, opt.split)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
 	if det.method != MethodWhole {
 		inferPhases(steps, shapes)

@@ -61,21 +61,23 @@ func (h *endHeap) pop() runningAct {
 // account sweeps the device's activities once and fills the steps' exclusive and busy time,
 // kernel and launch counts, and idle gaps. Step i covers [bound i, bound i+1); the last step
 // ends at the last end of the activities that start in it. Long timelines are swept in two
-// halves at once, split at a step boundary (see accountSplit).
-func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection) ([]Step, []stepShape) {
-	m := 0
-	if len(det.bounds) >= 4 && len(t.Kernels) >= splitKernels {
-		m = splitPoint(len(det.bounds))
+// halves at once, split at a step boundary (see accountSplit); split says where (nil:
+// splitAt).
+func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, split func(steps, kernels int) int) ([]Step, []stepShape) {
+	if split == nil {
+		split = splitAt
 	}
-	return accountSplit(t, h, tl, det, m)
+	return accountSplit(t, h, tl, det, split(len(det.bounds), len(t.Kernels)))
 }
 
-// Variables for tests: the size of trace from which account sweeps two halves at once,
-// and the step where the second half starts.
-var (
-	splitKernels = 1 << 20
-	splitPoint   = func(steps int) int { return steps / 2 }
-)
+// splitAt returns the step where a second sweep starts, for steps steps over kernels
+// kernels: the middle step from 2^20 kernels and 4 steps on, else 0 (one sweep).
+func splitAt(steps, kernels int) int {
+	if steps >= 4 && kernels >= 1<<20 {
+		return steps / 2
+	}
+	return 0
+}
 
 // accountSplit is account with the steps from m on swept on their own goroutine (m = 0:
 // one sweep). The second half starts at B, the start of step m, knowing the activities

@@ -11,7 +11,7 @@ import (
 // String returns a stable text dump of the parsed model: metadata, tables, processes,
 // devices, then kernels, memory operations, graph executions, API calls, NVTX ranges and
 // warnings, one item per line, in the order the Trace holds them. Times are raw
-// nanoseconds. It is the golden format of the reader tests and of `stepstat dump`.
+// nanoseconds. It is the golden format of the reader tests.
 //
 // Free text is printed last on a line: kernel and API names as they are unless they hold
 // control characters or spaces at either end (then strconv.Quote), NVTX texts and device

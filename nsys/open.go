@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"golang.org/x/sync/errgroup"
 )
 
 // Options control what Open reads.
@@ -27,6 +28,9 @@ type Options struct {
 	// Progress, when set, is called as tables are read, with the table's name and the rows
 	// read so far (a running count; total is the table's row count or -1 when unknown).
 	Progress func(table string, done, total int64)
+
+	// partRows, when not 0, replaces defaultPartRows (tests of the partitioned read).
+	partRows int
 }
 
 // ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
@@ -252,13 +256,11 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 	slices.SortStableFunc(queue, func(a, b taskRef) int {
 		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
 	})
-	lanes := max(2, min(runtime.GOMAXPROCS(0), 4))
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		next int
-	)
-	for i := 0; i < lanes; i++ {
+	// Each task borrows a lane; the group runs at most as many tasks as there are lanes,
+	// starting them in queue order.
+	nl := max(2, min(runtime.GOMAXPROCS(0), 4))
+	lanes := make(chan reader, nl)
+	for i := 0; i < nl; i++ {
 		l := *r
 		if i > 0 && r.batch != nil {
 			b, err := openBatch(r.uri)
@@ -268,32 +270,28 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 			defer b.Close()
 			l.batch = b
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				if next >= len(queue) {
-					mu.Unlock()
-					return
-				}
-				tr := queue[next]
-				next++
-				mu.Unlock()
-				// Every task runs, even after another failed, so that the error returned is
-				// the same whichever lane got there first: the first in job order.
-				p := jobs[tr.j]
-				if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
-					continue
-				}
-				t := l
-				t.warns, t.cache = nil, procCache{}
-				p.errs[tr.t] = p.job.tasks[tr.t](&t)
-				p.warns[tr.t] = t.warns
-			}
-		}()
+		lanes <- l
 	}
-	wg.Wait()
+	var g errgroup.Group
+	g.SetLimit(nl)
+	for _, tr := range queue {
+		g.Go(func() error {
+			l := <-lanes
+			defer func() { lanes <- l }()
+			// Every task runs, even after another failed, so that the error returned is
+			// the same whichever lane got there first: the first in job order.
+			p := jobs[tr.j]
+			if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
+				return nil
+			}
+			t := l
+			t.warns, t.cache = nil, procCache{}
+			p.errs[tr.t] = p.job.tasks[tr.t](&t)
+			p.warns[tr.t] = t.warns
+			return nil
+		})
+	}
+	g.Wait()
 	for _, p := range jobs {
 		for _, err := range p.errs {
 			if err != nil {
@@ -302,17 +300,16 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 		}
 	}
 	ferrs := make([]error, len(jobs))
+	var fg errgroup.Group
 	for i, p := range jobs {
-		if p.job.finish == nil {
-			continue
+		if p.job.finish != nil {
+			fg.Go(func() error {
+				ferrs[i] = p.job.finish(&p.r)
+				return nil
+			})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ferrs[i] = p.job.finish(&p.r)
-		}()
 	}
-	wg.Wait()
+	fg.Wait()
 	for _, err := range ferrs {
 		if err != nil {
 			return err

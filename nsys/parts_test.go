@@ -63,16 +63,13 @@ func TestPartsSameAsWhole(t *testing.T) {
 	db.Close()
 	paths = append(paths, mangled)
 
-	defer func(n int) { partRows = n }(partRows)
 	for _, p := range paths {
-		partRows = 1 << 30
-		whole, err := Open(context.Background(), p, Options{})
+		whole, err := Open(context.Background(), p, Options{partRows: 1 << 30})
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		for _, n := range []int{50, 1000} {
-			partRows = n
-			parts, err := Open(context.Background(), p, Options{})
+			parts, err := Open(context.Background(), p, Options{partRows: n})
 			if err != nil {
 				t.Fatalf("%s: partRows %d: %v", p, n, err)
 			}

@@ -163,16 +163,90 @@ func joinParts[T any](t *Trace, all []T, parts []*partOut[T]) ([]T, dropCounter)
 	return out, drop
 }
 
-// partRows is about the number of rows of a part: small enough that the two lanes finish
-// close together, large enough that each part's query and seek cost nothing.
-var partRows int = 1 << 21 // a variable for tests
+// A tablePart is what one part of a partitioned read keeps: its rows (partOut) and its
+// own numbering of what they refer to, which the finish renumbers for the whole table.
+type tablePart[T any] interface {
+	out() *partOut[T]
+}
 
-// parts splits table into rowid ranges of about partRows rows, to be read concurrently,
-// and returns the number of slots they index (hi-lo of the whole): a part's rows can be
-// stored at their rowid's offset without knowing how many rows the other parts hold. It
-// returns the whole table as one part, and an upper bound of its row count, when the
-// batch reader is unavailable, the table is small, or its rowids are too sparse to index.
+func (o *partOut[T]) out() *partOut[T] { return o }
+
+// readParts plans the read of a large table in rowid parts (see parts), each a task on a
+// lane: query(p) is stepped through scan's function for the part's state d (P), which
+// keeps the rows in d's slots of one array. The job's finish joins the parts' rows in
+// table order, warns of the rows dropped (what: "kernel"), and hands the rows and the
+// parts to finish.
+func readParts[T any, P any, PP interface {
+	*P
+	tablePart[T]
+}](r *reader, table, what string, ncol int, query func(part) string,
+	scan func(l *reader, d PP) func(v []int64), finish func(r *reader, rows []T, parts []P) error) *job {
+	ps, slots := r.parts(table)
+	prog := r.newProgress(table, len(ps))
+	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
+	// so no part waits for another and the rows need no copy when none was dropped.
+	all := bigSlice[T](r.t, slots) // zeroed memory that no row lands in is never touched
+	states := make([]P, len(ps))
+	j := &job{}
+	for i, p := range ps {
+		j.tasks = append(j.tasks, func(l *reader) error {
+			d := PP(&states[i])
+			d.out().begin(all, p, ps[0])
+			return l.scanPart(prog, query(p), ncol, scan(l, d))
+		})
+	}
+	j.finish = func(r *reader) error {
+		outs := make([]*partOut[T], len(states))
+		for i := range states {
+			outs[i] = PP(&states[i]).out()
+		}
+		rows, drop := joinParts(r.t, all, outs)
+		drop.warn(r, what, len(rows))
+		return finish(r, rows, states)
+	}
+	return j
+}
+
+// renumber replaces the part-local id of each row (id) with a global one: global(d, local)
+// gives it, called once per local id a part's rows use, in row order. rows are the parts'
+// rows joined in part order; n(d) is the size of part d's local table.
+func renumber[T any, P any, PP interface {
+	*P
+	tablePart[T]
+}, ID ~uint32](rows []T, parts []P, id func(*T) *ID, n func(PP) int, global func(PP, ID) ID) {
+	at := 0
+	for i := range parts {
+		d := PP(&parts[i])
+		remap := make([]ID, n(d))
+		for k := range remap {
+			remap[k] = ^ID(0)
+		}
+		for k := at; k < at+len(d.out().rows); k++ {
+			p := id(&rows[k])
+			if remap[*p] == ^ID(0) {
+				remap[*p] = global(d, *p)
+			}
+			*p = remap[*p]
+		}
+		at += len(d.out().rows)
+	}
+}
+
+// defaultPartRows is about the number of rows of a part: small enough that the two lanes
+// finish close together, large enough that each part's query and seek cost nothing.
+const defaultPartRows = 1 << 21
+
+// parts splits table into rowid ranges of about defaultPartRows rows (Options.partRows),
+// to be read concurrently, and returns the number of slots they index (hi-lo of the
+// whole): a part's rows can be stored at their rowid's offset without knowing how many
+// rows the other parts hold. It returns the whole table as one part, and an upper bound of
+// its row count, when the batch reader is unavailable, the table is small, or its rowids
+// are too sparse to index.
 func (r *reader) parts(table string) ([]part, int) {
+	partRows := r.opt.partRows
+	if partRows == 0 {
+		partRows = defaultPartRows
+	}
 	whole := []part{{}}
 	bound := r.maxRowid(table)
 	if r.batch == nil || bound < 2*partRows {
@@ -274,8 +348,8 @@ func (d *dropCounter) warn(r *reader, what string, kept int) {
 
 const kernelTable = "CUPTI_ACTIVITY_KIND_KERNEL"
 
-// planKernels plans the kernel table's read: one task per part of the table, then a
-// finish that puts the parts together, names the kernels and sorts them.
+// planKernels plans the kernel table's read: one task per part of the table (readParts),
+// then finishKernels.
 func (r *reader) planKernels() (*job, error) {
 	if !r.has(kernelTable) {
 		r.warnf("no %s table: the capture has no CUDA kernels (profile with -t cuda)", kernelTable)
@@ -295,99 +369,74 @@ func (r *reader) planKernels() (*job, error) {
 	}
 	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(kernelTable, "correlationId", "0") + `, ` +
 		nameCol + `, ` + r.colOr(kernelTable, "globalPid", "0") + ` FROM ` + kernelTable
-	ps, slots := r.parts(kernelTable)
-	prog := r.newProgress(kernelTable, len(ps))
-	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
-	// so no part waits for another and the rows need no copy when none was dropped.
-	all := bigSlice[Kernel](r.t, slots) // zeroed memory that no row lands in is never touched
-	kp := make([]kernelPart, len(ps))
-	j := &job{}
-	for i, p := range ps {
-		j.tasks = append(j.tasks, func(l *reader) error {
-			d := &kp[i]
-			d.begin(all, p, ps[0])
-			// Kernel.Site indexes the part's own sites until finish numbers them.
-			return l.scanPart(prog, q+p.where(), 7, func(v []int64) {
-				if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
-					return
-				}
-				site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
-				d.rows = append(d.rows, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
-			})
-		})
-	}
-	j.finish = func(r *reader) error {
-		outs := make([]*partOut[Kernel], len(kp))
-		for i := range kp {
-			outs[i] = &kp[i].partOut
-		}
-		ks, drop := joinParts(r.t, all, outs)
-		drop.warn(r, "kernel", len(ks))
-		// Number the names and the sites in order of first appearance, whichever part
-		// read them. String ids are small, dense integers: a slice indexed by id (0 = not
-		// seen yet) is several times faster than a map; a map takes the rare big ids.
-		var dense []NameID
-		sparse := map[int64]NameID{}
-		var order []int64
-		nameOf := func(sid int64) NameID {
-			var id NameID
-			if sid >= 0 && sid < 1<<22 {
-				if sid >= int64(len(dense)) {
-					dense = append(dense, make([]NameID, int(sid)+1-len(dense)+len(dense)/2)...)
-				}
-				if id = dense[sid]; id == 0 {
-					order = append(order, sid)
-					id = NameID(len(order))
-					dense[sid] = id
-				}
-				return id - 1
+	// Kernel.Site indexes the part's own sites until finishKernels numbers them.
+	scan := func(_ *reader, d *kernelPart) func(v []int64) {
+		return func(v []int64) {
+			if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
+				return
 			}
-			var ok bool
-			if id, ok = sparse[sid]; !ok {
-				id = NameID(len(order))
-				sparse[sid] = id
+			site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
+			d.rows = append(d.rows, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
+		}
+	}
+	return readParts(r, kernelTable, "kernel", 7, func(p part) string { return q + p.where() }, scan, finishKernels), nil
+}
+
+// finishKernels numbers the names and the sites of the parts' kernels, names the kernels
+// and sorts them.
+func finishKernels(r *reader, ks []Kernel, kp []kernelPart) error {
+	// Number the names and the sites in order of first appearance, whichever part read
+	// them. String ids are small, dense integers: a slice indexed by id (0 = not seen yet)
+	// is several times faster than a map; a map takes the rare big ids.
+	var dense []NameID
+	sparse := map[int64]NameID{}
+	var order []int64
+	nameOf := func(sid int64) NameID {
+		var id NameID
+		if sid >= 0 && sid < 1<<22 {
+			if sid >= int64(len(dense)) {
+				dense = append(dense, make([]NameID, int(sid)+1-len(dense)+len(dense)/2)...)
+			}
+			if id = dense[sid]; id == 0 {
 				order = append(order, sid)
+				id = NameID(len(order))
+				dense[sid] = id
+			}
+			return id - 1
+		}
+		var ok bool
+		if id, ok = sparse[sid]; !ok {
+			id = NameID(len(order))
+			sparse[sid] = id
+			order = append(order, sid)
+		}
+		return id
+	}
+	sites := map[Site]SiteID{}
+	renumber(ks, kp, func(k *Kernel) *SiteID { return &k.Site },
+		func(d *kernelPart) int { return len(d.sites) },
+		func(d *kernelPart, local SiteID) SiteID {
+			rs := &d.sites[local]
+			st := Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)}
+			id, ok := sites[st]
+			if !ok {
+				id = SiteID(len(r.t.Sites))
+				sites[st] = id
+				r.t.Sites = append(r.t.Sites, st)
 			}
 			return id
-		}
-		sites := map[Site]SiteID{}
-		at := 0
-		for i := range kp {
-			d := &kp[i]
-			remap := make([]SiteID, len(d.sites))
-			for k := range remap {
-				remap[k] = ^SiteID(0)
-			}
-			for k := at; k < at+len(d.rows); k++ {
-				local := ks[k].Site
-				if remap[local] == ^SiteID(0) {
-					rs := &d.sites[local]
-					st := Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)}
-					id, ok := sites[st]
-					if !ok {
-						id = SiteID(len(r.t.Sites))
-						sites[st] = id
-						r.t.Sites = append(r.t.Sites, st)
-					}
-					remap[local] = id
-				}
-				ks[k].Site = remap[local]
-			}
-			at += len(d.rows)
-		}
-		strs, err := r.loadStrings(kernelTable, order)
-		if err != nil {
-			return err
-		}
-		r.t.Names = make([]string, len(order))
-		for i, id := range order {
-			r.t.Names[i] = strs[id]
-		}
-		sortKernels(ks, r.t.Sites)
-		r.t.Kernels = ks
-		return nil
+		})
+	strs, err := r.loadStrings(kernelTable, order)
+	if err != nil {
+		return err
 	}
-	return j, nil
+	r.t.Names = make([]string, len(order))
+	for i, id := range order {
+		r.t.Names[i] = strs[id]
+	}
+	sortKernels(ks, r.t.Sites)
+	r.t.Kernels = ks
+	return nil
 }
 
 // A kernelPart is the rows of one part of the kernel table, with the sites they name.
@@ -665,71 +714,47 @@ func (r *reader) planCalls() (*job, error) {
 	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
 		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
 		` WHERE nameId IN (` + p.idList + `)`
-	ps, slots := r.parts(runtimeTable)
-	prog := r.newProgress(runtimeTable, len(ps))
-	// As for kernels, each part fills its own slots; a part keeps only the calls the
-	// analysis uses (about a third of the rows of eager traces), so finish moves them down.
-	all := bigSlice[APICall](r.t, slots) // untouched slots cost no memory
-	cp := make([]callPart, len(ps))
-	j := &job{}
-	for i, pt := range ps {
-		j.tasks = append(j.tasks, func(l *reader) error {
-			d := &cp[i]
-			d.begin(all, pt, ps[0])
-			// APICall.Caller indexes the part's own callers until finish numbers them.
-			return l.scanPart(prog, q+pt.and(), 5, func(v []int64) {
-				if !d.drop.keep(v[0], v[1]) {
-					return
-				}
-				var ni apiName
-				if v[4] >= 0 && v[4] < int64(len(p.names)) {
-					ni = p.names[v[4]]
-				}
-				if !ni.ok {
-					return
-				}
-				d.rows = append(d.rows, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
-					Caller: d.caller(l, v[2], ni)})
-			})
+	// A part keeps only the calls the analysis uses (about a third of the rows of eager
+	// traces): joining the parts moves them down. APICall.Caller indexes the part's own
+	// callers until finishCalls numbers them.
+	scan := func(l *reader, d *callPart) func(v []int64) {
+		return func(v []int64) {
+			if !d.drop.keep(v[0], v[1]) {
+				return
+			}
+			var ni apiName
+			if v[4] >= 0 && v[4] < int64(len(p.names)) {
+				ni = p.names[v[4]]
+			}
+			if !ni.ok {
+				return
+			}
+			d.rows = append(d.rows, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
+				Caller: d.caller(l, v[2], ni)})
+		}
+	}
+	return readParts(r, runtimeTable, "CUDA API", 5, func(pt part) string { return q + pt.and() }, scan, finishCalls), nil
+}
+
+// finishCalls numbers the callers of the parts' calls and sorts the calls.
+func finishCalls(r *reader, calls []APICall, cp []callPart) error {
+	// Number the callers in order of first appearance, whichever part met them.
+	ids := map[Caller]CallerID{}
+	renumber(calls, cp, func(c *APICall) *CallerID { return &c.Caller },
+		func(d *callPart) int { return len(d.callers) },
+		func(d *callPart, local CallerID) CallerID {
+			w := d.callers[local]
+			id, ok := ids[w]
+			if !ok {
+				id = CallerID(len(r.t.Callers))
+				ids[w] = id
+				r.t.Callers = append(r.t.Callers, w)
+			}
+			return id
 		})
-	}
-	j.finish = func(r *reader) error {
-		outs := make([]*partOut[APICall], len(cp))
-		for i := range cp {
-			outs[i] = &cp[i].partOut
-		}
-		calls, drop := joinParts(r.t, all, outs)
-		drop.warn(r, "CUDA API", len(calls))
-		// Number the callers in order of first appearance, whichever part met them.
-		ids := map[Caller]CallerID{}
-		at := 0
-		for i := range cp {
-			d := &cp[i]
-			remap := make([]CallerID, len(d.callers))
-			for k := range remap {
-				remap[k] = ^CallerID(0)
-			}
-			for k := at; k < at+len(d.rows); k++ {
-				local := calls[k].Caller
-				if remap[local] == ^CallerID(0) {
-					w := d.callers[local]
-					id, ok := ids[w]
-					if !ok {
-						id = CallerID(len(r.t.Callers))
-						ids[w] = id
-						r.t.Callers = append(r.t.Callers, w)
-					}
-					remap[local] = id
-				}
-				calls[k].Caller = remap[local]
-			}
-			at += len(d.rows)
-		}
-		sortCalls(calls, r.t.Callers)
-		r.t.APICalls = calls
-		return nil
-	}
-	return j, nil
+	sortCalls(calls, r.t.Callers)
+	r.t.APICalls = calls
+	return nil
 }
 
 // A callPart is the kept calls of one part of the runtime table, with their callers.

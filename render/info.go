@@ -9,44 +9,6 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// InfoSchema names the JSON layout written by InfoJSON.
-const InfoSchema = "stepstat.info.v1"
-
-// Info is the display model of `stepstat info`: what an export holds.
-type Info struct {
-	Schema        string       `json:"schema"`
-	Path          string       `json:"path"`
-	NsysVersion   string       `json:"nsys_version"`
-	ExportSchema  string       `json:"export_schema"`
-	MetaTable     string       `json:"meta_table"`
-	StartNS       int64        `json:"start_ns"`
-	EndNS         int64        `json:"end_ns"`
-	DurationNS    int64        `json:"duration_ns"`
-	Devices       []InfoDevice `json:"devices"`
-	Tables        []InfoTable  `json:"tables"`
-	NVTXRanges    int          `json:"nvtx_ranges"`
-	APICalls      int          `json:"cuda_api_calls"`
-	GraphLaunches int          `json:"graph_launches"`
-	Warnings      []string     `json:"warnings"`
-}
-
-// InfoDevice is one GPU with activity.
-type InfoDevice struct {
-	Device     int    `json:"device"`
-	GPU        string `json:"gpu"`
-	Kernels    int    `json:"kernels"`
-	Memcpy     int    `json:"memcpy"`
-	Memset     int    `json:"memset"`
-	GraphExecs int    `json:"graph_execs"`
-	KernelNS   int64  `json:"kernel_ns"`
-}
-
-// InfoTable is one table and its row count.
-type InfoTable struct {
-	Name string `json:"name"`
-	Rows int64  `json:"rows"`
-}
-
 // NewInfo builds the info model of t. It also adds the warnings that matter for analysis.
 func NewInfo(t *nsys.Trace) *Info {
 	in := &Info{Schema: InfoSchema, Path: t.Path, NsysVersion: t.Meta.NsysVersion,

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,4 +59,27 @@ func TestJSONMatchesEncoding(t *testing.T) {
 
 func snippet(s string, i int) string {
 	return s[max(0, i-60):min(len(s), i+60)]
+}
+
+// BenchmarkJSON and BenchmarkJSONEncoding compare JSON, which writes the steps one at a
+// time, with encoding/json on NewReportJSON's value, on 200,000 steps.
+func BenchmarkJSON(b *testing.B) {
+	r := synthReport(100000, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := JSON(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJSONEncoding(b *testing.B) {
+	r := synthReport(100000, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := json.NewEncoder(io.Discard)
+		if err := enc.Encode(NewReportJSON(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,0 +1,330 @@
+package render
+
+import (
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// This file holds the JSON contracts stepstat writes, one struct per object: report
+// (stepstat.report.v1, with its ranks and speed-of-light objects), diff
+// (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). The
+// builders and writers are beside the text and HTML of each command (report.go, ranks.go,
+// diff.go, info.go, classify.go).
+
+// ReportSchema names the JSON contract of `stepstat report --format json`.
+const ReportSchema = "stepstat.report.v1"
+
+// ReportJSON is the JSON contract v1 of a report. Field names are fixed: add, never rename.
+type ReportJSON struct {
+	Schema   string       `json:"schema"`
+	Source   SourceJSON   `json:"source"`
+	Devices  []DeviceJSON `json:"devices"`
+	Kernels  []KernelJSON `json:"kernels"`
+	Warnings []string     `json:"warnings"`
+	Ranks    *RanksJSON   `json:"ranks,omitempty"` // reports of two or more devices
+}
+
+// SourceJSON describes the input file.
+type SourceJSON struct {
+	Path         string `json:"path"`
+	NsysVersion  string `json:"nsys_version"`
+	ExportSchema string `json:"export_schema"`
+}
+
+// DeviceJSON is one device's steps and summary.
+type DeviceJSON struct {
+	Device       int         `json:"device"`
+	GPU          string      `json:"gpu"`
+	StepMethod   string      `json:"step_method"`
+	MethodDetail string      `json:"step_method_detail"`
+	Skipped      int         `json:"skipped_steps"`
+	Steps        []StepJSON  `json:"steps"`
+	Decode       SummaryJSON `json:"decode"`
+	SOL          *SOLJSON    `json:"sol,omitempty"` // with a speed-of-light floor only
+}
+
+// StepJSON is one step.
+type StepJSON struct {
+	Index      int                `json:"index"`
+	Phase      string             `json:"phase"`
+	Label      string             `json:"label,omitempty"`
+	StartNS    int64              `json:"start_ns"`
+	EndNS      int64              `json:"end_ns"`
+	Launches   int                `json:"launches"`
+	Categories StepCategoriesJSON `json:"categories"`
+	Gaps       GapsJSON           `json:"gaps"`
+}
+
+// StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals
+// as a JSON object keyed by category id in sorted order, as a map would, without building
+// a map per step (reports of long traces have tens of thousands of steps).
+type StepCategoriesJSON [kernelclass.NumCategories]StepCatJSON
+
+// StepCatJSON is one category in one step. Gaps is set for idle only.
+type StepCatJSON struct {
+	NS      int64 `json:"ns"`
+	BusyNS  int64 `json:"busy_ns"`
+	Kernels int   `json:"kernels"`
+	Gaps    *int  `json:"gaps,omitempty"`
+}
+
+// GapsJSON details idle gaps: counts and time per size class, and the host's activity.
+type GapsJSON struct {
+	Count   int          `json:"count"`
+	TotalNS int64        `json:"total_ns"`
+	Sizes   GapSizesJSON `json:"sizes"`   // by breakdown.GapSizeNames
+	SizeNS  GapSizesJSON `json:"size_ns"` // by breakdown.GapSizeNames
+	HostNS  HostJSON     `json:"host_ns"` // by host activity: sync, copy, launch, none
+}
+
+// GapSizesJSON holds one number per gap size class; it marshals as an object keyed by the
+// class names (<10us, 10-100us, 100us-1ms, >1ms) in sorted order, as a map would.
+type GapSizesJSON [breakdown.NumGapSizes]int64
+
+// HostJSON holds idle time per host activity; it marshals as an object keyed by sync,
+// copy, launch and none in sorted order.
+type HostJSON [breakdown.NumHostActivities]int64
+
+// SummaryJSON summarises the steps of one phase (decode unless asked otherwise).
+type SummaryJSON struct {
+	Phase           string                    `json:"phase"`
+	Steps           int                       `json:"steps"`
+	MedianNS        int64                     `json:"median_ns"`
+	P10NS           int64                     `json:"p10_ns"`
+	P90NS           int64                     `json:"p90_ns"`
+	LaunchesPerStep float64                   `json:"launches_per_step"`
+	KernelsPerStep  float64                   `json:"kernels_per_step"`
+	GapsPerStep     float64                   `json:"gaps_per_step"`
+	Categories      map[string]SummaryCatJSON `json:"categories"`
+	Gaps            GapsJSON                  `json:"gaps"`
+}
+
+// SummaryCatJSON is one category's distribution over the summarised steps.
+type SummaryCatJSON struct {
+	MedianNS       int64   `json:"median_ns"`
+	P90NS          int64   `json:"p90_ns"`
+	Share          float64 `json:"share"`
+	KernelsPerStep float64 `json:"kernels_per_step"`
+	CallsMedian    float64 `json:"calls_median"`
+	BusyPerCallNS  int64   `json:"busy_per_call_ns"`
+}
+
+// KernelJSON is one distinct kernel name over the whole trace.
+type KernelJSON struct {
+	Name     string    `json:"name"`
+	Category string    `json:"category"`
+	Rule     string    `json:"rule"`
+	Count    int       `json:"count"`
+	TotalNS  int64     `json:"total_ns"`
+	NCCL     *NCCLJSON `json:"nccl,omitempty"`
+}
+
+// NCCLJSON is a decoded NCCL kernel name.
+type NCCLJSON struct {
+	Op    string `json:"op"`
+	RedOp string `json:"redop,omitempty"`
+	Algo  string `json:"algo"`
+	Proto string `json:"proto"`
+	DType string `json:"dtype"`
+}
+
+// RanksJSON is the rank view of a multi-device report (top-level "ranks"). Per-rank
+// arrays are indexed like Devices.
+type RanksJSON struct {
+	AlignedBy        string           `json:"aligned_by"`
+	AlignedSteps     int              `json:"aligned_steps"`
+	MatchedCalls     int              `json:"matched_calls"`
+	UnmatchedKernels int              `json:"unmatched_kernels"`
+	Straggler        *StragglerJSON   `json:"straggler"`
+	Spread           SpreadJSON       `json:"spread"`
+	Devices          []RankDeviceJSON `json:"devices"`
+	Steps            []RankStepJSON   `json:"steps"`
+}
+
+// StragglerJSON names the rank that arrived last at most matched calls.
+type StragglerJSON struct {
+	Device       int     `json:"device"`
+	LastArrivals int     `json:"last_arrivals"`
+	Share        float64 `json:"share"`
+}
+
+// SpreadJSON summarises the step-time spread across ranks (max - min wall per aligned step).
+type SpreadJSON struct {
+	MedianNS int64 `json:"median_ns"`
+	P90NS    int64 `json:"p90_ns"`
+}
+
+// RankDeviceJSON is one rank's totals over the aligned steps.
+type RankDeviceJSON struct {
+	Device             int          `json:"device"`
+	GPU                string       `json:"gpu"`
+	MedianStepNS       int64        `json:"median_step_ns"`
+	CollectivesMatched int          `json:"collectives_matched"`
+	WaitNS             int64        `json:"wait_ns"`
+	TransferNS         int64        `json:"transfer_ns"`
+	WaitShare          float64      `json:"wait_share"`
+	LastArrivals       int          `json:"last_arrivals"`
+	WaitForNS          []int64      `json:"wait_for_ns"`
+	AllReduce          RankCommJSON `json:"allreduce"`
+	Collective         RankCommJSON `json:"collective"`
+}
+
+// RankCommJSON totals one category of matched calls on one rank.
+type RankCommJSON struct {
+	Calls      int     `json:"calls"`
+	NS         int64   `json:"ns"`
+	WaitNS     int64   `json:"wait_ns"`
+	TransferNS int64   `json:"transfer_ns"`
+	WaitForNS  []int64 `json:"wait_for_ns"`
+}
+
+// RankStepJSON is one aligned step.
+type RankStepJSON struct {
+	Steps        []int   `json:"steps"`
+	WallNS       []int64 `json:"wall_ns"`
+	SpreadNS     int64   `json:"spread_ns"`
+	Calls        int     `json:"calls"`
+	WaitNS       []int64 `json:"wait_ns"`
+	TransferNS   []int64 `json:"transfer_ns"`
+	LastArrivals []int   `json:"last_arrivals"`
+}
+
+// SOLJSON is a device's speed-of-light view (per-device "sol").
+type SOLJSON struct {
+	FloorNS            int64   `json:"floor_ns"`
+	Bytes              int64   `json:"bytes"`
+	BandwidthBytesPerS float64 `json:"bandwidth_bytes_per_s"`
+	Source             string  `json:"source"`
+	MeasuredNS         int64   `json:"measured_ns"`
+	Ratio              float64 `json:"ratio"`
+	Efficiency         float64 `json:"efficiency"`
+	TokensPerS         float64 `json:"tokens_per_s"`
+	Batch              int     `json:"batch"`
+	TotalTokensPerS    float64 `json:"total_tokens_per_s"`
+}
+
+// DiffSchema names the JSON contract of `stepstat diff --format json`.
+const DiffSchema = "stepstat.diff.v1"
+
+// DiffJSON is the JSON contract v1 of a comparison. Field names are fixed: add, never rename.
+type DiffJSON struct {
+	Schema     string                 `json:"schema"`
+	Phase      string                 `json:"phase"`
+	Unit       string                 `json:"unit"`
+	Base       DiffSideJSON           `json:"base"`
+	New        DiffSideJSON           `json:"new"`
+	Step       DiffRowJSON            `json:"step"`
+	Categories map[string]DiffRowJSON `json:"categories"`
+	Appeared   []KernelChangeJSON     `json:"appeared"`
+	Vanished   []KernelChangeJSON     `json:"vanished"`
+	Variants   []KernelChangeJSON     `json:"changed_variants"`
+	Warnings   []string               `json:"warnings"`
+}
+
+// DiffSideJSON describes one side.
+type DiffSideJSON struct {
+	Label           string          `json:"label"`
+	Path            string          `json:"path"`
+	Paths           []string        `json:"paths"`
+	DecodeSteps     int             `json:"decode_steps"`
+	MedianStepNS    int64           `json:"median_step_ns"`
+	LaunchesPerStep float64         `json:"launches_per_step"`
+	KernelsPerStep  float64         `json:"kernels_per_step"`
+	GapsPerStep     float64         `json:"gaps_per_step"`
+	StepMethods     []string        `json:"step_methods"`
+	NCCL            []NCCLCountJSON `json:"nccl"`
+}
+
+// NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.
+type NCCLCountJSON struct {
+	Op      string `json:"op"`
+	Algo    string `json:"algo"`
+	Proto   string `json:"proto"`
+	DType   string `json:"dtype"`
+	Count   int    `json:"count"`
+	TotalNS int64  `json:"total_ns"`
+}
+
+// DiffRowJSON compares one quantity. DeltaPct is null when the base median is 0 and the
+// new one is not.
+type DiffRowJSON struct {
+	BaseMedianNS int64    `json:"base_median_ns"`
+	NewMedianNS  int64    `json:"new_median_ns"`
+	DeltaPct     *float64 `json:"delta_pct"`
+	PValue       float64  `json:"p_value"`
+	Significant  bool     `json:"significant"`
+	BaseN        int      `json:"base_n"`
+	NewN         int      `json:"new_n"`
+}
+
+// KernelChangeJSON is a kernel family that appeared, vanished or changed variant.
+type KernelChangeJSON struct {
+	Family    string   `json:"family"`
+	Category  string   `json:"category"`
+	BaseNames []string `json:"base_names"`
+	NewNames  []string `json:"new_names"`
+	BaseCount int      `json:"base_count"`
+	NewCount  int      `json:"new_count"`
+	BaseNS    int64    `json:"base_total_ns"`
+	NewNS     int64    `json:"new_total_ns"`
+}
+
+// InfoSchema names the JSON layout written by InfoJSON.
+const InfoSchema = "stepstat.info.v1"
+
+// Info is the display model of `stepstat info`: what an export holds.
+type Info struct {
+	Schema        string       `json:"schema"`
+	Path          string       `json:"path"`
+	NsysVersion   string       `json:"nsys_version"`
+	ExportSchema  string       `json:"export_schema"`
+	MetaTable     string       `json:"meta_table"`
+	StartNS       int64        `json:"start_ns"`
+	EndNS         int64        `json:"end_ns"`
+	DurationNS    int64        `json:"duration_ns"`
+	Devices       []InfoDevice `json:"devices"`
+	Tables        []InfoTable  `json:"tables"`
+	NVTXRanges    int          `json:"nvtx_ranges"`
+	APICalls      int          `json:"cuda_api_calls"`
+	GraphLaunches int          `json:"graph_launches"`
+	Warnings      []string     `json:"warnings"`
+}
+
+// InfoDevice is one GPU with activity.
+type InfoDevice struct {
+	Device     int    `json:"device"`
+	GPU        string `json:"gpu"`
+	Kernels    int    `json:"kernels"`
+	Memcpy     int    `json:"memcpy"`
+	Memset     int    `json:"memset"`
+	GraphExecs int    `json:"graph_execs"`
+	KernelNS   int64  `json:"kernel_ns"`
+}
+
+// InfoTable is one table and its row count.
+type InfoTable struct {
+	Name string `json:"name"`
+	Rows int64  `json:"rows"`
+}
+
+// ClassifySchema names the JSON layout of `stepstat classify --format json`.
+const ClassifySchema = "stepstat.classify.v1"
+
+// ClassifyJSON is the JSON layout of classify: every distinct kernel name with its category.
+type ClassifyJSON struct {
+	Schema     string               `json:"schema"`
+	Path       string               `json:"path"`
+	TotalNS    int64                `json:"total_ns"`
+	OtherShare float64              `json:"other_share"`
+	Kernels    []ClassifyKernelJSON `json:"kernels"`
+}
+
+// ClassifyKernelJSON is one kernel name (and category, when NVTX rules split it).
+type ClassifyKernelJSON struct {
+	Name     string  `json:"name"`
+	Category string  `json:"category"`
+	Rule     string  `json:"rule"`
+	Count    int     `json:"count"`
+	TotalNS  int64   `json:"total_ns"`
+	Share    float64 `json:"share"`
+}
