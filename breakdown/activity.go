@@ -43,6 +43,8 @@ type timeline struct {
 	cats []kernelclass.Category // category per kernel NameID
 	// over assigns NVTX-mapped categories to kernels; nil when unused.
 	over *overrides
+	// ctx holds the categories the kernels' place in their step gave them (context.go).
+	ctx *contextCats
 	// procSet caches procs().
 	procSet []bool
 }
@@ -106,6 +108,9 @@ func (tl *timeline) kernelAct(i int, a *activity) {
 	st := &tl.t.Sites[kk.Site]
 	*a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
 		src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
+	if c, ok := tl.ctx.category(int32(i)); ok {
+		a.cat = c
+	}
 	if tl.over != nil {
 		if c, ok := tl.over.category(a.proc, a.corr); ok {
 			a.cat = c

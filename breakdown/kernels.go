@@ -83,6 +83,12 @@ func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, ove
 		}
 		out = append(out, ks)
 	}
+	sortKernelStats(out)
+	return out
+}
+
+// sortKernelStats orders the kernel table by total time, descending, then name and category.
+func sortKernelStats(out []KernelStat) {
 	slices.SortFunc(out, func(a, b KernelStat) int {
 		if c := cmp.Compare(b.Total, a.Total); c != 0 {
 			return c
@@ -92,6 +98,51 @@ func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, ove
 		}
 		return cmp.Compare(a.Category, b.Category)
 	})
+}
+
+// contextKernelStats moves the kernels whose category context decided (contextCats) to rows
+// of their own, (name, category) with the rule "context", and drops rows left empty.
+func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []KernelStat {
+	if c == nil || !c.moved.Load() {
+		return stats
+	}
+	type key struct {
+		name string
+		cat  kernelclass.Category
+	}
+	at := map[key]int{}
+	for i, ks := range stats {
+		at[key{ks.Name, ks.Category}] = i
+	}
+	for i := range t.Kernels {
+		cat, ok := c.category(int32(i))
+		if !ok {
+			continue
+		}
+		k := &t.Kernels[i]
+		name := t.Names[t.Sites[k.Site].Name]
+		from, ok := at[key{name, c.base[t.Sites[k.Site].Name]}]
+		if !ok {
+			continue
+		}
+		stats[from].Count--
+		stats[from].Total -= k.Duration()
+		to, ok := at[key{name, cat}]
+		if !ok {
+			stats = append(stats, KernelStat{Name: name, Category: cat, Rule: "context", NCCL: stats[from].NCCL})
+			to = len(stats) - 1
+			at[key{name, cat}] = to
+		}
+		stats[to].Count++
+		stats[to].Total += k.Duration()
+	}
+	out := stats[:0]
+	for _, ks := range stats {
+		if ks.Count > 0 {
+			out = append(out, ks)
+		}
+	}
+	sortKernelStats(out)
 	return out
 }
 

@@ -167,7 +167,8 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 			sharedH = h
 		}
 	}
-	var opt Options
+	// The brute force classifies by name: context classification is checked elsewhere.
+	opt := Options{noContext: true}
 	opt.Steps, _ = ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
 	if opt.Steps.Name == "nvtx" {
 		if marker != "nvtx" {
@@ -367,6 +368,54 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			t.Errorf("device %d: no steps", d.Device)
 			continue
 		}
+		// Steps and the windows outside steps tile the timeline from the first step on.
+		type window struct {
+			start, end nsys.Time
+			step       int // index into d.Steps; -1 outside
+		}
+		var ws []window
+		for i, s := range d.Steps {
+			ws = append(ws, window{s.Start, s.End, i})
+		}
+		for _, sp := range d.Outside.Spans {
+			if len(d.Steps) > 0 && sp.Start >= d.Steps[0].Start {
+				ws = append(ws, window{sp.Start, sp.End, -1})
+			}
+		}
+		slices.SortFunc(ws, func(a, b window) int { return cmp.Compare(a.start, b.start) })
+		lastWindow := map[int]bool{}
+		for wi, w := range ws {
+			if wi+1 < len(ws) && w.end != ws[wi+1].start {
+				t.Errorf("device %d: window [%d, %d) ends where the next starts at %d", d.Device, w.start, w.end, ws[wi+1].start)
+			}
+			if wi == len(ws)-1 {
+				lastWindow[w.step] = true
+				if w.end != max(w.start, lastEnd) {
+					t.Errorf("device %d: last window [%d, %d) ends at %d, want the device's last activity end %d", d.Device, w.start, w.end, w.end, max(w.start, lastEnd))
+				}
+			}
+		}
+		// Activity outside steps is counted there, none lost: per category, the activities
+		// that start in the outside windows.
+		var outWant [kernelclass.NumCategories]int
+		for _, sp := range d.Outside.Spans {
+			lastOut := len(ws) > 0 && ws[len(ws)-1].step == -1 && ws[len(ws)-1].start == sp.Start
+			for _, x := range acts {
+				if x.start >= sp.Start && (x.start < sp.End || (lastOut && x.start == sp.End)) {
+					outWant[x.cat]++
+				}
+			}
+		}
+		if d.Skipped == 0 && d.Outside.Kernels != outWant {
+			t.Errorf("device %d: outside kernels\n got %v\nwant %v", d.Device, d.Outside.Kernels, outWant)
+		}
+		var outSum time.Duration
+		for _, v := range d.Outside.Exclusive {
+			outSum += v
+		}
+		if outSum != d.Outside.Wall {
+			t.Errorf("device %d: outside exclusive times sum to %d, want its wall %d", d.Device, outSum, d.Outside.Wall)
+		}
 		for i := range d.Steps {
 			s := &d.Steps[i]
 			where := fmt.Sprintf("device %d step %d [%d, %d)", d.Device, s.Index, s.Start, s.End)
@@ -376,13 +425,7 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			if s.End < s.Start {
 				t.Errorf("%s: ends before it starts", where)
 			}
-			last := i == len(d.Steps)-1
-			if !last && s.End != d.Steps[i+1].Start {
-				t.Errorf("%s: ends at %d but the next step starts at %d", where, s.End, d.Steps[i+1].Start)
-			}
-			if last && s.End != max(s.Start, lastEnd) {
-				t.Errorf("%s: last step ends at %d, want the device's last activity end %d", where, s.End, max(s.Start, lastEnd))
-			}
+			last := lastWindow[i]
 			// 1. Exclusive time sums exactly to the wall time.
 			var sum time.Duration
 			for _, v := range s.Exclusive {
@@ -480,7 +523,7 @@ func TestPriorityOverlap(t *testing.T) {
 	g := newTGen(t)
 	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 1000, 5000))
 	g.launch(1, 10, k(kernelclass.AllReduce, 0, 13, 2000, 3000))
-	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}})
+	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}, noContext: true})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Start != 1000 || s.End != 5000 {
 		t.Fatalf("step [%d, %d), want [1000, 5000)", s.Start, s.End)
@@ -525,7 +568,7 @@ func TestPriorityOverlap(t *testing.T) {
 					add(lo, 100, 300, 2)
 					add(hi, 200, 400, 1)
 				}
-				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}}).Devices[0].Steps[0]
+				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}, noContext: true}).Devices[0].Steps[0]
 				if s.Exclusive[hi] != 200 || s.Exclusive[lo] != 100 || s.Wall() != 300 {
 					t.Errorf("%v over %v (high first: %v): exclusive %v %d, %v %d, wall %d; want 200, 100, 300",
 						hi, lo, hiFirst, hi, s.Exclusive[hi], lo, s.Exclusive[lo], s.Wall())
@@ -543,7 +586,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 10, k(kernelclass.GEMM, 0, 7, 200, 300))
 		g.launch(1, 20, k(kernelclass.Elementwise, 0, 7, 300, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}, noContext: true})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Wall() != 200 || s.Exclusive[kernelclass.GEMM] != 100 || s.Exclusive[kernelclass.Idle] != 100 || s.Kernels[kernelclass.GEMM] != 2 || s.Kernels[kernelclass.Elementwise] != 1 {
@@ -556,7 +599,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 0, k(kernelclass.Attention, 0, 13, 100, 200))
 		g.launch(1, 0, k(kernelclass.Sampling, 0, 21, 100, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}, noContext: true})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Exclusive[kernelclass.Attention] != 100 || s.Exclusive[kernelclass.Sampling] != 100 || s.Exclusive[kernelclass.Elementwise] != 100 {

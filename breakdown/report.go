@@ -193,11 +193,15 @@ type DeviceReport struct {
 // exclusive times sum to its wall time (the windows' total).
 type Outside struct {
 	Windows   int
+	Spans     []Span // each window's start and end, in time order
 	Wall      time.Duration
 	Exclusive [kernelclass.NumCategories]time.Duration
 	Busy      [kernelclass.NumCategories]time.Duration
 	Kernels   [kernelclass.NumCategories]int
 }
+
+// A Span is a window of a device's timeline.
+type Span struct{ Start, End nsys.Time }
 
 // TotalKernels returns the number of kernels (not memory operations) outside steps.
 func (o *Outside) TotalKernels() int {

@@ -84,6 +84,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		k := a.key()
 		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
 			why |= cutSync
+			delete(after, k) // a graph's kernels share the key: the first one cuts
 		}
 		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {
 			lastGraphKey = k
@@ -121,7 +122,30 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		}
 		return true
 	})
-	return segs, cc
+	return mergeEmpty(segs), cc
+}
+
+// mergeEmpty joins each run of segments without kernels (an input copy, a copy after a
+// sync) to the segment with kernels that follows: a copy belongs to the step it feeds.
+// Trailing ones stay.
+func mergeEmpty(segs []segment) []segment {
+	out := segs[:0]
+	pending := -1 // index in out of the first empty segment waiting for kernels
+	for _, s := range segs {
+		if pending >= 0 {
+			p := &out[pending]
+			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
+			if s.kernels > 0 {
+				pending = -1
+			}
+			continue
+		}
+		out = append(out, s)
+		if s.kernels == 0 && len(out) > 1 {
+			pending = len(out) - 1
+		}
+	}
+	return out
 }
 
 // repeatWindow bounds the work of finding the repeat: the last segments (or kernels) only,
@@ -340,8 +364,12 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 		return nil
 	}
 	d := &detection{method: MethodSync, detail: cc.describe(1)}
+	if len(segs)-empty < 2 {
+		return nil
+	}
 	for _, s := range segs {
-		d.bounds = append(d.bounds, boundary{start: s.start})
+		// Empty segments are left only first and last (mergeEmpty): copies outside steps.
+		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
 	}
 	graph := 0
 	for _, s := range segs {

@@ -202,7 +202,15 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail string) *detection {
 	first := map[int32]nsys.Time{}
 	lastEnd := map[int32]nsys.Time{}
-	var unowned []nsys.Time // starts of runs of activities no step range launched
+	// Starts of runs of activities no step range launched, and their processes: only a
+	// process that launched step work can work outside its steps (another process's work
+	// runs beside them).
+	type run struct {
+		start nsys.Time
+		proc  nsys.ProcID
+	}
+	var unowned []run
+	stepProcs := map[nsys.ProcID]bool{}
 	// A graph's kernels share their launch's key: look the owner up once per run of
 	// equal keys.
 	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
@@ -217,8 +225,9 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 				first[lastOwner] = a.start
 			}
 			lastEnd[lastOwner] = max(lastEnd[lastOwner], a.end)
-		} else if prevOwned {
-			unowned = append(unowned, a.start)
+			stepProcs[a.proc] = true
+		} else if prevOwned || a.proc != unowned[len(unowned)-1].proc {
+			unowned = append(unowned, run{a.start, a.proc})
 		}
 		prevOwned = lastOK
 		return true
@@ -245,12 +254,12 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 	j := 0
 	var done nsys.Time = math.MinInt64 // latest end of the steps begun so far
 	for _, u := range unowned {
-		for j < len(spans) && spans[j].start <= u {
+		for j < len(spans) && spans[j].start <= u.start {
 			done = max(done, spans[j].end)
 			j++
 		}
-		if j == 0 || u >= done {
-			out = append(out, boundary{start: u, outside: true})
+		if stepProcs[u.proc] && (j == 0 || u.start >= done) {
+			out = append(out, boundary{start: u.start, outside: true})
 		}
 	}
 	if len(out) > 0 {

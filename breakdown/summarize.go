@@ -47,9 +47,13 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ctx *contextCats
+	if !opt.noContext {
+		ctx = newContextCats(t, cats)
+	}
 	tls := map[nsys.DeviceID]*timeline{}
 	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over}
+		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: ctx}
 	}
 	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
@@ -58,7 +62,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if rep.Devices, err = deviceReports(t, h, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
-	rep.Kernels = <-kernelsDone
+	rep.Kernels = contextKernelStats(t, <-kernelsDone, ctx)
 	if w := unclassifiedWarning(rep.Kernels); w != nil {
 		rep.Warnings = append(rep.Warnings, w)
 	}
@@ -127,6 +131,9 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		dr.Warnings = append(dr.Warnings, warn)
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
+	if tl.ctx != nil {
+		classifyContext(tl, det, tl.ctx)
+	}
 	steps, shapes := account(t, h, tl, det, opt.split)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
 	if det.method != MethodWhole {
@@ -162,6 +169,7 @@ func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []s
 		}
 		s := &steps[i]
 		out.Windows++
+		out.Spans = append(out.Spans, Span{s.Start, s.End})
 		out.Wall += s.Wall()
 		for c := range s.Exclusive {
 			out.Exclusive[c] += s.Exclusive[c]

@@ -1,0 +1,203 @@
+package breakdown
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// Context classification: the same generic kernel serves several purposes, and its place
+// in the step decides which. After steps are found, each step's kernels are read in order:
+//
+//   - After the step's last GEMM (the lm_head), top-k, sort, softmax, argmax and sampler
+//     kernels are sampling.
+//   - Before it, a top-k or sort (after an optional softmax or sigmoid) starts MoE routing;
+//     the kernels from there to the first GEMM are moe_routing (gating, top-k, sort, counts,
+//     scatter), and from that GEMM (or an inductor kernel that indexes the expert weights)
+//     on, expert work is moe_expert (per-expert or grouped
+//     GEMMs, weight and token gathers, activations, the weighted combine) until the next
+//     norm, attention or collective kernel. A top-k followed by attention instead of a
+//     GEMM picks tokens for sparse attention (DeepSeek/GLM-5's indexer): attention.
+//   - A sampling kernel before the last GEMM is not sampling the step's token: elementwise.
+//
+// Kernels moved by --nvtx-category keep the category the user gave them.
+
+// A role is what a kernel's name says about its place in a layer.
+type role uint8
+
+const (
+	roleNone    role = iota
+	roleGate         // softmax or sigmoid: may start routing
+	roleTopK         // top-k or sort
+	roleSampler      // argmax, multinomial and other samplers
+	roleNorm         // layer or RMS norm (in PyTorch: the mean of squares)
+	roleGather       // an inductor kernel that indexes (after routing: expert weights)
+)
+
+// nameRole reads a kernel name (inductor names list their fused ops: triton_per_fused__softmax_topk_3).
+func nameRole(name string) role {
+	s := strings.ToLower(name)
+	switch {
+	case strings.Contains(s, "topk") || strings.Contains(s, "top_k") || strings.Contains(s, "sort"):
+		return roleTopK
+	case strings.Contains(s, "argmax") || strings.Contains(s, "argmin") || strings.Contains(s, "multinomial") || strings.Contains(s, "sampl"):
+		return roleSampler
+	case strings.Contains(s, "softmax") || strings.Contains(s, "sigmoid"):
+		return roleGate
+	case strings.HasPrefix(s, "triton_") && strings.Contains(s, "_index"):
+		return roleGather
+	case strings.HasPrefix(s, "triton_"):
+		// Inductor fuses the next layer's norm into expert kernels: only the weighted
+		// combine (a sum) fused with the norm ends expert work.
+		if strings.Contains(s, "rsqrt") && strings.Contains(s, "_sum") {
+			return roleNorm
+		}
+		return roleNone
+	case strings.Contains(s, "layer_norm") || strings.Contains(s, "rms_norm") || strings.Contains(s, "rmsnorm") ||
+		strings.Contains(s, "layernorm") || strings.Contains(s, "meanops") || (strings.Contains(s, "mean") && strings.Contains(s, "rsqrt")):
+		return roleNorm
+	}
+	return roleNone
+}
+
+// contextCats holds the categories context gave kernels (index into Trace.Kernels; 0 for
+// none, else category+1), filled by each device's pass on its own kernels.
+type contextCats struct {
+	cat   []uint8
+	roles []role                 // per NameID
+	base  []kernelclass.Category // the name's own category, per NameID
+	moved atomic.Bool            // devices run their passes at once
+}
+
+func newContextCats(t *nsys.Trace, base []kernelclass.Category) *contextCats {
+	c := &contextCats{cat: make([]uint8, len(t.Kernels)), roles: make([]role, len(t.Names)), base: base}
+	for i, n := range t.Names {
+		c.roles[i] = nameRole(n)
+	}
+	return c
+}
+
+// category returns the category context gave kernel i, if any.
+func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
+	if c == nil || c.cat[i] == 0 {
+		return 0, false
+	}
+	return kernelclass.Category(c.cat[i] - 1), true
+}
+
+// ctxKernel is a kernel of a step as the context pass sees it.
+type ctxKernel struct {
+	idx  int32
+	cat  kernelclass.Category
+	role role
+}
+
+// classifyContext runs the context rules over the device's steps (outside windows are left
+// as they are).
+func classifyContext(tl *timeline, det *detection, c *contextCats) {
+	var buf []ctxKernel
+	bi := -1 // the boundary the activity falls in
+	flush := func() {
+		if bi >= 0 && !det.bounds[bi].outside {
+			c.step(buf)
+		}
+		buf = buf[:0]
+	}
+	tl.each(func(a *activity) bool {
+		for bi+1 < len(det.bounds) && det.bounds[bi+1].start <= a.start {
+			flush()
+			bi++
+		}
+		if bi < 0 || a.src != srcKernel {
+			return true
+		}
+		if tl.over != nil {
+			if _, ok := tl.over.category(a.proc, a.corr); ok {
+				return true // the user's NVTX category wins
+			}
+		}
+		buf = append(buf, ctxKernel{a.idx, a.cat, c.roles[a.name]})
+		return true
+	})
+	flush()
+}
+
+// step applies the rules to one step's kernels, in order.
+func (c *contextCats) step(ks []ctxKernel) {
+	lastGEMM := -1
+	for i, k := range ks {
+		if k.cat == kernelclass.GEMM {
+			lastGEMM = i
+		}
+	}
+	set := func(k ctxKernel, cat kernelclass.Category) {
+		if k.cat != cat {
+			c.cat[k.idx] = uint8(cat) + 1
+			c.moved.Store(true)
+		}
+	}
+	const (
+		normal = iota
+		gate
+		routing
+		expert
+	)
+	state, from := normal, 0 // from: where the pending gate or routing run starts
+	for i, k := range ks {
+		if i > lastGEMM {
+			if k.role == roleTopK || k.role == roleSampler || k.role == roleGate {
+				set(k, kernelclass.Sampling)
+			}
+			continue
+		}
+		comm := k.cat == kernelclass.AllReduce || k.cat == kernelclass.Collective
+		switch state {
+		case normal, gate:
+			switch {
+			case k.role == roleTopK:
+				if state != gate {
+					from = i
+				}
+				state = routing
+			case k.role == roleGate:
+				if state != gate {
+					from = i
+				}
+				state = gate
+			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || k.role == roleNorm):
+				state = normal // a softmax of attention or of something else: no routing
+			}
+		case routing:
+			// Routing runs to the first expert work: inductor fuses the next norm into
+			// routing and expert kernels, so a norm does not end it.
+			switch {
+			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == roleGather:
+				for _, r := range ks[from:i] {
+					set(r, kernelclass.MoERouting)
+				}
+				set(k, kernelclass.MoEExpert)
+				state = expert
+			case k.cat == kernelclass.Attention:
+				for _, r := range ks[from:i] {
+					if r.role == roleTopK {
+						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
+					}
+				}
+				state = normal
+			case comm:
+				state = normal
+			}
+		case expert:
+			if k.cat == kernelclass.Attention || comm || k.role == roleNorm {
+				state = normal
+				continue
+			}
+			set(k, kernelclass.MoEExpert)
+		}
+		if state == normal && k.cat == kernelclass.Sampling && c.cat[k.idx] == 0 {
+			set(k, kernelclass.Elementwise) // a sampler before the lm_head samples nothing
+		}
+	}
+}
