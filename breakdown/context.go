@@ -89,9 +89,10 @@ func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
 
 // ctxKernel is a kernel of a step as the context pass sees it.
 type ctxKernel struct {
-	idx  int32
-	cat  kernelclass.Category
-	role role
+	idx   int32
+	cat   kernelclass.Category
+	role  role
+	fixed bool // moved by --nvtx-category: it guides the rules but keeps its category
 }
 
 // classifyContext runs the context rules over the device's steps (outside windows are left
@@ -113,12 +114,11 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 		if bi < 0 || a.src != srcKernel {
 			return true
 		}
+		k := ctxKernel{idx: a.idx, cat: a.cat, role: c.roles[a.name]}
 		if tl.over != nil {
-			if _, ok := tl.over.category(a.proc, a.corr); ok {
-				return true // the user's NVTX category wins
-			}
+			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
 		}
-		buf = append(buf, ctxKernel{a.idx, a.cat, c.roles[a.name]})
+		buf = append(buf, k)
 		return true
 	})
 	flush()
@@ -133,7 +133,7 @@ func (c *contextCats) step(ks []ctxKernel) {
 		}
 	}
 	set := func(k ctxKernel, cat kernelclass.Category) {
-		if k.cat != cat {
+		if k.cat != cat && !k.fixed {
 			c.cat[k.idx] = uint8(cat) + 1
 			c.moved.Store(true)
 		}

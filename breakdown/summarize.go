@@ -131,8 +131,8 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		dr.Warnings = append(dr.Warnings, warn)
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
-	if tl.ctx != nil {
-		classifyContext(tl, det, tl.ctx)
+	if tl.ctx != nil && det.method != MethodWhole {
+		classifyContext(tl, det, tl.ctx) // the whole trace as one step has no place in a step
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
