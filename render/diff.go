@@ -144,16 +144,20 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
 	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
-	const nameW, colW = 12, 16
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
-	rows := append([]breakdown.Row{}, c.Categories...)
-	rows = append(rows, c.Step)
-	for i := range rows {
-		r := &rows[i]
+	const colW = 16
+	var rows []breakdown.Row
+	nameW := 12 // wider only when a longer id (untraced_graph) is shown
+	for _, r := range append(append([]breakdown.Row{}, c.Categories...), c.Step) {
 		if r.Name != "step total" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
+		rows = append(rows, r)
+		nameW = max(nameW, len(r.Name))
+	}
+	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
+	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
+	for i := range rows {
+		r := &rows[i]
 		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, Duration(int64(r.Base.Center)), pctRange(r.Base),
 			Duration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}

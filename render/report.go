@@ -418,11 +418,16 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	ew.printf("%s: median %s  p10 %s  p90 %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)\n",
 		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps, plural(sm.Steps),
 		sm.LaunchesPerStp, sm.KernelsPerStep)
-	ew.printf("%-12s %11s %7s %10s %12s\n", "category", "median/step", "share", "p90/step", "kernels/step")
-	for _, r := range summaryRows(sm) {
-		ew.printf("%-12s %11s %7s %10s %12s\n", r.cat, r.median, r.share, r.p90, r.kernels)
+	rows := summaryRows(sm)
+	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
+	for _, r := range rows {
+		w = max(w, len(r.cat.String()))
 	}
-	ew.printf("%-12s %11s %7s %10s %12.1f\n", "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
+	ew.printf("%-*s %11s %7s %10s %12s\n", w, "category", "median/step", "share", "p90/step", "kernels/step")
+	for _, r := range rows {
+		ew.printf("%-*s %11s %7s %10s %12s\n", w, r.cat, r.median, r.share, r.p90, r.kernels)
+	}
+	ew.printf("%-*s %11s %7s %10s %12.1f\n", w, "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
 	ew.printf("%s\n", IdleLine(sm))
 	for _, s := range DeviceSentences(r, d) {
 		ew.printf("  %s\n", s)
