@@ -78,6 +78,7 @@ type htmlPage struct {
 	EChartsJS template.JS
 	Facts     []htmlFact
 	FactTable *htmlTable // e.g. one row per device: GPU, step method, steps found
+	Config    *htmlTable // the run configuration (report) or the knobs that changed (diff); nil when none
 	Warnings  []string
 	Content   any // the data of the "content" block
 }
@@ -216,6 +217,7 @@ func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 		EChartsJS: template.JS(opt.EChartsJS),
 		Facts:     reportFacts(r),
 		FactTable: deviceOverview(r),
+		Config:    configTable(r),
 		Content:   content,
 	}
 	for _, wn := range r.Warnings {
