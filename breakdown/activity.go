@@ -127,7 +127,7 @@ func (tl *timeline) memopAct(j int, a *activity) {
 func (tl *timeline) graphAct(k int, a *activity) {
 	g := &tl.t.Graphs[k]
 	*a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
-		src: srcGraph, cat: kernelclass.Other}
+		src: srcGraph, cat: kernelclass.UntracedGraph}
 }
 
 // runningAt returns the device's activities that start before at and end after it.

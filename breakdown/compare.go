@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
+	"github.com/stepstat/stepstat/nsys"
+
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
@@ -67,6 +69,9 @@ type SideSummary struct {
 	PhaseMix        string   // e.g. "1 prefill, 12 decode"
 	PhaseShare      float64  // fraction of all steps that have the compared phase
 	NCCL            []NCCLCount
+	// Config is the side's run configuration (knobs that differ between its runs show
+	// each value, joined by " | ").
+	Config []nsys.EnvVar
 }
 
 // KernelChange is a kernel family that appeared, vanished or changed variant.
@@ -84,6 +89,7 @@ type KernelChange struct {
 // A Comparison is the finished comparison of two sides.
 type Comparison struct {
 	Base, New  SideSummary
+	Config     []ConfigChange // knobs whose value differs between the sides, by name
 	Phase      Phase
 	Step       Row
 	Categories []Row // in Order
@@ -112,6 +118,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 	bs, bsteps := summarizeSide(base, phase)
 	ns, nsteps := summarizeSide(new, phase)
 	c.Base, c.New = bs, ns
+	c.Config = configChanges(bs.Config, ns.Config)
 	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
@@ -223,7 +230,7 @@ func medianF(xs []float64) float64 { return quantileF(xs, 0.5) }
 
 // summarizeSide gathers the steps of the phase from every run and device of a side.
 func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
-	ss := SideSummary{Label: s.Label}
+	ss := SideSummary{Label: s.Label, Config: sideConfig(s.Reports)}
 	var runs [][]*Step
 	methods := map[string]bool{}
 	var walls []time.Duration

@@ -207,7 +207,7 @@ func deviceActs(t *nsys.Trace, dev nsys.DeviceID, cls *kernelclass.Classifier) [
 	}
 	for _, gr := range t.Graphs {
 		if gr.Device == dev {
-			out = append(out, act{gr.Start, gr.End, kernelclass.Other, gr.Proc})
+			out = append(out, act{gr.Start, gr.End, kernelclass.UntracedGraph, gr.Proc})
 		}
 	}
 	return out
@@ -539,14 +539,14 @@ func TestPriorityOverlap(t *testing.T) {
 	}
 
 	// The documented order, highest first.
-	order := []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective, kernelclass.Attention, kernelclass.MoEExpert, kernelclass.GEMM, kernelclass.MoERouting, kernelclass.Sampling, kernelclass.Elementwise, kernelclass.Other, kernelclass.Memory, kernelclass.Idle}
+	order := []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective, kernelclass.Attention, kernelclass.MoEExpert, kernelclass.GEMM, kernelclass.MoERouting, kernelclass.Sampling, kernelclass.Elementwise, kernelclass.Other, kernelclass.UntracedGraph, kernelclass.Memory, kernelclass.Idle}
 	for i := 1; i < len(order); i++ {
 		if order[i-1].Priority() <= order[i].Priority() {
 			t.Errorf("priority of %v (%d) not above %v (%d)", order[i-1], order[i-1].Priority(), order[i], order[i].Priority())
 		}
 	}
 	// Every pair: the higher one owns the overlap, whichever stream started first.
-	cats := append(slices.Clone(kernelCats), kernelclass.Memory)
+	cats := append(slices.Clone(kernelCats), kernelclass.Memory, kernelclass.UntracedGraph)
 	for _, hi := range cats {
 		for _, lo := range cats {
 			if hi.Priority() <= lo.Priority() {
@@ -555,9 +555,12 @@ func TestPriorityOverlap(t *testing.T) {
 			for _, hiFirst := range []bool{false, true} {
 				g := newTGen(t)
 				add := func(c kernelclass.Category, s, e nsys.Time, stream nsys.StreamID) {
-					if c == kernelclass.Memory {
+					switch c {
+					case kernelclass.Memory:
 						g.memcpy(1, s-10, s-5, nsys.MemcpyDtoD, 0, stream, s, e)
-					} else {
+					case kernelclass.UntracedGraph: // a graph replay traced at graph level
+						g.graphExec(1, s-10, 0, stream, s, e)
+					default:
 						g.launch(1, s-10, k(c, 0, stream, s, e))
 					}
 				}
@@ -657,7 +660,7 @@ func TestAccountingEdges(t *testing.T) {
 		}
 		checkInvariants(t, tr, rep, Options{})
 		for _, s := range d.Steps {
-			if s.Launches != 2 || s.Exclusive[kernelclass.AllReduce] != 1000 || s.Exclusive[kernelclass.Other] != 3900 {
+			if s.Launches != 2 || s.Exclusive[kernelclass.AllReduce] != 1000 || s.Exclusive[kernelclass.UntracedGraph] != 3900 {
 				t.Errorf("step %d: launches %d, exclusive %v", s.Index, s.Launches, s.Exclusive)
 			}
 		}

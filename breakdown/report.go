@@ -226,8 +226,11 @@ type KernelStat struct {
 
 // A Report is the finished per-step breakdown of one trace.
 type Report struct {
-	Path     string
-	Meta     nsys.Meta
+	Path string
+	Meta nsys.Meta
+	// Config is the run's configuration: the performance knobs of the environment nsys
+	// recorded (nsys.Trace.Config), by name.
+	Config   []nsys.EnvVar
 	Devices  []DeviceReport
 	Kernels  []KernelStat // by total time, descending; ties by name
 	Warnings []error

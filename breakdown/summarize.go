@@ -28,7 +28,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if err := checkSOL(opt); err != nil {
 		return nil, err
 	}
-	rep := &Report{Path: t.Path, Meta: t.Meta}
+	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
 	cats, rules := classifyNames(t, cls)

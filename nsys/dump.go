@@ -90,6 +90,12 @@ func (t *Trace) String() string {
 		p("  %d %s\n", id, strconv.Quote(t.Domains[id]))
 	}
 
+	if len(t.Config) > 0 { // only then: fixtures without a recorded environment print as before
+		p("config %d (name value)\n", len(t.Config))
+		for _, e := range t.Config {
+			p("  %s %s\n", e.Name, strconv.Quote(e.Value))
+		}
+	}
 	p("warnings %d\n", len(t.Warnings))
 	for _, w := range t.Warnings {
 		p("  %s\n", strings.ReplaceAll(w.Error(), "\n", `\n`))

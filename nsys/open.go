@@ -191,6 +191,9 @@ func (r *reader) read() error {
 	if err := r.readMeta(); err != nil {
 		return err
 	}
+	if err := r.readConfig(); err != nil {
+		return err
+	}
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if err := r.planAPI(); err != nil {
 		return err

@@ -596,7 +596,7 @@ func (r *reader) readGraphs() error {
 	drop.warn(r, "graph trace", len(r.t.Graphs))
 	slices.SortStableFunc(r.t.Graphs, func(a, b GraphExec) int { return cmp.Compare(a.Start, b.Start) })
 	if len(r.t.Graphs) > 0 {
-		r.warnf("%d CUDA graph executions were traced at graph level: the kernels inside them have no rows of their own (re-capture with --cuda-graph-trace=node)", len(r.t.Graphs))
+		r.warnf("%d CUDA graph executions were traced at graph level (nsys' default --cuda-graph-trace=graph): the kernels inside them have no rows of their own, so their time is one opaque block per replay (untraced_graph); re-capture with nsys profile --cuda-graph-trace=node to see the kernels", len(r.t.Graphs))
 	}
 	return nil
 }

@@ -203,6 +203,10 @@ type Trace struct {
 	Sites      []Site   // Kernel.Site indexes this
 	Procs      []int64  // globalPid per ProcID
 	Warnings   []error  // non-fatal: dropped rows, missing tables, fallbacks
+	// Config holds the performance knobs of the environment nsys recorded for the run
+	// (TARGET_INFO_SYSTEM_ENV), by name: allow-listed prefixes only (ConfigKnob); empty
+	// when the export has no recorded environment.
+	Config []EnvVar
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
 

@@ -16,12 +16,13 @@ const ReportSchema = "stepstat.report.v1"
 
 // ReportJSON is the JSON contract v1 of a report. Field names are fixed: add, never rename.
 type ReportJSON struct {
-	Schema   string       `json:"schema"`
-	Source   SourceJSON   `json:"source"`
-	Devices  []DeviceJSON `json:"devices"`
-	Kernels  []KernelJSON `json:"kernels"`
-	Warnings []string     `json:"warnings"`
-	Ranks    *RanksJSON   `json:"ranks,omitempty"` // reports of two or more devices
+	Schema   string            `json:"schema"`
+	Source   SourceJSON        `json:"source"`
+	Config   map[string]string `json:"config"` // run configuration: allow-listed knobs of the recorded environment
+	Devices  []DeviceJSON      `json:"devices"`
+	Kernels  []KernelJSON      `json:"kernels"`
+	Warnings []string          `json:"warnings"`
+	Ranks    *RanksJSON        `json:"ranks,omitempty"` // reports of two or more devices
 }
 
 // SourceJSON describes the input file.
@@ -124,8 +125,10 @@ type NCCLJSON struct {
 	Op    string `json:"op"`
 	RedOp string `json:"redop,omitempty"`
 	Algo  string `json:"algo"`
-	Proto string `json:"proto"`
+	Proto string `json:"proto"` // as the kernel name says: the variant launched, not the protocol setting
 	DType string `json:"dtype"`
+	// ProtoSet is NCCL_PROTO of the recorded environment, omitted when unset.
+	ProtoSet string `json:"proto_set,omitempty"`
 }
 
 // RanksJSON is the rank view of a multi-device report (top-level "ranks"). Per-rank
@@ -211,6 +214,7 @@ type DiffJSON struct {
 	Schema     string                 `json:"schema"`
 	Phase      string                 `json:"phase"`
 	Unit       string                 `json:"unit"`
+	Config     []ConfigChangeJSON     `json:"config_changes"` // knobs that differ between the sides, by name
 	Base       DiffSideJSON           `json:"base"`
 	New        DiffSideJSON           `json:"new"`
 	Step       DiffRowJSON            `json:"step"`
@@ -223,16 +227,17 @@ type DiffJSON struct {
 
 // DiffSideJSON describes one side.
 type DiffSideJSON struct {
-	Label           string          `json:"label"`
-	Path            string          `json:"path"`
-	Paths           []string        `json:"paths"`
-	DecodeSteps     int             `json:"decode_steps"`
-	MedianStepNS    int64           `json:"median_step_ns"`
-	LaunchesPerStep float64         `json:"launches_per_step"`
-	KernelsPerStep  float64         `json:"kernels_per_step"`
-	GapsPerStep     float64         `json:"gaps_per_step"`
-	StepMethods     []string        `json:"step_methods"`
-	NCCL            []NCCLCountJSON `json:"nccl"`
+	Label           string            `json:"label"`
+	Path            string            `json:"path"`
+	Paths           []string          `json:"paths"`
+	DecodeSteps     int               `json:"decode_steps"`
+	MedianStepNS    int64             `json:"median_step_ns"`
+	LaunchesPerStep float64           `json:"launches_per_step"`
+	KernelsPerStep  float64           `json:"kernels_per_step"`
+	GapsPerStep     float64           `json:"gaps_per_step"`
+	StepMethods     []string          `json:"step_methods"`
+	NCCL            []NCCLCountJSON   `json:"nccl"`
+	Config          map[string]string `json:"config"` // the side's run configuration
 }
 
 // NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.
@@ -243,6 +248,8 @@ type NCCLCountJSON struct {
 	DType   string `json:"dtype"`
 	Count   int    `json:"count"`
 	TotalNS int64  `json:"total_ns"`
+	// ProtoSet is NCCL_PROTO of the side's recorded environment, omitted when unset.
+	ProtoSet string `json:"proto_set,omitempty"`
 }
 
 // DiffRowJSON compares one quantity. DeltaPct is null when the base median is 0 and the

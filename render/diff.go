@@ -23,9 +23,9 @@ func diffRowJSON(r *breakdown.Row) DiffRowJSON {
 func sideJSON(s *breakdown.SideSummary) DiffSideJSON {
 	out := DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
-		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}}
+		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config)}
 	for _, n := range s.NCCL {
-		out.NCCL = append(out.NCCL, NCCLCountJSON{n.Op, n.Algo, n.Proto, n.DType, n.Count, int64(n.Total)})
+		out.NCCL = append(out.NCCL, NCCLCountJSON{n.Op, n.Algo, n.Proto, n.DType, n.Count, int64(n.Total), protoSet(s.Config)})
 	}
 	return out
 }
@@ -52,7 +52,8 @@ func NewDiffJSON(c *breakdown.Comparison) *DiffJSON {
 	if c.Options.PerRun {
 		unit = "run"
 	}
-	out := &DiffJSON{Schema: DiffSchema, Phase: c.Phase.String(), Unit: unit, Base: sideJSON(&c.Base), New: sideJSON(&c.New),
+	out := &DiffJSON{Schema: DiffSchema, Phase: c.Phase.String(), Unit: unit, Config: configChangesJSON(c.Config),
+		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
 		Step: diffRowJSON(&c.Step), Categories: map[string]DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
 		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{}}
 	for i := range c.Categories {
@@ -144,16 +145,27 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
 	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
-	const nameW, colW = 12, 16
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
-	rows := append([]breakdown.Row{}, c.Categories...)
-	rows = append(rows, c.Step)
-	for i := range rows {
-		r := &rows[i]
+	if len(c.Config) > 0 { // what changed comes first: the knobs
+		ew.printf("Run configuration changed (recorded environment, allow-listed knobs):\n")
+		for _, ch := range c.Config {
+			ew.printf("  %s\n", TerminalSafe(configChangeText(ch)))
+		}
+		ew.printf("\n")
+	}
+	const colW = 16
+	var rows []breakdown.Row
+	nameW := 12 // wider only when a longer id (untraced_graph) is shown
+	for _, r := range append(append([]breakdown.Row{}, c.Categories...), c.Step) {
 		if r.Name != "step total" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
+		rows = append(rows, r)
+		nameW = max(nameW, len(r.Name))
+	}
+	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
+	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
+	for i := range rows {
+		r := &rows[i]
 		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, Duration(int64(r.Base.Center)), pctRange(r.Base),
 			Duration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
@@ -172,6 +184,14 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 			for _, n := range s.n {
 				ew.printf("%-6s %-14s %-10s %-7s %-6s %8d %10s\n", s.label, orDefault(n.Op, "-"), orDefault(n.Algo, "-"),
 					orDefault(n.Proto, "-"), orDefault(n.DType, "-"), n.Count, Duration(int64(n.Total)))
+			}
+		}
+		for _, s := range []struct {
+			label string
+			ss    *breakdown.SideSummary
+		}{{bl, &c.Base}, {nl, &c.New}} {
+			if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+				ew.printf("  %s: %s\n", s.label, TerminalSafe(n))
 			}
 		}
 	}

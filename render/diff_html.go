@@ -70,6 +70,7 @@ func DiffHTML(w io.Writer, c *breakdown.Comparison, opt HTMLOptions) error {
 		EChartsJS: template.JS(opt.EChartsJS),
 		Facts:     diffFacts(c),
 		FactTable: diffSides(c),
+		Config:    diffConfigTable(c, bl, nl),
 		Warnings:  diffWarnings(c),
 		Content:   content,
 	}
@@ -261,7 +262,7 @@ func diffNCCL(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	if len(c.Base.NCCL)+len(c.New.NCCL) == 0 {
 		return nil
 	}
-	t := &htmlTable{ID: "diff-nccl", Caption: "NCCL kernels by op, algorithm, protocol and data type (whole trace)",
+	t := &htmlTable{ID: "diff-nccl", Caption: "NCCL kernels by op, algorithm, protocol and data type (whole trace)", Note: diffNCCLNote(c, bl, nl),
 		Head: []htmlCell{cellText("side"), cellText("op"), cellText("algo"), cellText("proto"), cellText("dtype"), cellNum("count"), cellNum("total")}}
 	for _, s := range []struct {
 		label string

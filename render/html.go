@@ -78,6 +78,7 @@ type htmlPage struct {
 	EChartsJS template.JS
 	Facts     []htmlFact
 	FactTable *htmlTable // e.g. one row per device: GPU, step method, steps found
+	Config    *htmlTable // the run configuration (report) or the knobs that changed (diff); nil when none
 	Warnings  []string
 	Content   any // the data of the "content" block
 }
@@ -216,6 +217,7 @@ func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 		EChartsJS: template.JS(opt.EChartsJS),
 		Facts:     reportFacts(r),
 		FactTable: deviceOverview(r),
+		Config:    configTable(r),
 		Content:   content,
 	}
 	for _, wn := range r.Warnings {
@@ -366,17 +368,18 @@ func chartRound2(f float64) float64 { return math.Round(f*100) / 100 }
 
 // categoryColors gives each category one colour in every chart.
 var categoryColors = [kernelclass.NumCategories]string{
-	kernelclass.GEMM:        "#5470c6",
-	kernelclass.Attention:   "#91cc75",
-	kernelclass.MoERouting:  "#fac858",
-	kernelclass.MoEExpert:   "#ee6666",
-	kernelclass.AllReduce:   "#9a60b4",
-	kernelclass.Collective:  "#ea7ccc",
-	kernelclass.Elementwise: "#73c0de",
-	kernelclass.Sampling:    "#fc8452",
-	kernelclass.Memory:      "#3ba272",
-	kernelclass.Other:       "#8d6e63",
-	kernelclass.Idle:        "#c8c8c8",
+	kernelclass.GEMM:          "#5470c6",
+	kernelclass.Attention:     "#91cc75",
+	kernelclass.MoERouting:    "#fac858",
+	kernelclass.MoEExpert:     "#ee6666",
+	kernelclass.AllReduce:     "#9a60b4",
+	kernelclass.Collective:    "#ea7ccc",
+	kernelclass.Elementwise:   "#73c0de",
+	kernelclass.Sampling:      "#fc8452",
+	kernelclass.Memory:        "#3ba272",
+	kernelclass.Other:         "#8d6e63",
+	kernelclass.UntracedGraph: "#546e7a",
+	kernelclass.Idle:          "#c8c8c8",
 }
 
 // categoryCSS is the style sheet's rules for the category swatches of the tables, one a

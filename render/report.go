@@ -167,8 +167,8 @@ func (sj *StepJSON) set(s *breakdown.Step) {
 // NewReportJSON builds the JSON contract from a report.
 func NewReportJSON(r *breakdown.Report) *ReportJSON {
 	out := &ReportJSON{Schema: ReportSchema,
-		Source:  SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
-		Devices: []DeviceJSON{}, Kernels: []KernelJSON{}, Warnings: []string{}}
+		Source: SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
+		Config: configJSON(r.Config), Devices: []DeviceJSON{}, Kernels: []KernelJSON{}, Warnings: []string{}}
 	for _, d := range r.Devices {
 		dj := DeviceJSON{Device: int(d.Device), GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
 			Skipped: d.Skipped, Steps: make([]StepJSON, len(d.Steps))}
@@ -191,7 +191,8 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 	for _, k := range r.Kernels {
 		kj := KernelJSON{Name: k.Name, Category: k.Category.String(), Rule: k.Rule, Count: k.Count, TotalNS: int64(k.Total)}
 		if k.NCCL != nil {
-			kj.NCCL = &NCCLJSON{Op: k.NCCL.Op, RedOp: k.NCCL.RedOp, Algo: k.NCCL.Algo, Proto: k.NCCL.Proto, DType: k.NCCL.DType}
+			kj.NCCL = &NCCLJSON{Op: k.NCCL.Op, RedOp: k.NCCL.RedOp, Algo: k.NCCL.Algo, Proto: k.NCCL.Proto, DType: k.NCCL.DType,
+				ProtoSet: protoSet(r.Config)}
 		}
 		out.Kernels = append(out.Kernels, kj)
 	}
@@ -233,6 +234,8 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 	put(ReportSchema)
 	b = append(b, `,"source":`...)
 	put(SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion})
+	b = append(b, `,"config":`...)
+	put(configJSON(r.Config))
 	b = append(b, `,"devices":[`...)
 	head := NewReportJSON(&breakdown.Report{Path: r.Path, Meta: r.Meta, Devices: stepless(r.Devices)})
 	for i, d := range r.Devices {
@@ -270,7 +273,7 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 		}
 		b = append(b, '}')
 	}
-	rest := NewReportJSON(&breakdown.Report{Kernels: r.Kernels, Warnings: r.Warnings, Ranks: r.Ranks})
+	rest := NewReportJSON(&breakdown.Report{Config: r.Config, Kernels: r.Kernels, Warnings: r.Warnings, Ranks: r.Ranks})
 	b = append(b, `],"kernels":`...)
 	put(rest.Kernels)
 	b = append(b, `,"warnings":`...)
@@ -337,6 +340,12 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	ew := &errWriter{w: w}
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
+	if s := ConfigLine(r.Config); s != "" {
+		ew.printf("%s\n", TerminalSafe(s))
+	}
+	if s := NCCLProtoNote(r.Config, reportProtos(r)); s != "" {
+		ew.printf("NCCL protocol: %s\n", TerminalSafe(s))
+	}
 	for _, d := range r.Devices {
 		ew.printf("\n")
 		textDevice(ew, r, &d)
@@ -418,11 +427,16 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	ew.printf("%s: median %s  p10 %s  p90 %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)\n",
 		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps, plural(sm.Steps),
 		sm.LaunchesPerStp, sm.KernelsPerStep)
-	ew.printf("%-12s %11s %7s %10s %12s\n", "category", "median/step", "share", "p90/step", "kernels/step")
-	for _, r := range summaryRows(sm) {
-		ew.printf("%-12s %11s %7s %10s %12s\n", r.cat, r.median, r.share, r.p90, r.kernels)
+	rows := summaryRows(sm)
+	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
+	for _, r := range rows {
+		w = max(w, len(r.cat.String()))
 	}
-	ew.printf("%-12s %11s %7s %10s %12.1f\n", "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
+	ew.printf("%-*s %11s %7s %10s %12s\n", w, "category", "median/step", "share", "p90/step", "kernels/step")
+	for _, r := range rows {
+		ew.printf("%-*s %11s %7s %10s %12s\n", w, r.cat, r.median, r.share, r.p90, r.kernels)
+	}
+	ew.printf("%-*s %11s %7s %10s %12.1f\n", w, "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
 	ew.printf("%s\n", IdleLine(sm))
 	for _, s := range DeviceSentences(r, d) {
 		ew.printf("  %s\n", s)

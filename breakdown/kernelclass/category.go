@@ -14,32 +14,37 @@ type Category uint8
 
 // The categories. Their identifiers (Category.String) are stable: every output uses them.
 const (
-	Other         Category = iota // kernels no rule matched
-	GEMM                          // dense matrix multiplies (cuBLAS, CUTLASS, GEMV, split-K reduce, FP8/FP4 GEMMs)
-	Attention                     // flash/fused attention, paged/MLA/XQA attention and their combine kernels
-	MoERouting                    // router top-k and gating, expert alignment, sort/count, permute
-	MoEExpert                     // expert computation: fused MoE, grouped expert GEMMs, MoE sum/finalize
-	AllReduce                     // NCCL and custom all-reduce kernels
-	Collective                    // all other communication: all-gather, reduce-scatter, send/recv, all-to-all
-	Elementwise                   // norms, activations, rotary, casts, copies, fills, reductions, KV-cache writes
-	Sampling                      // logits processing and token sampling
-	Memory                        // memcpy and memset activity (from the memcpy/memset tables, not kernels)
-	Idle                          // no GPU activity on the device; not a kernel category
-	NumCategories                 // the number of categories; not a category
+	Other       Category = iota // kernels no rule matched
+	GEMM                        // dense matrix multiplies (cuBLAS, CUTLASS, GEMV, split-K reduce, FP8/FP4 GEMMs)
+	Attention                   // flash/fused attention, paged/MLA/XQA attention and their combine kernels
+	MoERouting                  // router top-k and gating, expert alignment, sort/count, permute
+	MoEExpert                   // expert computation: fused MoE, grouped expert GEMMs, MoE sum/finalize
+	AllReduce                   // NCCL and custom all-reduce kernels
+	Collective                  // all other communication: all-gather, reduce-scatter, send/recv, all-to-all
+	Elementwise                 // norms, activations, rotary, casts, copies, fills, reductions, KV-cache writes
+	Sampling                    // logits processing and token sampling
+	Memory                      // memcpy and memset activity (from the memcpy/memset tables, not kernels)
+	// UntracedGraph is a CUDA graph replay traced at graph level (nsys' default
+	// --cuda-graph-trace=graph): one opaque row per replay, the kernels inside unnamed.
+	// Not a kernel category: no rule or NVTX range can assign it.
+	UntracedGraph
+	Idle          // no GPU activity on the device; not a kernel category
+	NumCategories // the number of categories; not a category
 )
 
 var categoryNames = [NumCategories]string{
-	Other:       "other",
-	GEMM:        "gemm",
-	Attention:   "attention",
-	MoERouting:  "moe_routing",
-	MoEExpert:   "moe_expert",
-	AllReduce:   "allreduce",
-	Collective:  "collective",
-	Elementwise: "elementwise",
-	Sampling:    "sampling",
-	Memory:      "memory",
-	Idle:        "idle",
+	Other:         "other",
+	GEMM:          "gemm",
+	Attention:     "attention",
+	MoERouting:    "moe_routing",
+	MoEExpert:     "moe_expert",
+	AllReduce:     "allreduce",
+	Collective:    "collective",
+	Elementwise:   "elementwise",
+	Sampling:      "sampling",
+	Memory:        "memory",
+	UntracedGraph: "untraced_graph",
+	Idle:          "idle",
 }
 
 // String returns the category's stable identifier, such as "gemm" or "moe_routing".
@@ -85,6 +90,7 @@ var Order = [...]Category{
 	Sampling,
 	Memory,
 	Other,
+	UntracedGraph,
 	Idle,
 }
 
@@ -96,30 +102,41 @@ var Order = [...]Category{
 // under it is still counted once, in busy time. Among compute, the big, characteristic
 // kernels (attention, expert, GEMM) win over their small helpers (routing, sampling,
 // elementwise); unclassified kernels rank below every known kernel, so that an unknown
-// kernel never hides known work; memcpy/memset activity ranks lowest, since a copy that
-// overlaps a kernel is not what keeps the device busy. Idle is never running and ranks
-// below everything.
+// kernel never hides known work. A CUDA graph replay traced at graph level
+// (untraced_graph) is real GPU work of unknown kind: it owns its time over memory
+// operations and idle, but under every named kernel that overlaps it (on another stream),
+// unclassified ones included, since those at least have a name. memcpy/memset activity
+// ranks lowest, since a copy that overlaps a kernel is not what keeps the device busy. Idle
+// is never running and ranks below everything.
 //
 //	allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
-//	elementwise > other > memory > idle
+//	elementwise > other > untraced_graph > memory > idle
 var categoryPriority = [NumCategories]int{
-	AllReduce:   10,
-	Collective:  9,
-	Attention:   8,
-	MoEExpert:   7,
-	GEMM:        6,
-	MoERouting:  5,
-	Sampling:    4,
-	Elementwise: 3,
-	Other:       2,
-	Memory:      1,
-	Idle:        0,
+	AllReduce:     11,
+	Collective:    10,
+	Attention:     9,
+	MoEExpert:     8,
+	GEMM:          7,
+	MoERouting:    6,
+	Sampling:      5,
+	Elementwise:   4,
+	Other:         3,
+	UntracedGraph: 2,
+	Memory:        1,
+	Idle:          0,
+}
+
+// Assignable reports whether a rule (or an NVTX range) may put a kernel in the category:
+// every category but other (no rule matched), untraced_graph (graph replays, not kernels),
+// idle, and values out of range.
+func (c Category) Assignable() bool {
+	return c != Other && c != UntracedGraph && c != Idle && c < NumCategories
 }
 
 // Priority returns the category's rank for exclusive-time accounting when kernels overlap:
 // the running kernel with the highest priority owns the instant. The order, highest first,
 // is allreduce, collective, attention, moe_expert, gemm, moe_routing, sampling,
-// elementwise, other, memory, idle. A value out of range has priority -1.
+// elementwise, other, untraced_graph, memory, idle. A value out of range has priority -1.
 func (c Category) Priority() int {
 	if c < NumCategories {
 		return categoryPriority[c]

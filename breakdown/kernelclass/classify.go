@@ -25,12 +25,12 @@ func DefaultClassifier() *Classifier {
 }
 
 // NewClassifier returns a classifier that tries the extra rules, in order, ahead of the
-// built-in ones. Rules with a nil Match, or whose category is Other, Idle or out of range,
-// cannot assign a kernel category and are left out.
+// built-in ones. Rules with a nil Match, or whose category is Other, UntracedGraph, Idle or
+// out of range, cannot assign a kernel category and are left out.
 func NewClassifier(extra []Rule) *Classifier {
 	rules := make([]Rule, 0, len(extra)+len(builtinRules))
 	for _, r := range extra {
-		if r.Match == nil || r.Category == Other || r.Category >= Idle {
+		if r.Match == nil || r.Category == Other || !r.Category.Assignable() {
 			continue
 		}
 		rules = append(rules, r)

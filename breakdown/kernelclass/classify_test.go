@@ -25,7 +25,7 @@ const publicTraces = "../../../shared/traces/public"
 
 func TestCategoryString(t *testing.T) {
 	want := []string{"other", "gemm", "attention", "moe_routing", "moe_expert", "allreduce",
-		"collective", "elementwise", "sampling", "memory", "idle"}
+		"collective", "elementwise", "sampling", "memory", "untraced_graph", "idle"}
 	for c := Category(0); c < NumCategories; c++ {
 		if got := c.String(); got != want[c] {
 			t.Errorf("Category(%d).String() = %q, want %q", c, got, want[c])
@@ -35,7 +35,7 @@ func TestCategoryString(t *testing.T) {
 			t.Errorf("ParseCategory(%q) = %v, %v; want %v", c.String(), back, err, c)
 		}
 	}
-	if got := NumCategories.String(); got != "category(11)" {
+	if got := NumCategories.String(); got != "category(12)" {
 		t.Errorf("NumCategories.String() = %q", got)
 	}
 	if got := Category(200).String(); got != "category(200)" {
@@ -54,7 +54,7 @@ func TestCategoryString(t *testing.T) {
 }
 
 func TestOrder(t *testing.T) {
-	want := "gemm attention moe_routing moe_expert allreduce collective elementwise sampling memory other idle"
+	want := "gemm attention moe_routing moe_expert allreduce collective elementwise sampling memory other untraced_graph idle"
 	var names []string
 	seen := map[Category]bool{}
 	for _, c := range Order {
@@ -72,10 +72,24 @@ func TestOrder(t *testing.T) {
 	}
 }
 
+func TestAssignable(t *testing.T) {
+	for c := Category(0); c <= NumCategories; c++ {
+		want := c != Other && c != UntracedGraph && c != Idle && c != NumCategories
+		if got := c.Assignable(); got != want {
+			t.Errorf("%v.Assignable() = %v, want %v", c, got, want)
+		}
+	}
+	// A rules file cannot put kernels in untraced_graph.
+	if _, err := ParseRules(strings.NewReader("untraced_graph ^foo$\n"), "x.rules"); err == nil ||
+		!strings.Contains(err.Error(), "cannot be assigned") {
+		t.Errorf("rule for untraced_graph: error %v, want 'cannot be assigned'", err)
+	}
+}
+
 func TestPriority(t *testing.T) {
 	// Highest first.
 	want := []Category{AllReduce, Collective, Attention, MoEExpert, GEMM, MoERouting, Sampling,
-		Elementwise, Other, Memory, Idle}
+		Elementwise, Other, UntracedGraph, Memory, Idle}
 	if len(want) != int(NumCategories) {
 		t.Fatalf("test lists %d categories, want %d", len(want), NumCategories)
 	}
@@ -157,7 +171,7 @@ func TestClassifyCoversEveryKernelCategory(t *testing.T) {
 		seen[tc.want] = true
 	}
 	for c := Category(0); c < NumCategories; c++ {
-		if c != Idle && !seen[c] {
+		if c != Idle && c != UntracedGraph && !seen[c] {
 			t.Errorf("%s has no %v kernel", kernelNamesFile, c)
 		}
 	}

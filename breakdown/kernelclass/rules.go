@@ -14,7 +14,7 @@ import (
 // matches. Rules are tried in order; the first match wins.
 type Rule struct {
 	Name     string         // e.g. "nccl-allreduce"; FILE:LINE for rules read by ParseRules
-	Category Category       // never Other or Idle
+	Category Category       // never Other, UntracedGraph or Idle
 	Match    *regexp.Regexp // matched (unanchored) against the demangled kernel name
 	Source   string         // "builtin", or FILE:LINE for rules read by ParseRules
 }
@@ -186,7 +186,7 @@ func ParseRules(r io.Reader, source string) ([]Rule, error) {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", pos, err))
 			continue
-		case cat == Other || cat == Idle:
+		case !cat.Assignable():
 			errs = append(errs, fmt.Errorf("%s: category %s cannot be assigned by a rule", pos, cat))
 			continue
 		case expr == "":

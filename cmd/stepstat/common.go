@@ -102,7 +102,7 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 			return opt, usagef(cmd, "--nvtx-category %q: bad regular expression: %v", nc, err)
 		}
 		c, err := kernelclass.ParseCategory(nc[i+1:])
-		if err != nil || c == kernelclass.Idle {
+		if err != nil || c == kernelclass.Idle || c == kernelclass.UntracedGraph {
 			return opt, usagef(cmd, "--nvtx-category %q: unknown category %q", nc, nc[i+1:])
 		}
 		opt.NVTXCategories = append(opt.NVTXCategories, breakdown.NVTXCategory{Match: re, Category: c})

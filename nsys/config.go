@@ -1,0 +1,129 @@
+package nsys
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// An EnvVar is one environment variable of the run's configuration.
+type EnvVar struct {
+	Name, Value string
+}
+
+// ConfigPrefixes are the name prefixes of the environment variables kept as the run's
+// configuration: the performance knobs of NCCL, CUDA, PyTorch, the serving engines and
+// OpenMP. Nothing else in the recorded environment is ever kept: environments hold
+// credentials.
+var ConfigPrefixes = []string{"NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "TRTLLM_", "OMP_"}
+
+// configDenyWords are parts of names that look like credentials; a variable whose name
+// holds one (in any letter case) is dropped even under an allowed prefix
+// (VLLM_API_KEY, a CUDA_..._TOKEN).
+var configDenyWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH"}
+
+// ConfigKnob reports whether an environment variable of this name is kept as run
+// configuration: the name starts with one of ConfigPrefixes (letter case as written, as
+// the libraries read them), is a plain identifier (letters, digits, underscores), and
+// holds none of TOKEN, SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL or AUTH.
+func ConfigKnob(name string) bool {
+	prefixed := false
+	for _, p := range ConfigPrefixes {
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			prefixed = true
+			break
+		}
+	}
+	if !prefixed {
+		return false
+	}
+	if !isIdent(name) {
+		return false
+	}
+	up := strings.ToUpper(name)
+	for _, w := range configDenyWords {
+		if strings.Contains(up, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseEnvironment returns the run-configuration knobs (ConfigKnob) of an environment as
+// nsys records it, KEY=VALUE;KEY=VALUE;..., sorted by name. A part without "=" continues
+// the value before it (a value holding ";"); empty parts are skipped. The first of repeated names wins.
+func ParseEnvironment(env string) []EnvVar {
+	var out []EnvVar
+	seen := map[string]bool{}
+	last := -1 // index in out of the variable the next part may continue; -1: none
+	for part := range strings.SplitSeq(env, ";") {
+		if part == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(part, "=")
+		if !ok || !isIdent(name) {
+			if last >= 0 {
+				out[last].Value += ";" + part
+			}
+			continue
+		}
+		last = -1
+		if !ConfigKnob(name) || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, EnvVar{name, value})
+		last = len(out) - 1
+	}
+	slices.SortFunc(out, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+const envTable = "TARGET_INFO_SYSTEM_ENV"
+
+// readConfig reads the environment nsys recorded for the launched process
+// (TARGET_INFO_SYSTEM_ENV, name 'DeviceEnvironment') and keeps its knobs in Trace.Config.
+// Exports without the table or the row have no configuration; that is not an error.
+func (r *reader) readConfig() error {
+	if !r.has(envTable) || !r.hasCol(envTable, "name") || !r.hasCol(envTable, "value") {
+		return nil
+	}
+	rows, err := r.db.QueryContext(r.ctx, `SELECT COALESCE(value, '') FROM `+envTable+
+		` WHERE name = 'DeviceEnvironment' ORDER BY rowid`)
+	if err != nil {
+		r.warnf("reading %s: %v; no run configuration", envTable, err)
+		return nil
+	}
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return fmt.Errorf("reading %s: %w", envTable, err)
+		}
+		for _, e := range ParseEnvironment(v) {
+			if !seen[e.Name] {
+				seen[e.Name] = true
+				r.t.Config = append(r.t.Config, e)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", envTable, err)
+	}
+	slices.SortFunc(r.t.Config, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return nil
+}
