@@ -69,6 +69,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	for _, d := range rep.Devices {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
+	rep.Warnings = append(rep.Warnings, rankChecks(rep.Devices)...)
 	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
@@ -144,6 +145,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		steps = steps[dr.Skipped:]
 	}
 	dr.Steps = steps
+	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps)...)
 	var err error
 	dr.Summary, err = summarize(steps, opt)
 	if err != nil {

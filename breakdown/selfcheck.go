@@ -1,0 +1,86 @@
+package breakdown
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// Self-checks: the step finder says when its result looks wrong, in every output (as
+// warnings), instead of reporting a wrong breakdown silently.
+
+// stepChecks returns warnings about a device's decode steps: steps without kernels, kernel
+// counts that alternate between two values (several markers per step, cut in two), and
+// steps far from the median (ten times longer or shorter).
+func stepChecks(dev nsys.DeviceID, steps []Step) []error {
+	var dec []*Step
+	for i := range steps {
+		if steps[i].Phase == Decode {
+			dec = append(dec, &steps[i])
+		}
+	}
+	if len(dec) < 2 {
+		return nil
+	}
+	var out []error
+	empty := 0
+	for _, s := range dec {
+		if s.TotalKernels() == 0 {
+			empty++
+		}
+	}
+	if empty > 0 {
+		out = append(out, fmt.Errorf("device %d: self-check: %d of %d decode steps launch no kernel; the step boundaries are likely wrong (try --steps)", dev, empty, len(dec)))
+	}
+	if len(dec) >= 4 {
+		a, b := dec[0].TotalKernels(), dec[1].TotalKernels()
+		alt := a != b
+		for i, s := range dec {
+			if want := []int{a, b}[i%2]; s.TotalKernels() != want {
+				alt = false
+				break
+			}
+		}
+		if alt {
+			out = append(out, fmt.Errorf("device %d: self-check: decode steps alternate between %d and %d kernels; each real step is likely cut in two (try --steps)", dev, a, b))
+		}
+	}
+	walls := make([]time.Duration, len(dec))
+	for i, s := range dec {
+		walls[i] = s.Wall()
+	}
+	med := quantile(walls, 0.5)
+	var far []int
+	for _, s := range dec {
+		if med > 0 && (s.Wall() > 10*med || 10*s.Wall() < med) {
+			far = append(far, s.Index)
+		}
+	}
+	if len(far) > 0 {
+		shown := far[:min(len(far), 5)]
+		out = append(out, fmt.Errorf("device %d: self-check: %d decode steps are more than 10x away from the median step (%v): steps %v", dev, len(far), med, shown))
+	}
+	return out
+}
+
+// rankChecks warns when the devices of one trace (ranks of one job) disagree on the number
+// of decode steps.
+func rankChecks(devs []DeviceReport) []error {
+	if len(devs) < 2 {
+		return nil
+	}
+	counts := make([]int, len(devs))
+	for i, d := range devs {
+		for _, s := range d.Steps {
+			if s.Phase == Decode {
+				counts[i]++
+			}
+		}
+	}
+	if slices.Min(counts) == slices.Max(counts) {
+		return nil
+	}
+	return []error{fmt.Errorf("self-check: the devices disagree on the number of decode steps (%v); ranks of one job run the same steps, so steps are likely misplaced on some", counts)}
+}

@@ -1,0 +1,64 @@
+package breakdown
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// decodeSteps builds decode steps with the given kernel counts and walls (µs), back to back.
+func decodeSteps(kernels []int, wallsUS []int) []Step {
+	var out []Step
+	var at nsys.Time
+	for i, k := range kernels {
+		s := Step{Index: i, Phase: Decode, Start: at, End: at + nsys.Time(wallsUS[i])*1000}
+		s.Kernels[kernelclass.GEMM] = k
+		out = append(out, s)
+		at = s.End
+	}
+	return out
+}
+
+// TestStepChecks checks that each self-check fires on the failure it is for, as seen on
+// real traces of stacks we did not write, and stays silent on regular steps.
+func TestStepChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		kernels []int
+		walls   []int
+		want    string // "" for silence
+	}{
+		{"regular", []int{376, 376, 376, 376, 376}, []int{15000, 15100, 14900, 15050, 15000}, ""},
+		// An H2D sliver taken as the decode step: 0 kernels, 98.8% idle.
+		{"no kernels", []int{0, 0, 0, 0, 580}, []int{120, 130, 125, 128, 9000}, "launch no kernel"},
+		// generate() cut at both of its syncs: 7-kernel slivers between the real steps.
+		{"alternating", []int{7, 369, 7, 369, 7, 369}, []int{700, 14300, 690, 14250, 710, 14400}, "alternate between 7 and 369"},
+		// A post-loop kernel 15 ms after the last replay stretched the last step.
+		{"far from median", []int{98, 98, 98, 98, 99}, []int{900, 910, 905, 900, 17800}, "more than 10x away"},
+	} {
+		got := stepChecks(0, decodeSteps(tc.kernels, tc.walls))
+		var text []string
+		for _, e := range got {
+			text = append(text, e.Error())
+		}
+		all := strings.Join(text, "\n")
+		if tc.want == "" && len(got) > 0 {
+			t.Errorf("%s: warnings %q, want none", tc.name, all)
+		}
+		if tc.want != "" && !strings.Contains(all, tc.want) {
+			t.Errorf("%s: warnings %q, want one saying %q", tc.name, all, tc.want)
+		}
+	}
+	// Ranks that disagree on the number of decode steps.
+	devs := []DeviceReport{{Steps: decodeSteps([]int{5, 5, 5}, []int{10, 10, 10})}, {Steps: decodeSteps([]int{5, 5}, []int{10, 10})}}
+	if w := rankChecks(devs); len(w) != 1 || !strings.Contains(w[0].Error(), "disagree") {
+		t.Errorf("rank check: %v", w)
+	}
+	if w := rankChecks(devs[:1]); w != nil {
+		t.Errorf("one device: %v", w)
+	}
+	_ = time.Second
+}

@@ -1,0 +1,114 @@
+package breakdown_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// TestThirdPartyCaptures checks the captures of stacks we did not write (hf_workload.py:
+// transformers' own generate() and two hand-written decode loops over transformers models;
+// testdata/traces/README.md) against their structure by construction, measured with
+// testdata/capture/verify_hf.sh: 16 new tokens are 1 prefill forward and 15 decode
+// forwards (8 tokens: 7), each decode step with the kernels of one forward window; MoE
+// routing and expert work in every decode step; sampling only the argmax; at tensor
+// parallel 2, 8 all-reduces (2 a layer) and the logits' all-gather per decode step and
+// rank, all matched by the rank view; and no self-check warning.
+func TestThirdPartyCaptures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		decode  int
+		kernels float64 // per decode step
+		method  breakdown.Method
+	}{
+		{"hf-qwen3moe-eager", 15, 307, breakdown.MethodSync},
+		{"hf-glm5-eager", 15, 506, breakdown.MethodSync},
+		{"hf-mixtral-eager", 15, 359, breakdown.MethodSync},
+		{"hf-qwen3moe-autograd", 7, 307, breakdown.MethodSync},
+		{"hf-qwen3moe-tp2", 15, 316, breakdown.MethodSync},
+		{"loop-h2d", 15, 360, breakdown.MethodSync},
+		{"loop-2sync", 15, 361, breakdown.MethodSync},
+		// CUDA graph trees: one replay of 98 (Qwen3-MoE) or 182 (GLM-5) kernels per decode
+		// step, and generate()'s eager kernels around it (30 a step, 29 in the last).
+		{"hf-qwen3moe-compile", 15, (15*98 + 14*30 + 29) / 15.0, breakdown.MethodSync},
+		{"hf-glm5-compile", 15, (15*182 + 14*30 + 29) / 15.0, breakdown.MethodSync},
+		// Graph-level: each replay is one untraced row.
+		{"hf-qwen3moe-compile-graphlevel", 15, (15*1 + 14*30 + 29) / 15.0, breakdown.MethodSync},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gz := filepath.Join("..", "testdata", "traces", tc.name+".sqlite.gz")
+			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := breakdown.Summarize(tr, breakdown.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range rep.Warnings {
+				if strings.Contains(w.Error(), "self-check") {
+					t.Errorf("warning: %v", w)
+				}
+			}
+			tp2 := strings.Contains(tc.name, "tp2")
+			if want := map[bool]int{false: 1, true: 2}[tp2]; len(rep.Devices) != want {
+				t.Fatalf("%d devices, want %d", len(rep.Devices), want)
+			}
+			for di := range rep.Devices {
+				d := &rep.Devices[di]
+				sm := d.Summary
+				if sm.Steps != tc.decode || sm.KernelsPerStep != tc.kernels {
+					t.Errorf("device %d: %d decode steps of %.2f kernels (%s: %s), want %d of %.2f",
+						d.Device, sm.Steps, sm.KernelsPerStep, d.Method, d.MethodDetail, tc.decode, tc.kernels)
+				}
+				if d.Method != tc.method {
+					t.Errorf("method %v, want %v", d.Method, tc.method)
+				}
+				if d.Steps[0].Phase != breakdown.Prefill {
+					t.Errorf("step 0 is %v, want the prefill", d.Steps[0].Phase)
+				}
+				for _, s := range d.Steps[1:] {
+					if s.Phase != breakdown.Decode {
+						t.Errorf("step %d: %v", s.Index, s.Phase)
+						continue
+					}
+					moe := tc.name != "hf-qwen3moe-compile-graphlevel" // its experts are inside the untraced replays
+					if moe && (s.Kernels[kernelclass.MoERouting] == 0 || s.Kernels[kernelclass.MoEExpert] == 0) {
+						t.Errorf("step %d: %d moe_routing, %d moe_expert kernels; want both", s.Index,
+							s.Kernels[kernelclass.MoERouting], s.Kernels[kernelclass.MoEExpert])
+					}
+					if n := s.Kernels[kernelclass.Sampling]; n != 1 && !strings.Contains(tc.name, "mixtral") {
+						t.Errorf("step %d: %d sampling kernels, want the argmax", s.Index, n)
+					}
+					if tp2 {
+						if s.Kernels[kernelclass.AllReduce] != 8 || s.Kernels[kernelclass.Collective] != 1 {
+							t.Errorf("rank %d step %d: %d all-reduce and %d all-gather kernels, want 8 and 1", di, s.Index,
+								s.Kernels[kernelclass.AllReduce], s.Kernels[kernelclass.Collective])
+						}
+					}
+				}
+			}
+			if tp2 {
+				rr := rep.Ranks
+				if rr == nil || rr.Unmatched != 0 {
+					t.Fatalf("rank view %+v", rr)
+				}
+				// Per aligned decode step, the 9 collectives of a forward on both ranks; the
+				// last window also reaches the script's 2 barrier all-reduces after the loop.
+				if len(rr.Steps) != 15 {
+					t.Errorf("%d aligned steps, want 15", len(rr.Steps))
+				}
+				for i, st := range rr.Steps {
+					if st.Calls != 9 && !(i == len(rr.Steps)-1 && st.Calls == 9+2) {
+						t.Errorf("aligned step %d: %d collectives matched, want 9", i, st.Calls)
+					}
+				}
+			}
+		})
+	}
+}
