@@ -415,6 +415,10 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 		ew.printf("; %d skipped", d.Skipped)
 	}
 	ew.printf("\n")
+	if o := &d.Outside; o.Windows > 0 {
+		ew.printf("Outside steps: %s in %d window%s, %d kernels (work before the first step, between step ranges or after the last; in no step)\n",
+			Duration(int64(o.Wall)), o.Windows, plural(o.Windows), o.TotalKernels())
+	}
 	sm := &d.Summary
 	if sm.Steps == 0 {
 		ew.printf("  no steps to summarise\n")
