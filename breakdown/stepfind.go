@@ -36,6 +36,7 @@ type segment struct {
 	sig     uint64
 	kernels int32
 	cut     uint8 // why the segment starts; 0 for the first
+	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
 }
 
 // syncAfter returns the launch keys of the first launch-like call of each process after
@@ -75,6 +76,10 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	if use&cutSync != 0 {
 		after, cc.sync = syncAfter(t, tl)
 	}
+	samplers := make([]bool, len(t.Names))
+	for i, n := range t.Names {
+		samplers[i] = nameRole(n) == roleSampler
+	}
 	var segs []segment
 	var d2hEnd nsys.Time
 	d2h := false
@@ -110,6 +115,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		switch a.src {
 		case srcKernel:
 			s.kernels++
+			s.sampler = s.sampler || samplers[a.name]
 			s.sig += mix64(uint64(a.cat) + 1)
 		case srcGraph:
 			s.kernels++
@@ -136,6 +142,7 @@ func mergeEmpty(segs []segment) []segment {
 		if pending >= 0 {
 			p := &out[pending]
 			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
+			p.sampler = p.sampler || s.sampler
 			if s.kernels > 0 {
 				pending = -1
 			}
@@ -215,9 +222,10 @@ func unitHashes(sigs []uint64, k int) []uint64 {
 // unit (with kernels) among the last repeatWindow is the loop body; walking back from its
 // last occurrence, the run of steps goes back to where two units in a row differ from it
 // (a single odd step is kept). The phase whose run starts earliest is the loop's: its first
-// unit starts right after the prefill, where any other phase cuts a unit in two. It returns
+// unit starts right after the prefill, where any other phase cuts a unit in two; and when
+// the units of some phases end in a segment that samples (argmax), only those count. It returns
 // the run's first index and the end of its last unit; ok is false when no unit repeats.
-func alignRepeat(sigs []uint64, kernels []int32, k int) (e, end int, ok bool) {
+func alignRepeat(sigs []uint64, kernels []int32, sampler []bool, k int) (e, end int, ok bool) {
 	hs := unitHashes(sigs, k)
 	withKernels := func(i int) bool {
 		for _, n := range kernels[i : i+k] {
@@ -228,6 +236,7 @@ func alignRepeat(sigs []uint64, kernels []int32, k int) (e, end int, ok bool) {
 		return false
 	}
 	e = len(sigs)
+	endsSampling := false
 	for r := 0; r < k && r < len(hs); r++ {
 		lo := max(r, len(hs)-repeatWindow)
 		lo += ((r-lo)%k + k) % k // the first index of phase r from there
@@ -255,7 +264,13 @@ func alignRepeat(sigs []uint64, kernels []int32, k int) (e, end int, ok bool) {
 				break
 			}
 		}
-		if first < e {
+		// A step ends with its token's sampling: when some phase's unit ends in a segment
+		// that samples, only such phases are the loop's.
+		ends := sampler[last+k-1]
+		if ends && !endsSampling {
+			e, endsSampling = len(sigs), true
+		}
+		if first < e && ends == endsSampling {
 			e, end, ok = first, last+k, true
 		}
 	}
@@ -312,13 +327,14 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bo
 		if len(segs) >= 3 {
 			sigs := make([]uint64, len(segs))
 			kernels := make([]int32, len(segs))
+			sampler := make([]bool, len(segs))
 			for i, s := range segs {
-				sigs[i], kernels[i] = s.sig, s.kernels
+				sigs[i], kernels[i], sampler[i] = s.sig, s.kernels, s.sampler
 			}
 			k, ok := findRepeat(sigs, maxStepSegments)
 			var e, end int
 			if ok {
-				e, end, ok = alignRepeat(sigs, kernels, k)
+				e, end, ok = alignRepeat(sigs, kernels, sampler, k)
 			}
 			if ok {
 				d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end)}

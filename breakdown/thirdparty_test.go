@@ -82,7 +82,7 @@ func TestThirdPartyCaptures(t *testing.T) {
 						t.Errorf("step %d: %d moe_routing, %d moe_expert kernels; want both", s.Index,
 							s.Kernels[kernelclass.MoERouting], s.Kernels[kernelclass.MoEExpert])
 					}
-					if n := s.Kernels[kernelclass.Sampling]; n != 1 && !strings.Contains(tc.name, "mixtral") {
+					if n := s.Kernels[kernelclass.Sampling]; n != 1 {
 						t.Errorf("step %d: %d sampling kernels, want the argmax", s.Index, n)
 					}
 					if tp2 {
