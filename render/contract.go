@@ -41,6 +41,19 @@ type DeviceJSON struct {
 	Steps        []StepJSON  `json:"steps"`
 	Decode       SummaryJSON `json:"decode"`
 	SOL          *SOLJSON    `json:"sol,omitempty"` // with a speed-of-light floor only
+	// Findings, most step time at stake first; empty when no rule holds.
+	Findings []FindingJSON `json:"findings"`
+}
+
+// FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
+type FindingJSON struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	// NSPerStep is the step time at stake, mean per step; StepNS the mean step it is part of.
+	NSPerStep  int64          `json:"ns_per_step"`
+	StepNS     int64          `json:"step_ns"`
+	Evidence   map[string]any `json:"evidence"`
+	Suggestion string         `json:"suggestion"`
 }
 
 // StepJSON is one step.

@@ -169,7 +169,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 	out := &ReportJSON{Schema: ReportSchema,
 		Source:  SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
 		Devices: []DeviceJSON{}, Kernels: []KernelJSON{}, Warnings: []string{}}
-	for _, d := range r.Devices {
+	for di, d := range r.Devices {
 		dj := DeviceJSON{Device: int(d.Device), GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
 			Skipped: d.Skipped, Steps: make([]StepJSON, len(d.Steps))}
 		for i := range d.Steps {
@@ -186,6 +186,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
 		dj.SOL = solJSON(d.SOL)
+		dj.Findings = findingsJSON(Findings(r, di))
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -268,6 +269,8 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 			b = append(b, `,"sol":`...)
 			put(dj.SOL)
 		}
+		b = append(b, `,"findings":`...)
+		put(findingsJSON(Findings(r, i)))
 		b = append(b, '}')
 	}
 	rest := NewReportJSON(&breakdown.Report{Kernels: r.Kernels, Warnings: r.Warnings, Ranks: r.Ranks})
@@ -337,9 +340,9 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	ew := &errWriter{w: w}
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
-	for _, d := range r.Devices {
+	for i := range r.Devices {
 		ew.printf("\n")
-		textDevice(ew, r, &d)
+		textDevice(ew, r, i)
 	}
 	textRanks(ew, r)
 	if opt.Top > 0 && len(r.Kernels) > 0 {
@@ -395,7 +398,8 @@ func PhaseCounts(steps []breakdown.Step) string {
 	return strings.Join(parts, ", ")
 }
 
-func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
+func textDevice(ew *errWriter, r *breakdown.Report, di int) {
+	d := &r.Devices[di]
 	gpu := d.GPU
 	if gpu == "" {
 		gpu = "GPU n/a"
@@ -430,6 +434,7 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	if s := SOLLine(d); s != "" {
 		ew.printf("%s\n", s)
 	}
+	textFindings(ew, Findings(r, di))
 }
 
 // IdleLine describes the idle gaps of a summary in one line.
