@@ -231,7 +231,29 @@ type DiffJSON struct {
 	Appeared   []KernelChangeJSON     `json:"appeared"`
 	Vanished   []KernelChangeJSON     `json:"vanished"`
 	Variants   []KernelChangeJSON     `json:"changed_variants"`
-	Warnings   []string               `json:"warnings"`
+	// Findings of each device position on the first run of each side, changes first.
+	Findings []FindingChangeJSON `json:"findings"`
+	// Ranks compares each device position on its own; only when both sides have 2+ devices.
+	Ranks    []DiffRankJSON `json:"ranks,omitempty"`
+	Warnings []string       `json:"warnings"`
+}
+
+// FindingChangeJSON is one finding on either side of a diff.
+type FindingChangeJSON struct {
+	Rank   int          `json:"rank"` // index into each side's devices
+	ID     string       `json:"id"`
+	Change string       `json:"change"` // appeared, vanished, changed, same
+	Base   *FindingJSON `json:"base"`   // null on the side without it
+	New    *FindingJSON `json:"new"`
+}
+
+// DiffRankJSON compares one device position (rank) of the two sides.
+type DiffRankJSON struct {
+	Rank       int                    `json:"rank"`
+	BaseDevice int                    `json:"base_device"`
+	NewDevice  int                    `json:"new_device"`
+	Step       DiffRowJSON            `json:"step"`
+	Categories map[string]DiffRowJSON `json:"categories"`
 }
 
 // DiffSideJSON describes one side.

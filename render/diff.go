@@ -61,6 +61,8 @@ func NewDiffJSON(c *breakdown.Comparison) *DiffJSON {
 	for _, w := range diffWarnings(c) {
 		out.Warnings = append(out.Warnings, w)
 	}
+	out.Findings = findingChangesJSON(c.Findings)
+	out.Ranks = diffRanksJSON(c.Ranks)
 	return out
 }
 
@@ -144,6 +146,7 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
 	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
+	diffStory(ew, c, bl, nl)
 	const nameW, colW = 12, 16
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
