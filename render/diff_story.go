@@ -102,4 +102,3 @@ func diffRanksJSON(rs []breakdown.RankComparison) []DiffRankJSON {
 	}
 	return out
 }
-
