@@ -138,6 +138,10 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
 	c.Warnings = sideWarnings(bs, ns)
+	if opt.PerRun && (len(base.Reports) < 2 || len(new.Reports) < 2) {
+		c.Warnings = append(c.Warnings, fmt.Errorf("one sample per run with %d run(s) on %s and %d on %s: too few to test or to bound (± ∞); give several runs per side",
+			len(base.Reports), base.Label, len(new.Reports), new.Label))
+	}
 	return c
 }
 
