@@ -357,7 +357,7 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 				break
 			}
 			ew.printf("%10s %7s %7d %10s  %-12s %s\n", Duration(int64(k.Total)), Percent(frac(int64(k.Total), total)), k.Count,
-				Duration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, TerminalSafe(k.Name))
+				Duration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, ShortName(TerminalSafe(k.Name)))
 		}
 	}
 	if len(r.Warnings) > 0 {
@@ -367,6 +367,21 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 		}
 	}
 	return ew.err
+}
+
+// MaxNameText is the longest kernel name the text report prints whole; longer names
+// (templated kernels run to thousands of characters) keep their head and tail. JSON and
+// HTML keep every name whole.
+const MaxNameText = 160
+
+// ShortName shortens a name longer than MaxNameText to its first 120 and last 36
+// characters around " … ".
+func ShortName(s string) string {
+	r := []rune(s)
+	if len(r) <= MaxNameText {
+		return s
+	}
+	return string(r[:120]) + " … " + string(r[len(r)-36:])
 }
 
 func plural(n int) string {
