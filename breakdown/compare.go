@@ -98,6 +98,11 @@ type Comparison struct {
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
 	Options    CompareOptions
 	Warnings   []error
+	// Ranks compares each device position on its own (story.go); nil unless both sides
+	// have two or more devices per run.
+	Ranks []RankComparison
+	// Findings lines up the findings of the first run of each side, per device position.
+	Findings []FindingChange
 	// BaseSteps and NewSteps hold, per run, the wall time of each step of the compared
 	// phase, in order (devices of a run one after another).
 	BaseSteps, NewSteps [][]time.Duration
@@ -137,7 +142,13 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 		c.Categories = append(c.Categories, row(cat.String(), func(s *Step) float64 { return float64(s.Exclusive[cat]) }))
 	}
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
+	c.Ranks = compareRanks(base, new, phase, opt, &th)
+	c.Findings = compareFindings(base, new)
 	c.Warnings = sideWarnings(bs, ns)
+	if opt.PerRun && (len(base.Reports) < 2 || len(new.Reports) < 2) {
+		c.Warnings = append(c.Warnings, fmt.Errorf("one sample per run with %d run(s) on %s and %d on %s: too few to test or to bound (± ∞); give several runs per side",
+			len(base.Reports), base.Label, len(new.Reports), new.Label))
+	}
 	return c
 }
 

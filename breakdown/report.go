@@ -132,7 +132,16 @@ type Step struct {
 	// by the host counts once, and a CUDA graph launch counts once however many kernels it ran.
 	Launches int
 	Gaps     Gaps
+	// ShortKernels counts the kernels (not memory operations) started in the step that ran
+	// less than ShortKernel; ShortBusy is their summed duration (whole kernels, not clipped
+	// to the step).
+	ShortKernels int
+	ShortBusy    time.Duration
 }
+
+// ShortKernel is the duration under which a kernel counts as short (Step.ShortKernels):
+// about the cost of one kernel launch, so that fusing such kernels saves as much as they run.
+const ShortKernel = 5 * time.Microsecond
 
 // Wall returns the step's wall time.
 func (s *Step) Wall() time.Duration { return s.End.Sub(s.Start) }
@@ -169,6 +178,9 @@ type Summary struct {
 	KernelsPerStep float64
 	Gaps           Gaps // summed over the steps
 	GapsPerStep    float64
+	// ShortPerStep and ShortBusyPerStep are the means of Step.ShortKernels and Step.ShortBusy.
+	ShortPerStep     float64
+	ShortBusyPerStep time.Duration
 }
 
 // DeviceReport is the breakdown of one device.

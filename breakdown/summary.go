@@ -44,8 +44,11 @@ func summarize(all []Step, opt Options) (Summary, error) {
 	}
 	walls := make([]time.Duration, len(steps))
 	var totalWall time.Duration
-	var launches, kernels int
+	var launches, kernels, short int
+	var shortBusy time.Duration
 	for i := range steps {
+		short += steps[i].ShortKernels
+		shortBusy += steps[i].ShortBusy
 		walls[i] = steps[i].Wall()
 		totalWall += walls[i]
 		launches += steps[i].Launches
@@ -58,6 +61,8 @@ func summarize(all []Step, opt Options) (Summary, error) {
 	sum.LaunchesPerStp = float64(launches) / n
 	sum.KernelsPerStep = float64(kernels) / n
 	sum.GapsPerStep = float64(sum.Gaps.Count) / n
+	sum.ShortPerStep = float64(short) / n
+	sum.ShortBusyPerStep = shortBusy / time.Duration(len(steps))
 	per := make([]time.Duration, len(steps))
 	calls := make([]float64, len(steps))
 	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {

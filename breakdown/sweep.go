@@ -294,6 +294,10 @@ func (w *sweep) add(a *activity) bool {
 		switch a.src {
 		case srcKernel:
 			w.shapes[i].add(a)
+			if d := a.end.Sub(a.start); d < ShortKernel {
+				st.ShortKernels++
+				st.ShortBusy += d
+			}
 			k := a.key()
 			switch {
 			case k == w.lastGraphKey:

@@ -85,6 +85,9 @@ func CheckFile(path string) error {
 		if strings.HasSuffix(path, ".nsys-rep") || strings.HasSuffix(path, ".qdrep") {
 			return &Error{path, errors.New(`is an Nsight Systems report, not its SQLite export (run "nsys export --type sqlite ` + filepath.Base(path) + `")`)}
 		}
+		if n >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
+			return &Error{path, errors.New(`is gzip-compressed, not an SQLite database (decompress it first: "gunzip -k ` + filepath.Base(path) + `")`)}
+		}
 		return &Error{path, errors.New(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)}
 	}
 	if n < 100 {

@@ -42,6 +42,19 @@ type DeviceJSON struct {
 	Steps        []StepJSON  `json:"steps"`
 	Decode       SummaryJSON `json:"decode"`
 	SOL          *SOLJSON    `json:"sol,omitempty"` // with a speed-of-light floor only
+	// Findings, most step time at stake first; empty when no rule holds.
+	Findings []FindingJSON `json:"findings"`
+}
+
+// FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
+type FindingJSON struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	// NSPerStep is the step time at stake, mean per step; StepNS the mean step it is part of.
+	NSPerStep  int64          `json:"ns_per_step"`
+	StepNS     int64          `json:"step_ns"`
+	Evidence   map[string]any `json:"evidence"`
+	Suggestion string         `json:"suggestion"`
 }
 
 // StepJSON is one step.
@@ -222,7 +235,29 @@ type DiffJSON struct {
 	Appeared   []KernelChangeJSON     `json:"appeared"`
 	Vanished   []KernelChangeJSON     `json:"vanished"`
 	Variants   []KernelChangeJSON     `json:"changed_variants"`
-	Warnings   []string               `json:"warnings"`
+	// Findings of each device position on the first run of each side, changes first.
+	Findings []FindingChangeJSON `json:"findings"`
+	// Ranks compares each device position on its own; only when both sides have 2+ devices.
+	Ranks    []DiffRankJSON `json:"ranks,omitempty"`
+	Warnings []string       `json:"warnings"`
+}
+
+// FindingChangeJSON is one finding on either side of a diff.
+type FindingChangeJSON struct {
+	Rank   int          `json:"rank"` // index into each side's devices
+	ID     string       `json:"id"`
+	Change string       `json:"change"` // appeared, vanished, changed, same
+	Base   *FindingJSON `json:"base"`   // null on the side without it
+	New    *FindingJSON `json:"new"`
+}
+
+// DiffRankJSON compares one device position (rank) of the two sides.
+type DiffRankJSON struct {
+	Rank       int                    `json:"rank"`
+	BaseDevice int                    `json:"base_device"`
+	NewDevice  int                    `json:"new_device"`
+	Step       DiffRowJSON            `json:"step"`
+	Categories map[string]DiffRowJSON `json:"categories"`
 }
 
 // DiffSideJSON describes one side.

@@ -62,6 +62,8 @@ func NewDiffJSON(c *breakdown.Comparison) *DiffJSON {
 	for _, w := range diffWarnings(c) {
 		out.Warnings = append(out.Warnings, w)
 	}
+	out.Findings = findingChangesJSON(c.Findings)
+	out.Ranks = diffRanksJSON(c.Ranks)
 	return out
 }
 
@@ -152,6 +154,7 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 		}
 		ew.printf("\n")
 	}
+	diffStory(ew, c, bl, nl)
 	const colW = 16
 	var rows []breakdown.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown

@@ -231,9 +231,12 @@ func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 
 // htmlReport is the content of a report page.
 type htmlReport struct {
-	Devices   []htmlDevice
-	Ranks     []chartBlock // several devices: step time and category medians per device
-	RankTable *htmlTable
+	// Findings of every device, each device's most time at stake first; at the top of the page.
+	Findings   []htmlFinding
+	NoFindings bool // no rule holds on any device
+	Devices    []htmlDevice
+	Ranks      []chartBlock // several devices: step time and category medians per device
+	RankTable  *htmlTable
 	// RankWait (several devices with matched collectives): wait vs transfer per rank.
 	RankWait  *htmlTable
 	RankLines []string // alignment, spread and straggler lines
@@ -296,8 +299,23 @@ func gpuName(s string) string {
 	return s
 }
 
+// htmlFinding is one finding, formatted.
+type htmlFinding struct {
+	Device                                string
+	Severity, Headline, Claim, Suggestion string
+}
+
 func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
 	out := &htmlReport{}
+	for i := range r.Devices {
+		fs := Findings(r, i)
+		for k := range fs {
+			f := &fs[k]
+			out.Findings = append(out.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[i].Device),
+				Severity: f.Severity.String(), Headline: FindingHeadline(f), Claim: FindingClaim(f), Suggestion: f.Suggestion})
+		}
+	}
+	out.NoFindings = len(out.Findings) == 0
 	for i := range r.Devices {
 		d, err := newHTMLDevice(&r.Devices[i])
 		if err != nil {

@@ -169,7 +169,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 	out := &ReportJSON{Schema: ReportSchema,
 		Source: SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
 		Config: configJSON(r.Config), Devices: []DeviceJSON{}, Kernels: []KernelJSON{}, Warnings: []string{}}
-	for _, d := range r.Devices {
+	for di, d := range r.Devices {
 		dj := DeviceJSON{Device: int(d.Device), GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
 			Skipped: d.Skipped, Steps: make([]StepJSON, len(d.Steps))}
 		for i := range d.Steps {
@@ -186,6 +186,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
 		dj.SOL = solJSON(d.SOL)
+		dj.Findings = findingsJSON(Findings(r, di))
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -271,6 +272,8 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 			b = append(b, `,"sol":`...)
 			put(dj.SOL)
 		}
+		b = append(b, `,"findings":`...)
+		put(findingsJSON(Findings(r, i)))
 		b = append(b, '}')
 	}
 	rest := NewReportJSON(&breakdown.Report{Config: r.Config, Kernels: r.Kernels, Warnings: r.Warnings, Ranks: r.Ranks})
@@ -346,9 +349,9 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 	if s := NCCLProtoNote(r.Config, reportProtos(r)); s != "" {
 		ew.printf("NCCL protocol: %s\n", TerminalSafe(s))
 	}
-	for _, d := range r.Devices {
+	for i := range r.Devices {
 		ew.printf("\n")
-		textDevice(ew, r, &d)
+		textDevice(ew, r, i)
 	}
 	textRanks(ew, r)
 	if opt.Top > 0 && len(r.Kernels) > 0 {
@@ -363,7 +366,7 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 				break
 			}
 			ew.printf("%10s %7s %7d %10s  %-12s %s\n", Duration(int64(k.Total)), Percent(frac(int64(k.Total), total)), k.Count,
-				Duration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, TerminalSafe(k.Name))
+				Duration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, ShortName(TerminalSafe(k.Name)))
 		}
 	}
 	if len(r.Warnings) > 0 {
@@ -373,6 +376,21 @@ func Text(w io.Writer, r *breakdown.Report, opt TextOptions) error {
 		}
 	}
 	return ew.err
+}
+
+// MaxNameText is the longest kernel name the text report prints whole; longer names
+// (templated kernels run to thousands of characters) keep their head and tail. JSON and
+// HTML keep every name whole.
+const MaxNameText = 160
+
+// ShortName shortens a name longer than MaxNameText to its first 120 and last 36
+// characters around " … ".
+func ShortName(s string) string {
+	r := []rune(s)
+	if len(r) <= MaxNameText {
+		return s
+	}
+	return string(r[:120]) + " … " + string(r[len(r)-36:])
 }
 
 func plural(n int) string {
@@ -404,7 +422,8 @@ func PhaseCounts(steps []breakdown.Step) string {
 	return strings.Join(parts, ", ")
 }
 
-func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
+func textDevice(ew *errWriter, r *breakdown.Report, di int) {
+	d := &r.Devices[di]
 	gpu := d.GPU
 	if gpu == "" {
 		gpu = "GPU n/a"
@@ -448,6 +467,7 @@ func textDevice(ew *errWriter, r *breakdown.Report, d *breakdown.DeviceReport) {
 	if s := SOLLine(d); s != "" {
 		ew.printf("%s\n", s)
 	}
+	textFindings(ew, Findings(r, di))
 }
 
 // IdleLine describes the idle gaps of a summary in one line.

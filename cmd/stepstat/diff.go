@@ -30,6 +30,11 @@ var diffCmd = &command{
 			if len(args) != 2 {
 				return usagef("diff", "need exactly two inputs (got %d)", len(args))
 			}
+			for _, n := range []string{"sol-step", "sol-bytes", "bandwidth", "batch"} {
+				if fs.Changed(n) {
+					return usagef("diff", "--%s applies to report only (diff compares steps, not a speed-of-light floor)", n)
+				}
+			}
 			var inputs []string
 			for i, a := range args {
 				_, files := splitSide(a, i)

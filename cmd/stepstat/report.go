@@ -26,6 +26,9 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			if *top < 0 {
+				return usagef("report", "--top must not be negative (got %d)", *top)
+			}
 			if err := checkOutputs("report", []string{*output, *html}, args); err != nil {
 				return err
 			}
