@@ -211,6 +211,7 @@ func (r *reader) read() error {
 	if err != nil {
 		return err
 	}
+	r.dropSharedCorrelations()
 	r.renumberProcs()
 	return r.readDevices()
 }

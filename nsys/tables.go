@@ -1077,6 +1077,9 @@ func (r *reader) readDevices() error {
 			return fmt.Errorf("reading GPU info: %w", err)
 		}
 	}
+	if n, lo, hi := countSeen(seen); n > MaxDevices {
+		return fmt.Errorf("GPU activity on %d devices (ids %d to %d), more than the %d stepstat analyses", n, lo, hi, MaxDevices)
+	}
 	for id, ok := range seen {
 		if ok {
 			d := info[DeviceID(id)]

@@ -136,3 +136,84 @@ func (h *endHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// dropSharedCorrelations drops the CUDA API calls whose correlation id was given to an
+// earlier call of the same thread that had ended when the call started. CUPTI gives every
+// call its own id (a runtime call and the driver call it makes inside it share one, and
+// overlap); two calls one after the other with one id is a file that links every kernel
+// of that id to two calls (a file with every id equal made 801 steps of a 13-step
+// capture). Every call of a shared id is dropped, so kernels of it link to none; the
+// warning says how many. O(n): one pass in time order with the last call of each thread.
+func (r *reader) dropSharedCorrelations() {
+	calls := r.t.APICalls
+	if len(calls) < 2 {
+		return
+	}
+	threadOf := make([]int32, len(r.t.Callers)) // caller -> thread number
+	threads := map[int64]int32{}
+	for i, c := range r.t.Callers {
+		n, ok := threads[c.Thread]
+		if !ok {
+			n = int32(len(threads))
+			threads[c.Thread] = n
+		}
+		threadOf[i] = n
+	}
+	type last struct {
+		corr uint32
+		end  Time
+		ok   bool
+	}
+	lasts := make([]last, len(threads))
+	type key struct {
+		proc ProcID
+		corr uint32
+	}
+	var shared map[key]bool
+	for _, c := range calls {
+		l := &lasts[threadOf[c.Caller]]
+		if l.ok && l.corr == c.Correlation && c.Start >= l.end {
+			if shared == nil {
+				shared = map[key]bool{}
+			}
+			shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] = true
+		}
+		if !l.ok || c.Correlation != l.corr || c.End > l.end {
+			*l = last{c.Correlation, c.End, true}
+		}
+	}
+	if shared == nil {
+		return
+	}
+	out := calls[:0]
+	for _, c := range calls {
+		if !shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] {
+			out = append(out, c)
+		}
+	}
+	n := len(calls) - len(out)
+	r.t.APICalls = out
+	r.warnf("dropped %d of %d CUDA API rows of %s (%.3g%%): %d sharing %d correlation ids with an earlier call of their thread (the kernels they launched are not linked to a call)",
+		n, len(calls), runtimeTable, 100*float64(n)/float64(len(calls)), n, len(shared))
+}
+
+// MaxDevices is the most devices with GPU activity a trace may have: the cross-rank
+// analysis keeps, per device, a wait split by every other device (devices² numbers), so a
+// file of a few MB naming 10,000 device ids took gigabytes. 1024 is far past any single
+// capture (an NVL72 rack has 72 GPUs). Past it Open fails with one line.
+const MaxDevices = 1024
+
+// countSeen returns how many flags are set, and the first and last set index.
+func countSeen(seen []bool) (n, lo, hi int) {
+	lo = -1
+	for i, ok := range seen {
+		if ok {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			n++
+		}
+	}
+	return n, lo, hi
+}
