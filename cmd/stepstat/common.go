@@ -236,11 +236,23 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fail(errors.New("is a directory"))
 	}
+	// What is at the path decides how it is written: a device, a pipe or a socket is
+	// written into, a symlink is followed to its target, a regular file keeps its mode.
+	target, old, err := outputTarget(path)
+	if err != nil {
+		return fail(err)
+	}
+	if old != nil && !old.Mode().IsRegular() {
+		return writeInto(target, fn, fail)
+	}
+	path = target
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fail(err)
 	}
+	untrack := trackTemp(tmp.Name())
+	defer untrack()
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	bw := bufio.NewWriter(tmp)
 	if err := fn(bw); err != nil {
@@ -251,12 +263,15 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 		tmp.Close()
 		return fail(err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := keepMode(tmp, old); err != nil {
 		tmp.Close()
 		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		return fail(err)
+	}
+	if signalled.Load() {
+		return fail(errors.New("interrupted"))
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fail(err)
@@ -281,8 +296,12 @@ func parsePercent(s string) (float64, error) {
 }
 
 // checkOutputs refuses output paths that name one of the inputs: writing the report
-// there would replace the trace.
+// there would replace the trace; and two outputs at one path (-o X --html X), of which the
+// second would replace the first.
 func checkOutputs(cmd string, outputs []string, inputs []string) error {
+	if err := sameOutputs(cmd, outputs); err != nil {
+		return err
+	}
 	for _, o := range outputs {
 		if o == "" || o == "-" {
 			continue

@@ -219,8 +219,7 @@ func TestSharedCorrelationIDs(t *testing.T) {
 // TestMainHelper) and returns its exit status, stderr, peak RSS in MB and wall time.
 func subprocess(t *testing.T, args ...string) (int, string, float64, time.Duration) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMainHelper$")
-	cmd.Env = append(os.Environ(), "STEPSTAT_HELPER_ARGS="+strings.Join(args, "\x1f"))
+	cmd := helperCmd(args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -234,6 +233,14 @@ func subprocess(t *testing.T, args ...string) (int, string, float64, time.Durati
 	}
 	rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KB on Linux
 	return code, stderr.String(), rss, wall
+}
+
+// helperCmd is stepstat args as a child process: this test binary, re-entered through
+// TestMainHelper.
+func helperCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMainHelper$")
+	cmd.Env = append(os.Environ(), "STEPSTAT_HELPER_ARGS="+strings.Join(args, "\x1f"))
+	return cmd
 }
 
 // TestMainHelper is stepstat's main when re-entered by subprocess.
