@@ -166,6 +166,7 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, &Error{path, sqliteHint(err)}
 	}
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
+	warnSidecars(r.t, path)
 	return r.t, nil
 }
 

@@ -1,6 +1,11 @@
 package nsys
 
-import "strings"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // keepRange holds an NVTX row to the rules of kernel rows (dropCounter.keep): its start
 // and end must be integers within ±MaxTime, the end not before the start, not both zero
@@ -216,4 +221,15 @@ func countSeen(seen []bool) (n, lo, hi int) {
 		}
 	}
 	return n, lo, hi
+}
+
+// warnSidecars warns when a -wal or -journal file sits beside the trace: the reader opens
+// the file immutably (it never changes the input or creates files beside it), so the
+// changes those files hold are not read.
+func warnSidecars(t *Trace, path string) {
+	for _, s := range []string{"-wal", "-journal"} {
+		if fi, err := os.Stat(path + s); err == nil && fi.Size() > 0 {
+			t.Warnings = append(t.Warnings, fmt.Errorf("%s%s sits beside the trace: the trace is read as it is on disk, without the changes held there (open it once with sqlite3 to apply them)", filepath.Base(path), s))
+		}
+	}
 }

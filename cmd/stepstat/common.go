@@ -54,9 +54,18 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	registerCache(fs, &f.cache)
 }
 
+// maxRulesBytes is the largest --rules file read: 256 KiB, thousands of rules.
+const maxRulesBytes = 256 << 10
+
 // options turns the flags into breakdown options. Errors are usage errors of cmd.
 func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	var opt breakdown.Options
+	if f.device > math.MaxInt16 {
+		return opt, usagef(cmd, "--device %d: CUDA device ids go up to %d", f.device, math.MaxInt16)
+	}
+	if f.batch > 1<<30 {
+		return opt, usagef(cmd, "--batch %d: at most %d sequences", f.batch, 1<<30)
+	}
 	if f.device >= 0 {
 		d := nsys.DeviceID(f.device)
 		opt.Device = &d
@@ -84,6 +93,12 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		fh, err := os.Open(f.rules)
 		if err != nil {
 			return opt, fmt.Errorf("rules file: %w", err)
+		}
+		// Compiled rules take ~140 times their text in memory: a limit keeps a hostile
+		// or mistaken file (a trace given as rules) from taking gigabytes.
+		if fi, err := fh.Stat(); err == nil && fi.Size() > maxRulesBytes {
+			fh.Close()
+			return opt, fmt.Errorf("rules file %s: %d bytes, more than the %d a rules file may have", f.rules, fi.Size(), maxRulesBytes)
 		}
 		extra, err = kernelclass.ParseRules(bufio.NewReader(fh), f.rules)
 		fh.Close()
@@ -289,7 +304,7 @@ func parsePercent(s string) (float64, error) {
 	} else {
 		_, err = fmt.Sscanf(s, "%g", &f)
 	}
-	if err != nil || f < 0 {
+	if err != nil || !(f >= 0) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("want a percentage such as 1%% (got %q)", s)
 	}
 	return f, nil

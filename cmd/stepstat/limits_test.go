@@ -333,3 +333,41 @@ func TestNestedNVTXBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallHostileFlags (issue 17, items 8, 9, 10): a -wal file beside the trace is
+// named in a warning; a rules file past the limit, out-of-range --device and --batch,
+// NaN --alpha and --min-change, and diff sides naming no file fail with one line; a
+// right-to-left override in a kernel name is escaped in the text report.
+func TestSmallHostileFlags(t *testing.T) {
+	inTempDir(t)
+	buildFixture(t, "schema-meta-data-export", "in.sqlite")
+	writeFile(t, "in.sqlite-wal", "not applied")
+	code, stdout, stderr := runCLI("report", "in.sqlite")
+	if code != 0 || !strings.Contains(stdout, "in.sqlite-wal sits beside the trace") {
+		t.Errorf("exit %d, stderr %q; the report does not warn about the WAL file", code, stderr)
+	}
+	writeFile(t, "big.rules", strings.Repeat("gemm ^x\n", 40_000))
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report", "--rules", "big.rules", "in.sqlite"}, 1, "more than the 262144 a rules file may have"},
+		{[]string{"report", "--device", "99999999999", "in.sqlite"}, 2, "--device 99999999999: CUDA device ids go up to 32767"},
+		{[]string{"report", "--batch", "9223372036854775807", "--sol-step", "1ms", "in.sqlite"}, 2, "--batch 9223372036854775807"},
+		{[]string{"diff", "--alpha", "NaN", "in.sqlite", "in.sqlite"}, 2, "--alpha and --confidence must be between 0 and 1"},
+		{[]string{"diff", "--min-change", "NaN%", "in.sqlite", "in.sqlite"}, 2, "--min-change"},
+		{[]string{"diff", ",", ","}, 2, `base side "," names no file`},
+		{[]string{"diff", "a=", "b="}, 2, `base side "a=" names no file`},
+	} {
+		code, _, stderr := runCLI(tc.args...)
+		if code != tc.code || !strings.Contains(strings.SplitN(stderr, "\n", 2)[0], tc.want) {
+			t.Errorf("stepstat %q: exit %d, stderr %q; want %d and %q", tc.args, code, firstN(stderr, 200), tc.code, tc.want)
+		}
+	}
+	nsystest.Write(t, stepTrace("gemm_\u202etxet_nekorb\u2066", "\u202edecode", "NVIDIA H200"), "bidi.sqlite")
+	code, stdout, _ = runCLI("report", "bidi.sqlite")
+	if code != 0 || strings.ContainsAny(stdout, "\u202e\u2066") || !strings.Contains(stdout, `gemm_\u202etxet_nekorb\u2066`) {
+		t.Errorf("exit %d; the text report does not escape the bidi controls:\n%s", code, firstN(stdout, 2000))
+	}
+}
