@@ -46,6 +46,7 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 			}
 			rs = append(rs, ownerRange{r.Thread, r.Start, end})
 		}
+		rs = mergeOwnerRanges(rs)
 		o.rules = append(o.rules, newLaunchOwners(t, rs, func(w *nsys.Caller) bool {
 			return w.Kind == nsys.APILaunch || w.Kind == nsys.APIGraphLaunch
 		}))

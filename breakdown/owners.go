@@ -152,3 +152,21 @@ func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
 }
 
 func (lo *launchOwners) empty() bool { return len(lo.spans) == 0 && len(lo.keys) == 0 }
+
+// mergeOwnerRanges merges the ranges of each thread that overlap or nest into one, for
+// owner tables that only answer "inside some range of the rule?" (--nvtx-category): N
+// nested matching ranges each spanning every launch would cost N x launches in keys and
+// time; merged, each launch is looked at once. rs must be sorted by start.
+func mergeOwnerRanges(rs []ownerRange) []ownerRange {
+	open := map[int64]int{} // thread -> index in out of its last merged range
+	out := rs[:0:0]
+	for _, r := range rs {
+		if i, ok := open[r.thread]; ok && r.start <= out[i].end {
+			out[i].end = max(out[i].end, r.end)
+			continue
+		}
+		open[r.thread] = len(out)
+		out = append(out, r)
+	}
+	return out
+}

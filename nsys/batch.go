@@ -15,10 +15,11 @@ extern int sqlite3_prepare_v2(sqlite3*, const char*, int, sqlite3_stmt**, const 
 extern int sqlite3_step(sqlite3_stmt*) __attribute__((weak));
 extern int sqlite3_finalize(sqlite3_stmt*) __attribute__((weak));
 extern int64_t sqlite3_column_int64(sqlite3_stmt*, int) __attribute__((weak));
+extern int sqlite3_column_type(sqlite3_stmt*, int) __attribute__((weak));
 extern const char* sqlite3_errmsg(sqlite3*) __attribute__((weak));
 
 static int batch_available(void) {
-	return sqlite3_open_v2 != 0 && sqlite3_step != 0 && sqlite3_column_int64 != 0;
+	return sqlite3_open_v2 != 0 && sqlite3_step != 0 && sqlite3_column_int64 != 0 && sqlite3_column_type != 0;
 }
 
 #define SQLITE_OPEN_READONLY 0x00000001
@@ -26,6 +27,7 @@ static int batch_available(void) {
 #define SQLITE_OPEN_NOMUTEX  0x00008000
 #define SQLITE_ROW 100
 #define SQLITE_DONE 101
+#define SQLITE_INTEGER 1
 
 // No mmap (PRAGMA mmap_size): it saves the read() calls, about a fifth of the time of a
 // big scan, but every page of the file it touches then counts as resident memory.
@@ -33,8 +35,9 @@ static int batch_open(const char* uri, sqlite3** db) {
 	return sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, 0);
 }
 
-// batch_step steps stmt up to max rows, writing ncol int64 values per row into out.
-// It returns SQLITE_ROW when the buffer filled (more rows may follow), SQLITE_DONE at the
+// batch_step steps stmt up to max rows, writing ncol int64 values per row into out, and
+// after them one more: a bit per column (up to 63) that does not hold an INTEGER (NULL,
+// text, blob or real), whose value column_int64 would make up. It returns SQLITE_ROW when the buffer filled (more rows may follow), SQLITE_DONE at the
 // end, or an SQLite error code; *n is the number of rows written.
 static int batch_step(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n) {
 	int i = 0;
@@ -44,10 +47,15 @@ static int batch_step(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n)
 			*n = i;
 			return rc;
 		}
-		int64_t* row = out + (int64_t)i * ncol;
+		int64_t* row = out + (int64_t)i * (ncol + 1);
+		int64_t bad = 0;
 		for (int c = 0; c < ncol; c++) {
 			row[c] = sqlite3_column_int64(st, c);
+			if (c < 63 && sqlite3_column_type(st, c) != SQLITE_INTEGER) {
+				bad |= (int64_t)1 << c;
+			}
 		}
+		row[ncol] = bad;
 		i++;
 	}
 	*n = i;
@@ -99,7 +107,8 @@ func (b *batchDB) Close() {
 const batchRows = 4096
 
 // scan runs query, whose ncol columns are integers, and calls fn with batches of rows
-// laid out row-major (ncol values per row). The slice is reused between calls.
+// laid out row-major: ncol values per row, then the row's mask of columns that did not
+// hold an INTEGER (bit c for column c). The slice is reused between calls.
 func (b *batchDB) scan(query string, ncol int, fn func(rows []int64, n int) error) error {
 	cq := C.CString(query)
 	defer C.free(unsafe.Pointer(cq))
@@ -108,12 +117,12 @@ func (b *batchDB) scan(query string, ncol int, fn func(rows []int64, n int) erro
 		return fmt.Errorf("%s", C.GoString(C.sqlite3_errmsg(b.db)))
 	}
 	defer C.sqlite3_finalize(st)
-	buf := make([]int64, batchRows*ncol)
+	buf := make([]int64, batchRows*(ncol+1))
 	for {
 		var n C.int
 		rc := C.batch_step(st, C.int(ncol), (*C.int64_t)(unsafe.Pointer(&buf[0])), C.int(batchRows), &n)
 		if n > 0 {
-			if err := fn(buf[:int(n)*ncol], int(n)); err != nil {
+			if err := fn(buf[:int(n)*(ncol+1)], int(n)); err != nil {
 				return err
 			}
 		}

@@ -169,6 +169,7 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, &Error{path, sqliteHint(err)}
 	}
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
+	warnSidecars(r.t, path)
 	return r.t, nil
 }
 
@@ -217,6 +218,7 @@ func (r *reader) read() error {
 	if err != nil {
 		return err
 	}
+	r.dropSharedCorrelations()
 	r.renumberProcs()
 	return r.readDevices()
 }

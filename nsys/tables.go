@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"cmp"
+	"container/heap"
 	"database/sql"
 	"fmt"
 	"math"
@@ -12,7 +13,9 @@ import (
 )
 
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
-// with each row's values. It is the one place rows cross from SQLite into Go.
+// with each row's values, then one more: the mask of the columns that held no INTEGER
+// (bit c for column c: NULL, text, blob or real, read as 0 or a made-up number). It is the
+// one place rows cross from SQLite into Go.
 func (r *reader) scan(table, query string, ncol int, fn func(v []int64)) error {
 	return r.scanPart(r.newProgress(table, 1), query, ncol, fn)
 }
@@ -59,8 +62,9 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 	defer func() { p.add(n, true) }()
 	if r.batch != nil {
 		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
+			w := ncol + 1
 			for i := 0; i < k; i++ {
-				fn(rows[i*ncol : (i+1)*ncol : (i+1)*ncol])
+				fn(rows[i*w : (i+1)*w : (i+1)*w])
 			}
 			if n += int64(k); n >= 1<<20 {
 				if err := r.ctx.Err(); err != nil {
@@ -81,14 +85,23 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 		return fmt.Errorf("reading %s: %w", p.table, err)
 	}
 	defer rows.Close()
-	v := make([]int64, ncol)
+	v := make([]int64, ncol+1)
+	raw := make([]any, ncol)
 	dest := make([]any, ncol)
-	for i := range v {
-		dest[i] = &v[i]
+	for i := range raw {
+		dest[i] = &raw[i]
 	}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("reading %s: %w", p.table, err)
+		}
+		v[ncol] = 0
+		for i, x := range raw {
+			iv, ok := x.(int64)
+			if !ok && i < 63 {
+				v[ncol] |= 1 << i
+			}
+			v[i] = iv
 		}
 		fn(v)
 		if n++; n == 1<<16 {
@@ -156,9 +169,7 @@ func joinParts[T any](t *Trace, all []T, parts []*partOut[T]) ([]T, dropCounter)
 			out = append(out, d.rows...) // moves the part's rows down, within all
 			releaseSlots(t, all[max(d.off, len(out)):d.off+len(d.rows)])
 		}
-		drop.zero += d.drop.zero
-		drop.reversed += d.drop.reversed
-		drop.badDevice += d.drop.badDevice
+		drop.add(d.drop)
 	}
 	return out, drop
 }
@@ -201,7 +212,7 @@ func readParts[T any, P any, PP interface {
 			outs[i] = PP(&states[i]).out()
 		}
 		rows, drop := joinParts(r.t, all, outs)
-		drop.warn(r, what, len(rows))
+		drop.warn(r, what, table, len(rows))
 		return finish(r, rows, states)
 	}
 	return j
@@ -301,48 +312,90 @@ func (r *reader) require(table string, cols ...string) error {
 	return nil
 }
 
+// A dropCounter counts the rows of one table that the reader drops, by reason. Every
+// timestamp of every table goes through keep (NVTX rows through keepRange), so that a bad
+// row is dropped, and counted in the table's one warning, instead of read as time 0 or as
+// a kernel of centuries.
 type dropCounter struct {
 	zero, reversed, badDevice int
+	badType                   int // start or end not an INTEGER: NULL, text, blob or real (1e300, inf)
+	outside                   int // a timestamp beyond ±MaxTime
+	unclosed                  int // NVTX: no end, though a later range of the same name follows on the thread
 }
 
-func (d *dropCounter) keep(start, end int64) bool {
+// MaxTime bounds the timestamps the reader accepts: 2^62 ns, 146 years either side of the
+// session start. Larger values are no time a capture can hold (an end of 1e300 or inf
+// would otherwise make a kernel of 292 years, and durations would wrap).
+const MaxTime Time = 1 << 62
+
+// keep checks a row's start and end; bad is the row's mask of non-INTEGER columns, whose
+// bits 0 and 1 are start and end.
+func (d *dropCounter) keep(start, end, bad int64) bool {
 	switch {
-	case start == 0 && end == 0:
+	case bad&3 != 0:
+		d.badType++
+		return false
+	case start == 0 || end == 0:
+		// nsys counts from the session start: a zero is a missing value, not an instant.
 		d.zero++
 		return false
-	case end < start || end-start < 0: // the second: a duration past int64 (wrapped)
+	case start < -int64(MaxTime) || start > int64(MaxTime) || end < -int64(MaxTime) || end > int64(MaxTime):
+		d.outside++
+		return false
+	case end < start:
 		d.reversed++
 		return false
 	}
 	return true
 }
 
-// keepDevice drops rows whose device id does not fit DeviceID (no CUDA device has one).
-func (d *dropCounter) keepDevice(dev int64) bool {
-	if dev < 0 || dev > math.MaxInt16 {
+// keepDevice drops rows whose device id does not fit DeviceID (no CUDA device has one),
+// or is no integer (bit 2 of bad).
+func (d *dropCounter) keepDevice(dev, bad int64) bool {
+	if dev < 0 || dev > math.MaxInt16 || bad&4 != 0 {
 		d.badDevice++
 		return false
 	}
 	return true
 }
 
-func (d *dropCounter) warn(r *reader, what string, kept int) {
-	if d.zero+d.reversed+d.badDevice == 0 {
+func (d *dropCounter) add(o dropCounter) {
+	d.zero += o.zero
+	d.reversed += o.reversed
+	d.badDevice += o.badDevice
+	d.badType += o.badType
+	d.outside += o.outside
+	d.unclosed += o.unclosed
+}
+
+func (d *dropCounter) total() int {
+	return d.zero + d.reversed + d.badDevice + d.badType + d.outside + d.unclosed
+}
+
+// warn gives the table's one warning: how many rows were dropped, of which table, and why.
+func (d *dropCounter) warn(r *reader, what, table string, kept int) {
+	dropped := d.total()
+	if dropped == 0 {
 		return
 	}
-	total := kept + d.zero + d.reversed + d.badDevice
+	total := kept + dropped
 	var why []string
-	if d.zero > 0 {
-		why = append(why, fmt.Sprintf("%d with zero timestamps", d.zero))
+	for _, c := range []struct {
+		n    int
+		text string
+	}{
+		{d.badType, "with a missing or non-integer timestamp"},
+		{d.zero, "with zero timestamps"},
+		{d.outside, "with a timestamp beyond ±2^62 ns"},
+		{d.badDevice, "with a device id out of range"},
+		{d.reversed, "ending before they start"},
+		{d.unclosed, "never closed though a later range of the same name follows on the thread"},
+	} {
+		if c.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", c.n, c.text))
+		}
 	}
-	if d.badDevice > 0 {
-		why = append(why, fmt.Sprintf("%d with a device id out of range", d.badDevice))
-	}
-	if d.reversed > 0 {
-		why = append(why, fmt.Sprintf("%d ending before they start", d.reversed))
-	}
-	dropped := d.zero + d.reversed + d.badDevice
-	r.warnf("dropped %d of %d %s rows (%.3g%%): %s", dropped, total, what,
+	r.warnf("dropped %d of %d %s rows of %s (%.3g%%): %s", dropped, total, what, table,
 		100*float64(dropped)/float64(total), strings.Join(why, ", "))
 }
 
@@ -372,7 +425,7 @@ func (r *reader) planKernels() (*job, error) {
 	// Kernel.Site indexes the part's own sites until finishKernels numbers them.
 	scan := func(_ *reader, d *kernelPart) func(v []int64) {
 		return func(v []int64) {
-			if !d.drop.keep(v[0], v[1]) || !d.drop.keepDevice(v[2]) {
+			if !d.drop.keep(v[0], v[1], v[7]) || !d.drop.keepDevice(v[2], v[7]) {
 				return
 			}
 			site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
@@ -556,7 +609,7 @@ func (r *reader) readMemops() error {
 		before := len(r.t.Memops)
 		r.t.Memops = slices.Grow(r.t.Memops, r.maxRowid(tb))
 		err := r.scan(tb, q, 8, func(v []int64) {
-			if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
+			if !drop.keep(v[0], v[1], v[8]) || !drop.keepDevice(v[2], v[8]) {
 				return
 			}
 			r.t.Memops = append(r.t.Memops, Memop{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
@@ -565,7 +618,7 @@ func (r *reader) readMemops() error {
 		if err != nil {
 			return err
 		}
-		drop.warn(r, strings.ToLower(strings.TrimPrefix(tb, "CUPTI_ACTIVITY_KIND_")), len(r.t.Memops)-before)
+		drop.warn(r, strings.ToLower(strings.TrimPrefix(tb, "CUPTI_ACTIVITY_KIND_")), tb, len(r.t.Memops)-before)
 	}
 	sortUnlessSorted(r.t.Memops, memopLess)
 	return nil
@@ -584,7 +637,7 @@ func (r *reader) readGraphs() error {
 		r.colOr(graphTable, "globalPid", "0") + ` FROM ` + graphTable
 	var drop dropCounter
 	err := r.scan(graphTable, q, 6, func(v []int64) {
-		if !drop.keep(v[0], v[1]) || !drop.keepDevice(v[2]) {
+		if !drop.keep(v[0], v[1], v[6]) || !drop.keepDevice(v[2], v[6]) {
 			return
 		}
 		r.t.Graphs = append(r.t.Graphs, GraphExec{Start: Time(v[0]), End: Time(v[1]), Device: DeviceID(v[2]),
@@ -593,7 +646,7 @@ func (r *reader) readGraphs() error {
 	if err != nil {
 		return err
 	}
-	drop.warn(r, "graph trace", len(r.t.Graphs))
+	drop.warn(r, "graph trace", graphTable, len(r.t.Graphs))
 	slices.SortStableFunc(r.t.Graphs, func(a, b GraphExec) int { return cmp.Compare(a.Start, b.Start) })
 	if len(r.t.Graphs) > 0 {
 		r.warnf("%d CUDA graph executions were traced at graph level (nsys' default --cuda-graph-trace=graph): the kernels inside them have no rows of their own, so their time is one opaque block per replay (untraced_graph); re-capture with nsys profile --cuda-graph-trace=node to see the kernels", len(r.t.Graphs))
@@ -719,7 +772,7 @@ func (r *reader) planCalls() (*job, error) {
 	// callers until finishCalls numbers them.
 	scan := func(l *reader, d *callPart) func(v []int64) {
 		return func(v []int64) {
-			if !d.drop.keep(v[0], v[1]) {
+			if !d.drop.keep(v[0], v[1], v[5]) {
 				return
 			}
 			var ni apiName
@@ -824,8 +877,14 @@ func (r *reader) readNVTX() error {
 	if r.hasCol(nvtxTable, "text") {
 		textCol = "COALESCE(text, '')"
 	}
-	q := fmt.Sprintf(`SELECT start, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
-		r.colOr(nvtxTable, "end", "-1"), r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
+	// start and end come with their SQLite types: rows are held to the kernel rows' rules
+	// (keepRange), and a NULL end (a range never closed) is told from a text or blob one.
+	endCol, endTypeCol := "NULL", "'null'"
+	if r.hasCol(nvtxTable, "end") {
+		endCol, endTypeCol = "end", "typeof(end)"
+	}
+	q := fmt.Sprintf(`SELECT start, typeof(start), %s, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
+		endCol, endTypeCol, r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
 		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
 	rows, err := r.db.QueryContext(r.ctx, q)
 	if err != nil {
@@ -853,11 +912,13 @@ func (r *reader) readNVTX() error {
 		textID int64
 	}
 	var domains []domainRow
-	var start, end, typ, textID, tid, domain int64
-	var text string
+	var typ, textID, tid, domain int64
+	var start, end any
+	var startType, endType, text string
 	var n int64
+	var drop dropCounter
 	for rows.Next() {
-		if err := rows.Scan(&start, &end, &typ, &textID, &tid, &domain, &text); err != nil {
+		if err := rows.Scan(&start, &startType, &end, &endType, &typ, &textID, &tid, &domain, &text); err != nil {
 			return fmt.Errorf("reading %s: %w", nvtxTable, err)
 		}
 		n++
@@ -865,13 +926,11 @@ func (r *reader) readNVTX() error {
 			domains = append(domains, domainRow{uint32(domain), text, textID})
 			continue
 		}
-		rg := Range{Start: Time(start), End: Time(end), Thread: tid, Domain: uint32(domain), Proc: r.proc(tid)}
-		if end < start {
-			rg.End = -1
-			if start < 0 {
-				rg.End = Time(start) - 1
-			}
+		s, e, ok := drop.keepRange(start, startType, end, endType)
+		if !ok {
+			continue
 		}
+		rg := Range{Start: s, End: e, Thread: tid, Domain: uint32(domain), Proc: r.proc(tid)}
 		if text == "" && textID != 0 {
 			i, ok := idIdx[textID]
 			if !ok {
@@ -918,6 +977,8 @@ func (r *reader) readNVTX() error {
 		}
 		r.t.Domains[d.id] = name
 	}
+	r.t.Ranges = dropUnclosed(r.t.Ranges, r.t.RangeTexts, &drop)
+	drop.warn(r, "NVTX", nvtxTable, len(r.t.Ranges))
 	// Ranges that start together nest by length: the longer (or never closed) one first.
 	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
@@ -941,18 +1002,27 @@ func rangeEnd(r Range) Time {
 // thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start,
 // then longest first.
 func nestRanges(rs []Range) []Range {
-	stacks := map[int64][]Time{}
+	// A range's depth is the number of earlier ranges of its thread that have not ended
+	// when it starts. Starts only grow, so an ended range never counts again: a min-heap of
+	// the ends per thread drops them in O(log n) each (a never-closed range stays, without
+	// keeping the ended ranges above it), so deep nesting costs n log n, not n x depth.
+	stacks := map[int64]*endHeap{}
 	for i := range rs {
 		if rs[i].Depth < 0 {
 			rs[i].Depth = 0
 			continue
 		}
-		// Drop every range that has ended, not only those on top: a never-closed range
-		// must not keep the ended ranges above it on the stack.
+		h := stacks[rs[i].Thread]
+		if h == nil {
+			h = &endHeap{}
+			stacks[rs[i].Thread] = h
+		}
 		start := rs[i].Start
-		st := slices.DeleteFunc(stacks[rs[i].Thread], func(end Time) bool { return end <= start })
-		rs[i].Depth = int16(min(len(st), 1<<14))
-		stacks[rs[i].Thread] = append(st, rangeEnd(rs[i]))
+		for h.Len() > 0 && (*h)[0] <= start {
+			heap.Pop(h)
+		}
+		rs[i].Depth = int16(min(h.Len(), 1<<14))
+		heap.Push(h, rangeEnd(rs[i]))
 	}
 	return rs
 }
@@ -1006,6 +1076,9 @@ func (r *reader) readDevices() error {
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("reading GPU info: %w", err)
 		}
+	}
+	if n, lo, hi := countSeen(seen); n > MaxDevices {
+		return fmt.Errorf("GPU activity on %d devices (ids %d to %d), more than the %d stepstat analyses", n, lo, hi, MaxDevices)
 	}
 	for id, ok := range seen {
 		if ok {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -99,7 +98,7 @@ func commandUsage(w io.Writer, c *command) {
 
 // run is the whole program; it returns the exit status: 0 success, 1 runtime error, 2 usage error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop, caught := catchSignals()
 	defer stop()
 	if len(args) == 0 {
 		mainUsage(stderr)
@@ -165,6 +164,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	err := runFn(ctx, fs.Args(), o)
+	if sig := caught(); sig != 0 {
+		// Killed by SIGINT or SIGTERM: what the run created is gone (catchSignals), no
+		// output was renamed into place after the signal; say so and exit 128+signal.
+		fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", sig)
+		return 128 + int(sig)
+	}
 	if err == nil {
 		return 0
 	}

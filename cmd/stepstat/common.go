@@ -54,9 +54,18 @@ func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	registerCache(fs, &f.cache)
 }
 
+// maxRulesBytes is the largest --rules file read: 256 KiB, thousands of rules.
+const maxRulesBytes = 256 << 10
+
 // options turns the flags into breakdown options. Errors are usage errors of cmd.
 func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	var opt breakdown.Options
+	if f.device > math.MaxInt16 {
+		return opt, usagef(cmd, "--device %d: CUDA device ids go up to %d", f.device, math.MaxInt16)
+	}
+	if f.batch > 1<<30 {
+		return opt, usagef(cmd, "--batch %d: at most %d sequences", f.batch, 1<<30)
+	}
 	if f.device >= 0 {
 		d := nsys.DeviceID(f.device)
 		opt.Device = &d
@@ -84,6 +93,12 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		fh, err := os.Open(f.rules)
 		if err != nil {
 			return opt, fmt.Errorf("rules file: %w", err)
+		}
+		// Compiled rules take ~140 times their text in memory: a limit keeps a hostile
+		// or mistaken file (a trace given as rules) from taking gigabytes.
+		if fi, err := fh.Stat(); err == nil && fi.Size() > maxRulesBytes {
+			fh.Close()
+			return opt, fmt.Errorf("rules file %s: %d bytes, more than the %d a rules file may have", f.rules, fi.Size(), maxRulesBytes)
 		}
 		extra, err = kernelclass.ParseRules(bufio.NewReader(fh), f.rules)
 		fh.Close()
@@ -236,11 +251,23 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fail(errors.New("is a directory"))
 	}
+	// What is at the path decides how it is written: a device, a pipe or a socket is
+	// written into, a symlink is followed to its target, a regular file keeps its mode.
+	target, old, err := outputTarget(path)
+	if err != nil {
+		return fail(err)
+	}
+	if old != nil && !old.Mode().IsRegular() {
+		return writeInto(target, fn, fail)
+	}
+	path = target
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fail(err)
 	}
+	untrack := trackTemp(tmp.Name())
+	defer untrack()
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	bw := bufio.NewWriter(tmp)
 	if err := fn(bw); err != nil {
@@ -251,12 +278,15 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 		tmp.Close()
 		return fail(err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := keepMode(tmp, old); err != nil {
 		tmp.Close()
 		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
 		return fail(err)
+	}
+	if signalled.Load() {
+		return fail(errors.New("interrupted"))
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fail(err)
@@ -274,15 +304,19 @@ func parsePercent(s string) (float64, error) {
 	} else {
 		_, err = fmt.Sscanf(s, "%g", &f)
 	}
-	if err != nil || f < 0 {
+	if err != nil || !(f >= 0) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("want a percentage such as 1%% (got %q)", s)
 	}
 	return f, nil
 }
 
 // checkOutputs refuses output paths that name one of the inputs: writing the report
-// there would replace the trace.
+// there would replace the trace; and two outputs at one path (-o X --html X), of which the
+// second would replace the first.
 func checkOutputs(cmd string, outputs []string, inputs []string) error {
+	if err := sameOutputs(cmd, outputs); err != nil {
+		return err
+	}
 	for _, o := range outputs {
 		if o == "" || o == "-" {
 			continue

@@ -38,6 +38,9 @@ var diffCmd = &command{
 			var inputs []string
 			for i, a := range args {
 				_, files := splitSide(a, i)
+				if len(files) == 0 {
+					return usagef("diff", "%s side %q names no file", [...]string{"base", "new"}[i], a)
+				}
 				inputs = append(inputs, files...)
 			}
 			if err := checkOutputs("diff", []string{*output, *html}, inputs); err != nil {
@@ -51,7 +54,7 @@ var diffCmd = &command{
 			if *unit != "step" && *unit != "run" {
 				return usagef("diff", "--unit: want step or run (got %q)", *unit)
 			}
-			if *alpha <= 0 || *alpha >= 1 || *conf <= 0 || *conf >= 1 {
+			if !(*alpha > 0 && *alpha < 1 && *conf > 0 && *conf < 1) { // NaN fails every comparison
 				return usagef("diff", "--alpha and --confidence must be between 0 and 1")
 			}
 			mc, err := parsePercent(*minChange)

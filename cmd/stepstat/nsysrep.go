@@ -134,13 +134,15 @@ func exportReport(ctx context.Context, path string, cache bool) (string, func(),
 		}
 		tmp = f.Name()
 		f.Close()
+		defer trackTemp(tmp)()
 		defer os.Remove(tmp) // a no-op once renamed
 	} else {
 		dir, err := os.MkdirTemp("", "stepstat-export-")
 		if err != nil {
 			return "", nop, &nsys.Error{Path: path, Err: fmt.Errorf("exporting: %w", err)}
 		}
-		cleanup = func() { os.RemoveAll(dir) }
+		untrack := trackTemp(dir) // a signal removes it, and kills nsys through ctx
+		cleanup = func() { os.RemoveAll(dir); untrack() }
 		tmp = filepath.Join(dir, filepath.Base(out))
 		out = tmp
 	}

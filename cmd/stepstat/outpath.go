@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// outputTarget returns the path a report for path is to be written at, and what is there
+// now (nil: nothing). A symlink is followed to its target, so that the link stays and
+// its target gets the report; a dangling one names the file to create.
+func outputTarget(path string) (string, fs.FileInfo, error) {
+	target := path
+	for range 40 { // as the kernel's limit of links followed
+		fi, err := os.Lstat(target)
+		if errors.Is(err, fs.ErrNotExist) {
+			return target, nil, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return target, fi, nil
+		}
+		link, err := os.Readlink(target)
+		if err != nil {
+			return "", nil, err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(target), link)
+		}
+		target = link
+	}
+	return "", nil, syscall.ELOOP
+}
+
+// writeInto writes the output into what is at path (a character device such as
+// /dev/null, a named pipe, a socket), without replacing it: renaming a file over
+// /dev/full as root would destroy the device. The output is made first, so that a
+// failure writes nothing.
+func writeInto(path string, fn func(w io.Writer) error, fail func(error) error) error {
+	var buf bytes.Buffer
+	if err := fn(&buf); err != nil {
+		return fail(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fail(err)
+	}
+	w := bufio.NewWriter(f)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fail(err)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// keepMode gives the temporary file the mode of the file it replaces (and, as root, its
+// owner and group), or 0644 for a new file.
+func keepMode(tmp *os.File, old fs.FileInfo) error {
+	if old == nil {
+		return tmp.Chmod(0o644)
+	}
+	if st, ok := old.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+		if err := tmp.Chown(int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+	}
+	return tmp.Chmod(old.Mode().Perm() | old.Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+}
+
+// sameOutputs refuses two outputs at one path: the second would replace the first.
+func sameOutputs(cmd string, outputs []string) error {
+	for i, a := range outputs {
+		if a == "" || a == "-" {
+			continue
+		}
+		for _, b := range outputs[i+1:] {
+			if b == "" || b == "-" {
+				continue
+			}
+			same := filepath.Clean(a) == filepath.Clean(b)
+			if fa, err := os.Stat(a); err == nil {
+				if fb, err := os.Stat(b); err == nil && os.SameFile(fa, fb) {
+					same = true
+				}
+			}
+			if same {
+				return usagef(cmd, "-o and --html name one file (%s); the second would replace the first", a)
+			}
+		}
+	}
+	return nil
+}
+
+// Temporary files the run has made and not yet renamed or removed: a signal removes them
+// before the process exits.
+var temps = struct {
+	sync.Mutex
+	paths map[string]bool
+}{paths: map[string]bool{}}
+
+// trackTemp records a temporary path; the returned func forgets it.
+func trackTemp(path string) func() {
+	temps.Lock()
+	temps.paths[path] = true
+	temps.Unlock()
+	return func() {
+		temps.Lock()
+		delete(temps.paths, path)
+		temps.Unlock()
+	}
+}
+
+// removeTemps removes every temporary path still recorded (files, or export folders).
+func removeTemps() {
+	temps.Lock()
+	defer temps.Unlock()
+	for p := range temps.paths {
+		os.RemoveAll(p)
+		delete(temps.paths, p)
+	}
+}
+
+// signalled is set once a run caught SIGINT or SIGTERM: no output is renamed into place
+// after it.
+var signalled atomic.Bool
+
+// catchSignals makes SIGINT and SIGTERM cancel the returned context (which kills a child
+// nsys export through exec.CommandContext, and stops the reader), remove the temporary
+// files and export folders the run has made, and stop outputs being renamed into place;
+// caught reports the signal (0: none). stop ends the catching.
+func catchSignals() (ctx context.Context, stop func(), caught func() syscall.Signal) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	var got atomic.Int32
+	go func() {
+		select {
+		case s := <-c:
+			if ss, ok := s.(syscall.Signal); ok {
+				got.Store(int32(ss))
+			}
+			signalled.Store(true)
+			cancel()
+			removeTemps()
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			signal.Stop(c)
+			close(done)
+			cancel()
+		})
+	}
+	return ctx, stop, func() syscall.Signal {
+		if s := got.Load(); s != 0 {
+			removeTemps() // a temporary made after the signal was handled
+			return syscall.Signal(s)
+		}
+		return 0
+	}
+}

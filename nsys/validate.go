@@ -1,0 +1,235 @@
+package nsys
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// keepRange holds an NVTX row to the rules of kernel rows (dropCounter.keep): its start
+// and end must be integers within ±MaxTime, the end not before the start, not both zero
+// (a range may start at 0, the session start).
+// A NULL end is a range never closed: kept, with End < Start (Range.Open), and checked once
+// all rows are read (dropUnclosed).
+func (d *dropCounter) keepRange(start any, startType string, end any, endType string) (Time, Time, bool) {
+	s, ok := start.(int64)
+	if startType != "integer" || !ok {
+		d.badType++
+		return 0, 0, false
+	}
+	if endType == "null" {
+		if s != 0 && !d.keep(s, s, 0) { // the start alone
+			return 0, 0, false
+		}
+		e := Time(-1)
+		if s < 0 {
+			e = Time(s) - 1
+		}
+		return Time(s), e, true
+	}
+	e, ok := end.(int64)
+	if endType != "integer" || !ok {
+		d.badType++
+		return 0, 0, false
+	}
+	if s == 0 && e != 0 {
+		// A range may start at the session start (hand-made exports do); only both
+		// timestamps zero is the missing-value pattern for NVTX rows.
+		s0 := s
+		if !d.keep(1, e, 0) {
+			return 0, 0, false
+		}
+		return Time(s0), Time(e), true
+	}
+	if !d.keep(s, e, 0) {
+		return 0, 0, false
+	}
+	return Time(s), Time(e), true
+}
+
+// dropUnclosed drops the ranges that were never closed (NULL end) although a later range
+// of the same name (digits aside: "decode 7" and "decode 8" are one name) and domain
+// starts on the same thread. A range open at the end of the capture is one that was
+// still running when it stopped; one followed by the next of its kind is a bad row, and
+// read as open it would swallow the rest of the thread's ranges (every later step nested
+// in it). O(n) in the ranges.
+func dropUnclosed(rs []Range, texts []string, d *dropCounter) []Range {
+	anyOpen := false
+	for i := range rs {
+		if rs[i].Open() {
+			anyOpen = true
+			break
+		}
+	}
+	if !anyOpen {
+		return rs
+	}
+	shapeOf := make([]int32, len(texts)) // 1 + the shape's number; 0: not yet
+	shapes := map[string]int32{}
+	shape := func(text uint32) int32 {
+		if text >= uint32(len(texts)) {
+			return -1
+		}
+		if shapeOf[text] == 0 {
+			k := digitless(texts[text])
+			id, ok := shapes[k]
+			if !ok {
+				id = int32(len(shapes))
+				shapes[k] = id
+			}
+			shapeOf[text] = id + 1
+		}
+		return shapeOf[text] - 1
+	}
+	type key struct {
+		thread int64
+		domain uint32
+		shape  int32
+	}
+	last := map[key]Time{} // the latest start of each name on each thread
+	for i := range rs {
+		k := key{rs[i].Thread, rs[i].Domain, shape(rs[i].Text)}
+		if t, ok := last[k]; !ok || rs[i].Start > t {
+			last[k] = rs[i].Start
+		}
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r.Open() && last[key{r.Thread, r.Domain, shape(r.Text)}] > r.Start {
+			d.unclosed++
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// digitless returns s with each run of digits replaced by one '#'.
+func digitless(s string) string {
+	if !strings.ContainsAny(s, "0123456789") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inRun := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			if !inRun {
+				b.WriteByte('#')
+			}
+			inRun = true
+			continue
+		}
+		inRun = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// endHeap is a min-heap of the ends of the ranges open on one thread.
+type endHeap []Time
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(Time)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// dropSharedCorrelations drops the CUDA API calls whose correlation id was given to an
+// earlier call of the same thread that had ended when the call started. CUPTI gives every
+// call its own id (a runtime call and the driver call it makes inside it share one, and
+// overlap); two calls one after the other with one id is a file that links every kernel
+// of that id to two calls (a file with every id equal made 801 steps of a 13-step
+// capture). Every call of a shared id is dropped, so kernels of it link to none; the
+// warning says how many. O(n): one pass in time order with the last call of each thread.
+func (r *reader) dropSharedCorrelations() {
+	calls := r.t.APICalls
+	if len(calls) < 2 {
+		return
+	}
+	threadOf := make([]int32, len(r.t.Callers)) // caller -> thread number
+	threads := map[int64]int32{}
+	for i, c := range r.t.Callers {
+		n, ok := threads[c.Thread]
+		if !ok {
+			n = int32(len(threads))
+			threads[c.Thread] = n
+		}
+		threadOf[i] = n
+	}
+	type last struct {
+		corr uint32
+		end  Time
+		ok   bool
+	}
+	lasts := make([]last, len(threads))
+	type key struct {
+		proc ProcID
+		corr uint32
+	}
+	var shared map[key]bool
+	for _, c := range calls {
+		l := &lasts[threadOf[c.Caller]]
+		if l.ok && l.corr == c.Correlation && c.Start >= l.end {
+			if shared == nil {
+				shared = map[key]bool{}
+			}
+			shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] = true
+		}
+		if !l.ok || c.Correlation != l.corr || c.End > l.end {
+			*l = last{c.Correlation, c.End, true}
+		}
+	}
+	if shared == nil {
+		return
+	}
+	out := calls[:0]
+	for _, c := range calls {
+		if !shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] {
+			out = append(out, c)
+		}
+	}
+	n := len(calls) - len(out)
+	r.t.APICalls = out
+	r.warnf("dropped %d of %d CUDA API rows of %s (%.3g%%): %d sharing %d correlation ids with an earlier call of their thread (the kernels they launched are not linked to a call)",
+		n, len(calls), runtimeTable, 100*float64(n)/float64(len(calls)), n, len(shared))
+}
+
+// MaxDevices is the most devices with GPU activity a trace may have: the cross-rank
+// analysis keeps, per device, a wait split by every other device (devices² numbers), so a
+// file of a few MB naming 10,000 device ids took gigabytes. 1024 is far past any single
+// capture (an NVL72 rack has 72 GPUs). Past it Open fails with one line.
+const MaxDevices = 1024
+
+// countSeen returns how many flags are set, and the first and last set index.
+func countSeen(seen []bool) (n, lo, hi int) {
+	lo = -1
+	for i, ok := range seen {
+		if ok {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			n++
+		}
+	}
+	return n, lo, hi
+}
+
+// warnSidecars warns when a -wal or -journal file sits beside the trace: the reader opens
+// the file immutably (it never changes the input or creates files beside it), so the
+// changes those files hold are not read.
+func warnSidecars(t *Trace, path string) {
+	for _, s := range []string{"-wal", "-journal"} {
+		if fi, err := os.Stat(path + s); err == nil && fi.Size() > 0 {
+			t.Warnings = append(t.Warnings, fmt.Errorf("%s%s sits beside the trace: the trace is read as it is on disk, without the changes held there (open it once with sqlite3 to apply them)", filepath.Base(path), s))
+		}
+	}
+}
