@@ -95,14 +95,14 @@ type ctxKernel struct {
 	fixed bool // moved by --nvtx-category: it guides the rules but keeps its category
 }
 
-// classifyContext runs the context rules over the device's steps (outside windows are left
-// as they are).
+// classifyContext runs the context rules over each of the device's steps and windows
+// outside steps.
 func classifyContext(tl *timeline, det *detection, c *contextCats) {
 	var buf []ctxKernel
 	bi := -1 // the boundary the activity falls in
 	flush := func() {
-		if bi >= 0 && !det.bounds[bi].outside {
-			c.step(buf)
+		if bi >= 0 {
+			c.step(buf) // a window outside steps too: its layers are layers all the same
 		}
 		buf = buf[:0]
 	}
