@@ -41,9 +41,9 @@ type Options struct {
 	// total tokens/s of the speed-of-light view; 0 when unknown.
 	Batch int
 
-	// noContext turns context classification off (tests of the sweep's accounting against
-	// a brute force that classifies by name only).
-	noContext bool
+	// NoContext turns context classification off: kernels keep the category of their name
+	// (and --nvtx-category), whatever their place in the step.
+	NoContext bool
 	// split, when not nil, replaces splitAt for account (tests of the split sweep).
 	split func(steps, kernels int) int
 }

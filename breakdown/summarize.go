@@ -48,7 +48,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		return nil, err
 	}
 	var ctx *contextCats
-	if !opt.noContext {
+	if !opt.NoContext {
 		ctx = newContextCats(t, cats)
 	}
 	tls := map[nsys.DeviceID]*timeline{}
