@@ -41,7 +41,10 @@ type DeviceJSON struct {
 	Skipped      int         `json:"skipped_steps"`
 	Steps        []StepJSON  `json:"steps"`
 	Decode       SummaryJSON `json:"decode"`
-	SOL          *SOLJSON    `json:"sol,omitempty"` // with a speed-of-light floor only
+	// Outside is the activity in no step (before the first, between step ranges, after the
+	// last); absent when there is none.
+	Outside *OutsideJSON `json:"outside,omitempty"`
+	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
 }
@@ -369,4 +372,19 @@ type ClassifyKernelJSON struct {
 	Count    int     `json:"count"`
 	TotalNS  int64   `json:"total_ns"`
 	Share    float64 `json:"share"`
+}
+
+// OutsideJSON sums a device's windows of activity that belong to no step.
+type OutsideJSON struct {
+	Windows    int                       `json:"windows"`
+	NS         int64                     `json:"ns"`
+	Kernels    int                       `json:"kernels"`
+	Categories map[string]OutsideCatJSON `json:"categories"`
+}
+
+// OutsideCatJSON is one category's time and count outside steps.
+type OutsideCatJSON struct {
+	NS      int64 `json:"ns"`
+	BusyNS  int64 `json:"busy_ns"`
+	Kernels int   `json:"kernels"`
 }

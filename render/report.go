@@ -185,6 +185,7 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 				Share: round6(cs.Share), KernelsPerStep: round3(cs.KernelsPerStep), CallsMedian: cs.CallsMedian,
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
+		dj.Outside = outsideJSON(&d.Outside)
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(Findings(r, di))
 		out.Devices = append(out.Devices, dj)
@@ -268,6 +269,10 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 		}
 		b = append(b, `],"decode":`...)
 		put(dj.Decode)
+		if dj.Outside != nil {
+			b = append(b, `,"outside":`...)
+			put(dj.Outside)
+		}
 		if dj.SOL != nil {
 			b = append(b, `,"sol":`...)
 			put(dj.SOL)
@@ -291,6 +296,18 @@ func JSON(w io.Writer, r *breakdown.Report) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// outsideJSON converts the activity outside steps; nil when there is none.
+func outsideJSON(o *breakdown.Outside) *OutsideJSON {
+	if o.Windows == 0 {
+		return nil
+	}
+	out := &OutsideJSON{Windows: o.Windows, NS: int64(o.Wall), Kernels: o.TotalKernels(), Categories: map[string]OutsideCatJSON{}}
+	for _, c := range kernelclass.Order {
+		out.Categories[c.String()] = OutsideCatJSON{NS: int64(o.Exclusive[c]), BusyNS: int64(o.Busy[c]), Kernels: o.Kernels[c]}
+	}
+	return out
 }
 
 // stepless returns the devices without their steps.
