@@ -166,16 +166,6 @@ func Findings(r *Report, d int, opt FindingOptions) []Finding {
 	return out
 }
 
-// untracedGraph is the category of CUDA graphs traced at graph level once it exists
-// (kernelclass "untraced_graph"); until then Other, whose time coverage counts already.
-var untracedGraph = func() kernelclass.Category {
-	c, err := kernelclass.ParseCategory("untraced_graph")
-	if err != nil {
-		return kernelclass.Other
-	}
-	return c
-}()
-
 func frac(a, b time.Duration) float64 {
 	if b <= 0 {
 		return 0
@@ -198,7 +188,7 @@ func perSteps(sm *Summary, d time.Duration) time.Duration { return d / time.Dura
 // graphLaunched reports whether the steps run as CUDA graphs: far fewer host launches than
 // kernels.
 func graphLaunched(sm *Summary) bool {
-	if untracedGraph != kernelclass.Other && sm.Categories[untracedGraph].KernelsPerStep > 0 {
+	if sm.Categories[kernelclass.UntracedGraph].KernelsPerStep > 0 {
 		return true // graphs traced at graph level count one kernel per replay
 	}
 	return sm.KernelsPerStep > 0 && sm.LaunchesPerStp*4 <= sm.KernelsPerStep
@@ -402,13 +392,13 @@ func farFromSOL(dr *DeviceReport) *Finding {
 }
 
 // coverage: the report cannot say much about part of the step: time in other (kernels no
-// rule matched, graphs traced at graph level), or steps found by a weak method.
+// rule matched) or untraced_graph (graphs traced at graph level), or steps found by a weak
+// method.
 func coverage(dr *DeviceReport) *Finding {
 	sm := &dr.Summary
-	other := perStep(sm, kernelclass.Other)
-	if untracedGraph != kernelclass.Other {
-		other += perStep(sm, untracedGraph)
-	}
+	unclassified := perStep(sm, kernelclass.Other)
+	untraced := perStep(sm, kernelclass.UntracedGraph)
+	other := unclassified + untraced
 	weak := dr.Method == MethodPeriodic || dr.Method == MethodWhole
 	if frac(other, sm.Mean) < CoverageShare && !weak {
 		return nil
@@ -416,13 +406,18 @@ func coverage(dr *DeviceReport) *Finding {
 	f := &Finding{ID: FindCoverage, AtStake: other, Evidence: []Fact{
 		ns("other_ns", other), // other + untraced_graph
 		share("other_share", frac(other, sm.Mean)),
+		ns("unclassified_ns", unclassified),
+		ns("untraced_graph_ns", untraced),
 		text("step_method", dr.Method.String()),
 	}}
 	var tips []string
-	if frac(other, sm.Mean) >= CoverageShare {
+	if frac(other, sm.Mean) >= CoverageShare && unclassified > 0 {
 		tips = append(tips, "classify the kernels in other: 'stepstat classify' lists them; add rules with --rules "+
-			"or map NVTX ranges with --nvtx-category; graphs traced at graph level need a re-capture with "+
-			"nsys --cuda-graph-trace=node")
+			"or map NVTX ranges with --nvtx-category")
+	}
+	if frac(other, sm.Mean) >= CoverageShare && untraced > 0 {
+		tips = append(tips, "re-capture with nsys profile --cuda-graph-trace=node: graphs traced at graph level "+
+			"hide the kernels inside them")
 	}
 	if weak {
 		tips = append(tips, "steps were found by "+dr.Method.String()+", a weak method: give NVTX ranges per step "+

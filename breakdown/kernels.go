@@ -101,7 +101,8 @@ func sortKernelStats(out []KernelStat) {
 }
 
 // contextKernelStats moves the kernels whose category context decided (contextCats) to rows
-// of their own, (name, category) with the rule "context", and drops rows left empty.
+// of their own, (name, category) with a rule "context: ..." that says which context, and
+// drops rows left empty.
 func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []KernelStat {
 	if c == nil || !c.moved.Load() {
 		return stats
@@ -129,7 +130,7 @@ func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []Ker
 		stats[from].Total -= k.Duration()
 		to, ok := at[key{name, cat}]
 		if !ok {
-			stats = append(stats, KernelStat{Name: name, Category: cat, Rule: "context", NCCL: stats[from].NCCL})
+			stats = append(stats, KernelStat{Name: name, Category: cat, Rule: contextRule(cat), NCCL: stats[from].NCCL})
 			to = len(stats) - 1
 			at[key{name, cat}] = to
 		}
@@ -159,4 +160,21 @@ func unclassifiedWarning(ks []KernelStat) error {
 		return fmt.Errorf("%.1f%% of kernel time is in unclassified kernels (other); 'stepstat classify' lists them", 100*float64(other)/float64(total))
 	}
 	return nil
+}
+
+// contextRule names the context rule that gives a kernel category c (context.go).
+func contextRule(c kernelclass.Category) string {
+	switch c {
+	case kernelclass.Sampling:
+		return "context: after the step's last GEMM (lm_head)"
+	case kernelclass.MoERouting:
+		return "context: MoE router (from top-k to the first expert GEMM)"
+	case kernelclass.MoEExpert:
+		return "context: MoE expert work (after routing, to the next norm)"
+	case kernelclass.Attention:
+		return "context: top-k before attention (sparse-attention indexer)"
+	case kernelclass.Elementwise:
+		return "context: a sampler before the lm_head"
+	}
+	return "context"
 }

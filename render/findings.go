@@ -103,8 +103,8 @@ func FindingClaim(f *breakdown.Finding) string {
 		m, _ := f.Fact("step_method")
 		var parts []string
 		if n("other_ns") > 0 {
-			parts = append(parts, fmt.Sprintf("%s/step (%s of the step) is in other (unclassified kernels or graphs traced at graph level)",
-				d("other_ns"), Percent(n("other_share"))))
+			parts = append(parts, fmt.Sprintf("%s/step (%s of the step) is unnamed work: %s in other (unclassified kernels), %s in untraced_graph (graphs traced at graph level)",
+				d("other_ns"), Percent(n("other_share")), d("unclassified_ns"), d("untraced_graph_ns")))
 		}
 		parts = append(parts, "steps found by "+m.Text)
 		return strings.Join(parts, "; ")

@@ -23,6 +23,7 @@ var classifyCmd = &command{
 		fs.StringVar(&af.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 		fs.StringArrayVar(&af.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
 		fs.BoolVar(&af.progress, "progress", false, "show reading progress on stderr even when it is not a terminal")
+		byName := fs.Bool("by-name", false, "classify by name only: no steps, no context rules (faster)")
 		registerCache(fs, &af.cache)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			path, err := needOne("classify", args)
@@ -47,7 +48,18 @@ var classifyCmd = &command{
 			if len(t.Kernels) == 0 {
 				return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
 			}
-			ks := breakdown.KernelStats(t, opt)
+			// By default the whole pipeline runs, so that the table shows what context
+			// classification (the kernel's place in its step) decided, rule by rule.
+			var ks []breakdown.KernelStat
+			if *byName {
+				ks = breakdown.KernelStats(t, opt)
+			} else {
+				rep, err := breakdown.Summarize(t, opt)
+				if err != nil {
+					return err
+				}
+				ks = rep.Kernels
+			}
 			return writeOutput(*output, o.out, func(w io.Writer) error {
 				if *format == "json" {
 					return render.ClassifyJSONWrite(w, path, ks)
