@@ -147,10 +147,13 @@ const ShortKernel = 5 * time.Microsecond
 func (s *Step) Wall() time.Duration { return s.End.Sub(s.Start) }
 
 // TotalKernels returns the number of kernels (not memory operations) started in the step.
-func (s *Step) TotalKernels() int {
+func (s *Step) TotalKernels() int { return kernelsBut(&s.Kernels, kernelclass.Memory) }
+
+// kernelsBut sums counts per category, but for category not.
+func kernelsBut(counts *[kernelclass.NumCategories]int, not kernelclass.Category) int {
 	n := 0
-	for c, k := range s.Kernels {
-		if kernelclass.Category(c) != kernelclass.Memory {
+	for c, k := range counts {
+		if kernelclass.Category(c) != not {
 			n += k
 		}
 	}
@@ -216,15 +219,7 @@ type Outside struct {
 type Span struct{ Start, End nsys.Time }
 
 // TotalKernels returns the number of kernels (not memory operations) outside steps.
-func (o *Outside) TotalKernels() int {
-	n := 0
-	for c, k := range o.Kernels {
-		if kernelclass.Category(c) != kernelclass.Memory {
-			n += k
-		}
-	}
-	return n
-}
+func (o *Outside) TotalKernels() int { return kernelsBut(&o.Kernels, kernelclass.Memory) }
 
 // KernelStat is one distinct kernel name over the whole trace (all devices).
 type KernelStat struct {
