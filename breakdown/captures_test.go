@@ -22,9 +22,9 @@ import (
 
 // thirdParty reports whether a capture in testdata/traces is of a stack we did not write
 // (hf_workload.py: transformers' generate() and hand-written loops), checked by
-// TestThirdPartyCaptures.
+// TestThirdPartyCaptures, or of our workload in --serve-order (TestServeOrderCaptures).
 func thirdParty(base string) bool {
-	return strings.HasPrefix(base, "hf-") || strings.HasPrefix(base, "loop-")
+	return strings.HasPrefix(base, "hf-") || strings.HasPrefix(base, "loop-") || strings.Contains(base, "-serve")
 }
 
 // gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.

@@ -85,9 +85,13 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	d2h := false
 	seenGraph := map[uint64]bool{}
 	var lastGraphKey uint64
+	keyOf, inGraph := uint64(0), false // the last key looked up, and whether a graph launch has it
 	tl.each(func(a *activity) bool {
 		var why uint8
 		k := a.key()
+		if a.src == srcKernel && k != keyOf {
+			keyOf, inGraph = k, h.graphs[k]
+		}
 		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
 			why |= cutSync
 			delete(after, k) // a graph's kernels share the key: the first one cuts
@@ -116,7 +120,13 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		case srcKernel:
 			s.kernels++
 			s.sampler = s.sampler || samplers[a.name]
-			s.sig += mix64(uint64(a.cat) + 1)
+			if inGraph {
+				// A replayed kernel differs from the same kernel launched eagerly: warm-up
+				// steps before the first replay are not steps of the graph loop.
+				s.sig += mix64(uint64(a.cat) + 1 + 1<<42)
+			} else {
+				s.sig += mix64(uint64(a.cat) + 1)
+			}
 		case srcGraph:
 			s.kernels++
 			s.sig += mix64(1 << 40)
@@ -290,8 +300,12 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 	if first > 0 {
 		b = append(b, boundary{start: segs[0].start, outside: true})
 	}
-	if first < e {
+	warm := warmupStart(segs, k, first, e)
+	if first < warm {
 		b = append(b, boundary{start: segs[first].start})
+	}
+	if warm < e {
+		b = append(b, boundary{start: segs[warm].start, outside: true})
 	}
 	unitKernels := func(i int) int32 {
 		var n int32
@@ -308,9 +322,47 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 		b = append(b, boundary{start: segs[i].start})
 	}
 	if i < len(segs) {
-		b = append(b, boundary{start: segs[i].start, outside: true})
+		// The window outside starts where the last step's work ended (its own idle tail
+		// is not the wait for post-loop work).
+		at := segs[i].start
+		if i >= k && len(b) > 0 {
+			var end nsys.Time
+			for _, s := range segs[i-k : i] {
+				end = max(end, s.end)
+			}
+			if end > b[len(b)-1].start && end < at {
+				at = end
+			}
+		}
+		b = append(b, boundary{start: at, outside: true})
 	}
 	return b
+}
+
+// warmupStart returns where warm-up steps begin in the segments [first, e) before the loop
+// body: a run of at least two identical units of k segments that ends at e, or one unit
+// before it (the graph capture's own work, say); e when there is none. Warm-up steps (eager
+// decode steps before the first graph replay) are outside steps, kept apart from the
+// prefill before them.
+func warmupStart(segs []segment, k, first, e int) int {
+	same := func(i, j int) bool {
+		for d := range k {
+			if segs[i+d].sig != segs[j+d].sig {
+				return false
+			}
+		}
+		return true
+	}
+	for _, end := range []int{e, e - k} {
+		w := end
+		for w-2*k >= first && same(w-k, w-2*k) {
+			w -= k
+		}
+		if w < end && w-k > first { // a run of two or more, with the prefill before it
+			return w - k
+		}
+	}
+	return e
 }
 
 // maxStepSegments bounds the segments one step may hold (cuts per loop iteration).

@@ -259,7 +259,13 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 			j++
 		}
 		if stepProcs[u.proc] && (j == 0 || u.start >= done) {
-			out = append(out, boundary{start: u.start, outside: true})
+			// After a step, the window outside starts where the step's work ended: the
+			// step does not take the wait for work that is not its own as idle time.
+			at := u.start
+			if j > 0 && done > spans[j-1].start {
+				at = done
+			}
+			out = append(out, boundary{start: at, outside: true})
 		}
 	}
 	if len(out) > 0 {

@@ -29,6 +29,7 @@ func TestThirdPartyCaptures(t *testing.T) {
 		{"hf-qwen3moe-eager", 15, 307, breakdown.MethodSync},
 		{"hf-glm5-eager", 15, 506, breakdown.MethodSync},
 		{"hf-mixtral-eager", 15, 359, breakdown.MethodSync},
+		{"hf-dsv3-eager", 15, 397, breakdown.MethodSync},
 		{"hf-qwen3moe-autograd", 7, 307, breakdown.MethodSync},
 		{"hf-qwen3moe-tp2", 15, 316, breakdown.MethodSync},
 		{"loop-h2d", 15, 360, breakdown.MethodSync},
@@ -108,6 +109,50 @@ func TestThirdPartyCaptures(t *testing.T) {
 						t.Errorf("aligned step %d: %d collectives matched, want 9", i, st.Calls)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestServeOrderCaptures checks the captures of our workload run in --serve-order, the
+// order a server runs around its loop (testdata/traces/README.md): the prefill (321
+// kernels), 3 eager warm-up decode steps with their read-backs (3 x 322 kernels, no NVTX
+// range), the graph capture (2 kernels), 12 decode steps replaying the graph (322 kernels
+// each, in "decode_step N" NVTX ranges in the -nvtx file), and one kernel 15 ms after the
+// last step. The warm-up, the capture's work and the post-loop kernel are outside steps
+// (969 kernels); the prefill and the 12 decode steps are whole, with NVTX and without.
+func TestServeOrderCaptures(t *testing.T) {
+	for _, name := range []string{"moe-graph-nvtx-serve", "moe-graph-serve"} {
+		t.Run(name, func(t *testing.T) {
+			gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
+			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := breakdown.Summarize(tr, breakdown.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range rep.Warnings {
+				if strings.Contains(w.Error(), "self-check") {
+					t.Errorf("warning: %v", w)
+				}
+			}
+			d := &rep.Devices[0]
+			want := map[bool]breakdown.Method{true: breakdown.MethodNVTX, false: breakdown.MethodGraph}[strings.Contains(name, "nvtx")]
+			if d.Method != want {
+				t.Errorf("method %v (%s), want %v", d.Method, d.MethodDetail, want)
+			}
+			if len(d.Steps) != 13 || d.Steps[0].Phase != breakdown.Prefill || d.Steps[0].TotalKernels() != 321 {
+				t.Fatalf("%d steps, the first %v with %d kernels; want 13, the prefill with 321", len(d.Steps), d.Steps[0].Phase, d.Steps[0].TotalKernels())
+			}
+			for _, s := range d.Steps[1:] {
+				if s.Phase != breakdown.Decode || s.TotalKernels() != 322 || s.Launches != 1 {
+					t.Errorf("step %d: %v, %d kernels, %d launches; want decode, 322, 1 (a graph replay)", s.Index, s.Phase, s.TotalKernels(), s.Launches)
+				}
+			}
+			if o := d.Outside; o.TotalKernels() != 3*322+2+1 || o.Windows != 2 {
+				t.Errorf("outside: %d kernels in %d windows, want %d in 2 (warm-up and capture, post-loop)", o.TotalKernels(), o.Windows, 3*322+2+1)
 			}
 		})
 	}

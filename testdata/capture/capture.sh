@@ -6,8 +6,8 @@
 #
 #   bash testdata/capture/capture.sh [CONFIG...]
 #
-# CONFIG is [tp2-]{dense|moe}-{eager|graph}[-nvtx], e.g. dense-eager-nvtx, moe-graph,
-# tp2-moe-eager-nvtx. Default: the six single-GPU configs
+# CONFIG is [tp2-]{dense|moe}-{eager|graph}[-nvtx][-serve], e.g. dense-eager-nvtx, moe-graph,
+# tp2-moe-eager-nvtx, moe-graph-nvtx-serve (-serve: workload.py --serve-order). Default: the six single-GPU configs
 #   dense-eager-nvtx dense-eager dense-graph-nvtx dense-graph moe-eager-nvtx moe-graph
 # Writes $OUT/CONFIG.sqlite.gz (gzip -9 -n) and $OUT/capture.log.
 # Extra workload flags can be given in WORKLOAD_ARGS (default: none; workload defaults are
@@ -52,12 +52,14 @@ fail=0
 for cfg in "$@"; do
   tp=1; rest=$cfg
   case $rest in tp2-*) tp=2; rest=${rest#tp2-};; esac
+  serve=""
+  case $rest in *-serve) serve="--serve-order"; rest=${rest%-serve};; esac
   nvtx=""
   case $rest in *-nvtx) nvtx="--nvtx"; rest=${rest%-nvtx};; esac
   mlp=${rest%%-*}; mode=${rest#*-}
   case "$mlp/$mode" in dense/eager|dense/graph|moe/eager|moe/graph) ;; *)
     echo "## $cfg: bad config name" >> "$LOG"; fail=1; continue;; esac
-  args="--mode $mode --mlp $mlp --tp $tp $nvtx ${WORKLOAD_ARGS:-}"
+  args="--mode $mode --mlp $mlp --tp $tp $nvtx $serve ${WORKLOAD_ARGS:-}"
   flags=$NSYS_FLAGS
   if [ "$tp" -gt 1 ] && [ "$mode" = eager ]; then
     flags=${flags/--capture-range-end=stop/--capture-range-end=none}

@@ -15,6 +15,7 @@
 #   hf-qwen3moe-compile      static cache + torch.compile(mode="reduce-overhead")
 #   hf-glm5-compile          the same on glm_moe_dsa
 #   hf-qwen3moe-compile-graphlevel   as hf-qwen3moe-compile, nsys' default --cuda-graph-trace=graph
+#   hf-dsv3-eager            generate() on DeepSeek-V3's architecture (MLA, group-limited routing)
 #   hf-mixtral-eager         generate() on Mixtral with transformers' eager experts (a loop over experts)
 #   loop-h2d                 decode loop: H2D token copy -> forward -> D2H read-back
 #   loop-2sync               decode loop: .item() sync -> forward -> D2H read-back
@@ -61,6 +62,7 @@ for cfg in "$@"; do
     hf-glm5-compile) args="--family glm_moe_dsa --compile";;
     hf-qwen3moe-compile-graphlevel) args="--family qwen3_moe --compile"; flags="$BASE --capture-range-end=stop";;
     hf-mixtral-eager) args="--family mixtral --experts-impl eager";;
+    hf-dsv3-eager) args="--family deepseek_v3";;
     loop-h2d) args="--family qwen3_moe --loop h2d";;
     loop-2sync) args="--family qwen3_moe --loop 2sync";;
     hf-qwen3moe-tp2)

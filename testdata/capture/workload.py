@@ -20,7 +20,8 @@ mask row selected by a device-side position tensor, so a decode step has no host
 shapes and is identical in eager and graph mode (graph mode replays one captured step).
 
 Only the measured region (prefill + N decode steps) lies between cudaProfilerStart/Stop;
-warm-up and graph capture happen before it.
+warm-up and graph capture happen before it (with --serve-order: inside it, between the
+prefill and the first step, and a post-loop kernel follows the last step).
 """
 import argparse
 import json
@@ -56,6 +57,10 @@ def parse_args(argv=None):
     p.add_argument("--expert-ffn", type=int, default=1024)
     p.add_argument("--vocab", type=int, default=32000)
     p.add_argument("--warmup", type=int, default=3, help="eager decode steps before capture")
+    p.add_argument("--serve-order", action="store_true",
+                   help="measure what a server runs around its loop: the prefill, then the eager warm-up "
+                        "decode steps (read-backs, no NVTX) and the graph capture, then the N steps, then, "
+                        "15 ms after the last one, one post-loop kernel")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--port", type=int, default=29517)
     a = p.parse_args(argv)
@@ -256,23 +261,27 @@ def run(rank, a):
     torch.manual_seed(a.seed)
     m = Model(a, rank, tp, dev)
 
-    # ---- warm-up (not measured): prefill + some decode steps, on a side stream ----
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        m.prefill()
-        for _ in range(a.warmup):
-            m.decode_step()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-
-    graph = None
-    if a.mode == "graph":
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+    def capture_graph():
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
             m.decode_step()          # one decode step, static buffers tokens/pos
         torch.cuda.synchronize()
-    m.pos.fill_(a.prefill_len)
+        return g
+
+    graph = None
+    if not a.serve_order:
+        # ---- warm-up (not measured): prefill + some decode steps, on a side stream ----
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            m.prefill()
+            for _ in range(a.warmup):
+                m.decode_step()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        if a.mode == "graph":
+            graph = capture_graph()
+        m.pos.fill_(a.prefill_len)
     m.nvtx_route = a.nvtx
     torch.cuda.synchronize()
     barrier()
@@ -284,6 +293,16 @@ def run(rank, a):
     m.prefill()
     sampled.append(m.tokens.cpu().tolist())      # host read-back (D2H)
     nvtx_pop(a.nvtx)
+    if a.serve_order:
+        # A server's warm-up after the prefill: eager decode steps with their read-backs,
+        # outside any step range, then the graph capture (which runs nothing).
+        m.nvtx_route = False
+        for _ in range(a.warmup):
+            m.decode_step()
+            m.tokens.cpu()
+        if a.mode == "graph":
+            graph = capture_graph()
+        m.nvtx_route = a.nvtx
     for i in range(a.steps):
         nvtx_push(a.nvtx, "decode_step %d" % i)
         if graph is not None:
@@ -293,6 +312,11 @@ def run(rank, a):
         sampled.append(m.tokens.cpu().tolist())  # host read-back (D2H)
         nvtx_pop(a.nvtx)
     torch.cuda.synchronize()
+    if a.serve_order:
+        import time
+        time.sleep(0.015)
+        m.pos.fill_(0)               # one post-loop kernel, 15 ms after the last step
+        torch.cuda.synchronize()
     barrier()
     torch.cuda.cudart().cudaProfilerStop()
 
