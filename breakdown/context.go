@@ -71,12 +71,8 @@ type contextCats struct {
 	moved atomic.Bool            // devices run their passes at once
 }
 
-func newContextCats(t *nsys.Trace, base []kernelclass.Category) *contextCats {
-	c := &contextCats{cat: make([]uint8, len(t.Kernels)), roles: make([]role, len(t.Names)), base: base}
-	for i, n := range t.Names {
-		c.roles[i] = nameRole(n)
-	}
-	return c
+func newContextCats(t *nsys.Trace, h *hostIndex, base []kernelclass.Category) *contextCats {
+	return &contextCats{cat: make([]uint8, len(t.Kernels)), roles: h.roles, base: base}
 }
 
 // category returns the category context gave kernel i, if any.

@@ -76,10 +76,6 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	if use&cutSync != 0 {
 		after, cc.sync = syncAfter(t, tl)
 	}
-	samplers := make([]bool, len(t.Names))
-	for i, n := range t.Names {
-		samplers[i] = nameRole(n) == roleSampler
-	}
 	var segs []segment
 	var d2hEnd nsys.Time
 	d2h := false
@@ -119,7 +115,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		switch a.src {
 		case srcKernel:
 			s.kernels++
-			s.sampler = s.sampler || samplers[a.name]
+			s.sampler = s.sampler || h.roles[a.name] == roleSampler
 			if inGraph {
 				// A replayed kernel differs from the same kernel launched eagerly: warm-up
 				// steps before the first replay are not steps of the graph loop.

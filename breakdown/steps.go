@@ -95,6 +95,7 @@ func textPhase(text string) Phase {
 type hostIndex struct {
 	t      *nsys.Trace
 	graphs map[uint64]bool // keys of graph launches
+	roles  []role          // what each kernel name says of its place in a layer, per NameID
 }
 
 func isLaunchLike(k nsys.APIKind) bool {
@@ -102,7 +103,10 @@ func isLaunchLike(k nsys.APIKind) bool {
 }
 
 func newHostIndex(t *nsys.Trace) *hostIndex {
-	h := &hostIndex{t: t, graphs: map[uint64]bool{}}
+	h := &hostIndex{t: t, graphs: map[uint64]bool{}, roles: make([]role, len(t.Names))}
+	for i, n := range t.Names {
+		h.roles[i] = nameRole(n)
+	}
 	for _, c := range t.APICalls {
 		if w := &t.Callers[c.Caller]; w.Kind == nsys.APIGraphLaunch {
 			h.graphs[actKey(w.Proc, c.Correlation)] = true

@@ -49,7 +49,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	}
 	var ctx *contextCats
 	if !opt.NoContext {
-		ctx = newContextCats(t, cats)
+		ctx = newContextCats(t, h, cats)
 	}
 	tls := map[nsys.DeviceID]*timeline{}
 	for _, d := range devs {
