@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,4 +62,74 @@ func TestStepChecks(t *testing.T) {
 		t.Errorf("one device: %v", w)
 	}
 	_ = time.Second
+}
+
+// TestSelfChecksOnTraces builds traces whose steps come out wrong the ways seen on real
+// captures and checks that the report says so, and that a regular loop stays silent.
+func TestSelfChecksOnTraces(t *testing.T) {
+	warned := func(rep *Report, what string) bool {
+		for _, w := range rep.Warnings {
+			if strings.Contains(w.Error(), "self-check") && strings.Contains(w.Error(), what) {
+				return true
+			}
+		}
+		return false
+	}
+	t.Run("step ranges around the input copy only", func(t *testing.T) {
+		// NVTX "decode_step" ranges hold only the H2D input copy; the kernels are launched
+		// after the range: each decode step launches no kernel.
+		g := newTGen(t)
+		l := newLoop(g, 1, 0, 1000)
+		for i := 0; i < 6; i++ {
+			rs := l.h
+			s := max(l.h+g.launchLat+200, l.gpu)
+			g.memcpy(1, l.h, l.h+g.launchLat, nsys.MemcpyHtoD, 0, 7, s, s+100)
+			l.gpu, l.h = s+100, s+200
+			g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
+			l.idle(100)
+			l.step(decodeMix...)
+			l.readBack()
+		}
+		rep := mustSummarize(t, g.trace(), Options{})
+		if !warned(rep, "launch no kernel") {
+			t.Errorf("no self-check warning; warnings %v", rep.Warnings)
+		}
+	})
+	t.Run("half-step ranges", func(t *testing.T) {
+		// A range per half step: the steps alternate between 2 and 5 kernels.
+		g := newTGen(t)
+		l := newLoop(g, 1, 0, 1000)
+		for i := 0; i < 6; i++ {
+			rs := l.h
+			l.step(decodeMix[:2]...)
+			g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d.a", i))
+			l.idle(100)
+			rs = l.h
+			l.step(decodeMix[2:]...)
+			l.readBack()
+			g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d.b", i))
+			l.idle(100)
+		}
+		rep := mustSummarize(t, g.trace(), Options{})
+		if !warned(rep, "alternate between 2 and 5") {
+			t.Errorf("no self-check warning; warnings %v", rep.Warnings)
+		}
+	})
+	t.Run("regular loop", func(t *testing.T) {
+		g := newTGen(t)
+		l := newLoop(g, 1, 0, 1000)
+		for i := 0; i < 6; i++ {
+			rs := l.h
+			l.step(decodeMix...)
+			l.readBack()
+			g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
+			l.idle(5_000)
+		}
+		rep := mustSummarize(t, g.trace(), Options{})
+		for _, w := range rep.Warnings {
+			if strings.Contains(w.Error(), "self-check") {
+				t.Errorf("warning on a regular loop: %v", w)
+			}
+		}
+	})
 }
