@@ -19,7 +19,8 @@ const publicTraces = "../../shared/traces/public"
 
 // TestKernelStatsMatchSQL checks the per-name totals over a whole trace against SQLite's
 // own count(*) and sum(end-start) grouped by demangled name, on every public trace with
-// kernels and every project capture: the numbers nsys stats prints, to the nanosecond.
+// kernels and every project capture: the numbers nsys stats prints, to the nanosecond;
+// both the name-only table and the report's (context rows summed per name).
 // Rows the reader drops (zero or reversed timestamps) are left out on both sides.
 func TestKernelStatsMatchSQL(t *testing.T) {
 	var paths []string
@@ -45,19 +46,29 @@ func TestKernelStatsMatchSQL(t *testing.T) {
 			t.Errorf("%s: %v", path, err)
 			continue
 		}
-		got := map[string]total{}
-		for _, k := range KernelStats(tr, Options{}) {
-			g := got[k.Name]
-			g.n += int64(k.Count)
-			g.ns += int64(k.Total)
-			got[k.Name] = g
+		// By name (classify --by-name), and the report's table, where context
+		// classification gives a name a row per category it decided: summed per name,
+		// the same totals.
+		rep, err := Summarize(tr, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
 		}
-		if len(got) != len(want) {
-			t.Errorf("%s: %d distinct names, SQL has %d", filepath.Base(path), len(got), len(want))
-		}
-		for name, w := range want {
-			if g := got[name]; g != w {
-				t.Errorf("%s: %.60q: count %d total %v, SQL %d %v", filepath.Base(path), name, g.n, time.Duration(g.ns), w.n, time.Duration(w.ns))
+		for what, ks := range map[string][]KernelStat{"by name": KernelStats(tr, Options{}), "report": rep.Kernels} {
+			got := map[string]total{}
+			for _, k := range ks {
+				g := got[k.Name]
+				g.n += int64(k.Count)
+				g.ns += int64(k.Total)
+				got[k.Name] = g
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s (%s): %d distinct names, SQL has %d", filepath.Base(path), what, len(got), len(want))
+			}
+			for name, w := range want {
+				if g := got[name]; g != w {
+					t.Errorf("%s (%s): %.60q: count %d total %v, SQL %d %v", filepath.Base(path), what, name, g.n, time.Duration(g.ns), w.n, time.Duration(w.ns))
+				}
 			}
 		}
 		checked++
