@@ -157,3 +157,33 @@ func TestServeOrderCaptures(t *testing.T) {
 		})
 	}
 }
+
+// TestAutogradNVTXCapture: nsys --pytorch=autograd-nvtx adds a range per ATen op (8,524 in
+// the capture); steps and categories must not change for it. The same model and loop
+// captured without them gives the same decode steps, kernel for kernel per category.
+func TestAutogradNVTXCapture(t *testing.T) {
+	perCat := func(name string) ([kernelclass.NumCategories]float64, int) {
+		gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
+		tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := breakdown.Summarize(tr, breakdown.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [kernelclass.NumCategories]float64
+		for c, cs := range rep.Devices[0].Summary.Categories {
+			out[c] = cs.KernelsPerStep
+		}
+		return out, len(tr.Ranges)
+	}
+	plain, _ := perCat("hf-qwen3moe-eager")
+	withOps, ranges := perCat("hf-qwen3moe-autograd")
+	if ranges < 8000 {
+		t.Fatalf("%d NVTX ranges in the autograd capture, want its 8,524 op ranges", ranges)
+	}
+	if plain != withOps {
+		t.Errorf("kernels per decode step by category: %v with op ranges, %v without", withOps, plain)
+	}
+}
