@@ -13,8 +13,8 @@ import (
 // This file holds the findings: conclusions drawn from a device's summary by documented
 // rules over the report's own numbers, each with its evidence, the step time at stake and
 // what to try. Every number a rule reads is a mean per step of the summarised phase (the
-// summary's Share × Mean, or a sum over its steps divided by their count), so the parts a
-// finding cites add up to the step it cites.
+// summary's category Mean, or a sum over its steps divided by their count), so the parts a
+// finding cites add up to the step it cites, and to the decode table's rows.
 
 // Finding ids, stable: JSON and diff use them.
 const (
@@ -183,10 +183,9 @@ func frac(a, b time.Duration) float64 {
 	return float64(a) / float64(b)
 }
 
-// perStep returns the summary's mean exclusive time of category c per step.
-func perStep(sm *Summary, c kernelclass.Category) time.Duration {
-	return time.Duration(sm.Categories[c].Share*float64(sm.Mean) + 0.5)
-}
+// perStep returns the summary's mean exclusive time of category c per step (the decode
+// table's row).
+func perStep(sm *Summary, c kernelclass.Category) time.Duration { return sm.Categories[c].Mean }
 
 func ns(key string, d time.Duration) Fact                 { return Fact{Key: key, Unit: UnitNS, N: float64(d)} }
 func cnt(key string, n float64) Fact                      { return Fact{Key: key, Unit: UnitCount, N: n} }

@@ -488,6 +488,27 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			if math.Abs(share-1) > 1e-9 {
 				t.Errorf("device %d: summary shares add up to %v", d.Device, share)
 			}
+			// The decode table's statistic: the categories' means per step add up exactly
+			// to the mean step, each within a nanosecond of its total / steps.
+			steps, _, _ := SelectSteps(d.Steps, opt.Phase)
+			var wall, sum time.Duration
+			for i := range steps {
+				wall += steps[i].Wall()
+			}
+			n := time.Duration(len(steps))
+			for c, cs := range sm.Categories {
+				sum += cs.Mean
+				var tot time.Duration
+				for i := range steps {
+					tot += steps[i].Exclusive[c]
+				}
+				if off := cs.Mean - tot/n; off < 0 || off > 1 {
+					t.Errorf("device %d: %v mean %d, total %d over %d steps", d.Device, kernelclass.Category(c), cs.Mean, tot, n)
+				}
+			}
+			if sm.Mean != wall/n || sum != sm.Mean {
+				t.Errorf("device %d: category means add up to %d, summary mean %d, mean wall %d", d.Device, sum, sm.Mean, wall/n)
+			}
 		}
 	}
 }

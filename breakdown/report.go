@@ -159,8 +159,12 @@ func (s *Step) TotalKernels() int {
 
 // CategorySummary is the distribution of one category's time over the summarised steps.
 type CategorySummary struct {
-	Median, P90    time.Duration // of exclusive time per step
-	Share          float64       // exclusive time over wall time, summed over steps
+	Median, P90 time.Duration // of exclusive time per step
+	// Mean is the category's exclusive time per step: its total over the steps divided by
+	// their number, rounded so that the means of all categories add up exactly to
+	// Summary.Mean (largest remainders get the leftover nanoseconds).
+	Mean           time.Duration
+	Share          float64       // exclusive time over wall time, summed over steps (Mean / Summary.Mean up to rounding)
 	KernelsPerStep float64       // mean
 	CallsMedian    float64       // median kernels per step
 	BusyPerCall    time.Duration // busy time per kernel, over all summarised steps
@@ -172,7 +176,7 @@ type Summary struct {
 	Steps          int
 	Median, P10    time.Duration
 	P90            time.Duration
-	Mean           time.Duration
+	Mean           time.Duration // total wall time of the steps / their number, truncated; the categories' Means add up to it
 	Categories     [kernelclass.NumCategories]CategorySummary
 	LaunchesPerStp float64
 	KernelsPerStep float64

@@ -38,9 +38,7 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = fmt.Sprintf("%s: median %s, p10 %s, p90 %s (%d step%s; %.1f host launches/step, %.1f kernels/step)",
-			capitalize(phaseWhat(sm)), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)),
-			sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
+		h.Lead = SummaryLead(sm)
 		h.Summary = summaryTable(sm)
 		h.IdleLine = IdleLine(sm)
 		h.Sentences = Sentences(sm)
@@ -55,13 +53,13 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
-	t := &htmlTable{Caption: capitalize(phaseWhat(sm)) + " by category",
-		Head: []htmlCell{cellText("category"), cellNum("median/step"), cellNum("share"), cellNum("p90/step"), cellNum("kernels/step")}}
+	t := &htmlTable{Caption: SummaryCaption(sm),
+		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
 	for _, r := range summaryRows(sm) {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.median), cellNum(r.share), cellNum(r.p90), cellNum(r.kernels)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Median))), cellNum("100%"),
-		cellNum(Duration(int64(sm.P90))), cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Mean))), cellNum("100%"),
+		cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
 	return t
 }
 
@@ -338,8 +336,8 @@ func gridBottom(n int) string {
 // largest first.
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
-	title := "Share of a " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; median step %s over %d steps", Duration(int64(sm.Median)), sm.Steps)
+	title := "Share of the mean " + phaseWhat(sm)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps", Duration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {

@@ -14,11 +14,13 @@ import (
 // This file holds the rank section of the HTML report: the per-device comparison table and
 // the rank charts of a multi-GPU trace. html.go holds the page shell.
 
-// rankTable compares the devices: step time and category medians.
+// rankTable compares the devices: the step's median, p10, p90 and mean, and the categories'
+// means per step, which add up to the mean.
 func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 	cats := rankCategories(ds)
-	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) + " time and category medians",
-		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90")}}
+	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) +
+		" time; categories as mean per step (they add up to the mean column)",
+		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90"), cellNum("mean")}}
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(c.String()))
 	}
@@ -26,9 +28,10 @@ func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 		d := &ds[i]
 		sm := &d.Summary
 		cells := []htmlCell{cellNum(strconv.Itoa(int(d.Device))), cellName(gpuName(d.GPU)), cellNum(strconv.Itoa(sm.Steps)),
-			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90)))}
+			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90))),
+			cellNum(Duration(int64(sm.Mean)))}
 		for _, c := range cats {
-			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Median))))
+			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Mean))))
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: cells})
 	}
@@ -51,7 +54,7 @@ func rankCategories(ds []breakdown.DeviceReport) []kernelclass.Category {
 	return out
 }
 
-// rankCharts compare the devices: median step time, and the category medians.
+// rankCharts compare the devices: median step time, and the category means.
 func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	what := phaseWhat(&ds[0].Summary)
 	labels := make([]string, len(ds))
@@ -93,7 +96,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	for i, c := range cats {
 		clabels[i] = c.String()
 	}
-	title2 := "Per device: median time per " + what + " by category"
+	title2 := "Per device: mean time per " + what + " by category"
 	cb := charts.NewBar()
 	cbBlock := chartBlock{ID: "rankcat", Title: title2, Height: 340, Units: "time"}
 	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device"),
@@ -106,7 +109,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	for i := range ds {
 		data := make([]opts.BarData, len(cats))
 		for j, c := range cats {
-			data[j].Value = chartUS(ds[i].Summary.Categories[c].Median)
+			data[j].Value = chartUS(ds[i].Summary.Categories[c].Mean)
 		}
 		cb.AddSeries(labels[i], data)
 	}
