@@ -68,6 +68,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	bar.SetXAxis(labels)
@@ -99,10 +100,15 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	title2 := "Per device: mean time per " + what + " by category"
 	cb := charts.NewBar()
 	cbBlock := chartBlock{ID: "rankcat", Title: title2, Height: 340, Units: "time"}
+	catLabels := &opts.AxisLabel{Interval: "0"}
+	if len(cats) > 6 {
+		catLabels.Rotate = 30
+	}
 	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device"),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: catLabels}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	cb.SetXAxis(clabels)
@@ -171,6 +177,7 @@ func rankWaitChart(rr *breakdown.RankReport) (chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	bar.SetXAxis(labels)
