@@ -332,6 +332,9 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 				}
 			}
 			b.gaps.Host[who] += hp[j+1].Sub(hp[j])
+			if gapSizeOf(d) != GapUnder10us {
+				b.gaps.HostLong[who] += hp[j+1].Sub(hp[j])
+			}
 		}
 	}
 	b.busy[kernelclass.Idle] = b.excl[kernelclass.Idle] // documented: Busy[Idle] equals Exclusive[Idle]

@@ -98,6 +98,10 @@ type Gaps struct {
 	Sizes  [NumGapSizes]int           // number of gaps per size class
 	SizeNS [NumGapSizes]time.Duration // idle time per size class
 	Host   [NumHostActivities]time.Duration
+	// HostLong is Host over the gaps of 10 µs or more only. Shorter gaps are the device's
+	// own gaps between kernels (a graph's nodes, a stream's back-to-back launches), which
+	// happen whether or not the host waits in a call meanwhile.
+	HostLong [NumHostActivities]time.Duration
 }
 
 func (g *Gaps) add(o *Gaps) {
@@ -109,6 +113,7 @@ func (g *Gaps) add(o *Gaps) {
 	}
 	for i := range g.Host {
 		g.Host[i] += o.Host[i]
+		g.HostLong[i] += o.HostLong[i]
 	}
 }
 
