@@ -113,6 +113,21 @@ func TestFindingsDense(t *testing.T) {
 			t.Errorf("%s on a dense 1-GPU capture: eager %v, graph %v", id, findingIDs(fe), findingIDs(fg))
 		}
 	}
+	// The graph step's token read-back (a 32-byte pageable copy, then a sync) leaves the GPU
+	// idle about 10 µs/step (SQL on the export: 2.6-4.6 µs before the copy runs, 5-6 µs
+	// from its end to the call's return, 4-5 µs syncing), 2.5% of the step: no finding. In
+	// all gaps, the ~1.5 µs gaps between the replay's nodes while the host blocks in the
+	// copy call count as copying too (37 µs/step), which is not the read-back's cost.
+	if hs := find(fg, breakdown.FindHostSync); hs != nil {
+		t.Errorf("dense-graph host_sync_copy %v at stake: the read-back costs ~10µs of a 395µs step", hs.AtStake)
+	}
+	sm := &graph.Devices[0].Summary
+	n := time.Duration(sm.Steps)
+	long := (sm.Gaps.HostLong[breakdown.HostSync] + sm.Gaps.HostLong[breakdown.HostCopy]) / n
+	all := (sm.Gaps.Host[breakdown.HostSync] + sm.Gaps.Host[breakdown.HostCopy]) / n
+	if long < 5*time.Microsecond || long > 20*time.Microsecond || all < 3*long {
+		t.Errorf("dense-graph idle while syncing or copying: %v/step in gaps >= 10µs, %v in all gaps; want 5-20µs and the short gaps most of all", long, all)
+	}
 	// In the eager step the short kernels' own time is small beside the launch gaps.
 	if ks := find(fe, breakdown.FindKernelStorm); ks != nil && ks.Severity != breakdown.Low {
 		t.Errorf("dense-eager kernel_storm %s; want low beside launch_bound", ks.Severity)

@@ -2,6 +2,7 @@ package breakdown
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -179,7 +180,15 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 	if rng.IntN(4) == 0 {
 		opt.Phase = AllSteps
 	}
-	return genTrace{t: g.trace(), opt: opt, desc: fmt.Sprintf("seed %d: %d devices, markers %s, --steps %s --skip %d", seed, ndev, marker, opt.Steps, opt.Skip)}
+	gt := genTrace{t: g.trace(), opt: opt, desc: fmt.Sprintf("seed %d: %d devices, markers %s, --steps %s --skip %d", seed, ndev, marker, opt.Steps, opt.Skip)}
+	// A forced method (graph, sync, periodic) that finds no steps on any device fails, as
+	// nvtx does (TestForcedMethodFindsNone); such a timeline is summarised as one step.
+	var ns *NoStepsError
+	if _, err := Summarize(gt.t, gt.opt); errors.As(err, &ns) && ns.Method == opt.Steps.Name {
+		gt.opt.Steps = StepMethod{Name: "whole"}
+		gt.desc += " (found no steps: whole)"
+	}
+	return gt
 }
 
 // act is an activity as the test sees it, straight from the trace.
@@ -323,6 +332,9 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 				}
 			}
 			b.gaps.Host[who] += hp[j+1].Sub(hp[j])
+			if gapSizeOf(d) != GapUnder10us {
+				b.gaps.HostLong[who] += hp[j+1].Sub(hp[j])
+			}
 		}
 	}
 	b.busy[kernelclass.Idle] = b.excl[kernelclass.Idle] // documented: Busy[Idle] equals Exclusive[Idle]
@@ -487,6 +499,27 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			}
 			if math.Abs(share-1) > 1e-9 {
 				t.Errorf("device %d: summary shares add up to %v", d.Device, share)
+			}
+			// The decode table's statistic: the categories' means per step add up exactly
+			// to the mean step, each within a nanosecond of its total / steps.
+			steps, _, _ := SelectSteps(d.Steps, opt.Phase)
+			var wall, sum time.Duration
+			for i := range steps {
+				wall += steps[i].Wall()
+			}
+			n := time.Duration(len(steps))
+			for c, cs := range sm.Categories {
+				sum += cs.Mean
+				var tot time.Duration
+				for i := range steps {
+					tot += steps[i].Exclusive[c]
+				}
+				if off := cs.Mean - tot/n; off < 0 || off > 1 {
+					t.Errorf("device %d: %v mean %d, total %d over %d steps", d.Device, kernelclass.Category(c), cs.Mean, tot, n)
+				}
+			}
+			if sm.Mean != wall/n || sum != sm.Mean {
+				t.Errorf("device %d: category means add up to %d, summary mean %d, mean wall %d", d.Device, sum, sm.Mean, wall/n)
 			}
 		}
 	}

@@ -98,6 +98,10 @@ type Gaps struct {
 	Sizes  [NumGapSizes]int           // number of gaps per size class
 	SizeNS [NumGapSizes]time.Duration // idle time per size class
 	Host   [NumHostActivities]time.Duration
+	// HostLong is Host over the gaps of 10 µs or more only. Shorter gaps are the device's
+	// own gaps between kernels (a graph's nodes, a stream's back-to-back launches), which
+	// happen whether or not the host waits in a call meanwhile.
+	HostLong [NumHostActivities]time.Duration
 }
 
 func (g *Gaps) add(o *Gaps) {
@@ -109,6 +113,7 @@ func (g *Gaps) add(o *Gaps) {
 	}
 	for i := range g.Host {
 		g.Host[i] += o.Host[i]
+		g.HostLong[i] += o.HostLong[i]
 	}
 }
 
@@ -162,8 +167,12 @@ func kernelsBut(counts *[kernelclass.NumCategories]int, not kernelclass.Category
 
 // CategorySummary is the distribution of one category's time over the summarised steps.
 type CategorySummary struct {
-	Median, P90    time.Duration // of exclusive time per step
-	Share          float64       // exclusive time over wall time, summed over steps
+	Median, P90 time.Duration // of exclusive time per step
+	// Mean is the category's exclusive time per step: its total over the steps divided by
+	// their number, rounded so that the means of all categories add up exactly to
+	// Summary.Mean (largest remainders get the leftover nanoseconds).
+	Mean           time.Duration
+	Share          float64       // exclusive time over wall time, summed over steps (Mean / Summary.Mean up to rounding)
 	KernelsPerStep float64       // mean
 	CallsMedian    float64       // median kernels per step
 	BusyPerCall    time.Duration // busy time per kernel, over all summarised steps
@@ -175,7 +184,7 @@ type Summary struct {
 	Steps          int
 	Median, P10    time.Duration
 	P90            time.Duration
-	Mean           time.Duration
+	Mean           time.Duration // total wall time of the steps / their number, truncated; the categories' Means add up to it
 	Categories     [kernelclass.NumCategories]CategorySummary
 	LaunchesPerStp float64
 	KernelsPerStep float64

@@ -336,12 +336,27 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 }
 
 // warmupStart returns where warm-up steps begin in the segments [first, e) before the loop
-// body: a run of at least two identical units of k segments that ends at e, or one unit
-// before it (the graph capture's own work, say); e when there is none. Warm-up steps (eager
-// decode steps before the first graph replay) are outside steps, kept apart from the
-// prefill before them.
+// body: a run of at least two identical units of k segments, each with as many kernels as
+// the loop body's unit, that ends at e or one unit before it (the graph capture's own work,
+// say); e when there is none. Warm-up steps (eager decode steps before the first graph
+// replay) are outside steps, kept apart from the prefill before them; a prefill that syncs
+// once per layer repeats too, but with other units than the loop body's.
 func warmupStart(segs []segment, k, first, e int) int {
+	kernels := func(i int) int32 {
+		var n int32
+		for _, s := range segs[i : i+k] {
+			n += s.kernels
+		}
+		return n
+	}
+	if e+k > len(segs) {
+		return e
+	}
+	body := kernels(e) // a warm-up step runs the loop body's kernels, launched eagerly
 	same := func(i, j int) bool {
+		if kernels(i) != body {
+			return false
+		}
 		for d := range k {
 			if segs[i+d].sig != segs[j+d].sig {
 				return false

@@ -62,6 +62,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if rep.Devices, err = deviceReports(t, h, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
+	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
+		return nil, err
+	}
 	rep.Kernels = contextKernelStats(t, <-kernelsDone, ctx)
 	if w := unclassifiedWarning(rep.Kernels); w != nil {
 		rep.Warnings = append(rep.Warnings, w)
@@ -74,6 +77,41 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
 	return rep, nil
+}
+
+// forcedFoundNone fails a step method asked for (graph, sync, periodic) that found no
+// steps on any device, as --steps nvtx fails without a matching range: the whole trace as
+// one step is not what was asked for. A device where it found none while another found
+// some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
+func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method string) error {
+	var what string
+	switch method {
+	case "graph":
+		what = "no CUDA graph launch cuts the GPU work into repeating steps"
+	case "sync":
+		what = "no host synchronisation cuts the GPU work into repeating steps"
+	case "periodic":
+		what = "the kernel sequence does not repeat"
+	default:
+		return nil
+	}
+	for i := range drs {
+		if drs[i].Method != MethodWhole {
+			return nil
+		}
+	}
+	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: what}}
+}
+
+// A NoStepsError says that the step method asked for (graph, sync or periodic) found no
+// steps on any device.
+type NoStepsError struct {
+	Method string // the StepMethod's name
+	What   string // why, e.g. "no CUDA graph launch cuts the GPU work into repeating steps"
+}
+
+func (e *NoStepsError) Error() string {
+	return fmt.Sprintf("step method %s found no steps: %s", e.Method, e.What)
 }
 
 // selectDevices returns the devices the report covers: every device with activity, or the

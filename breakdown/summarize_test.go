@@ -1,6 +1,8 @@
 package breakdown
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +242,54 @@ func TestPriorities(t *testing.T) {
 		if byPriority[p] != c {
 			t.Errorf("byPriority[%d] = %v, want %v", p, byPriority[p], c)
 		}
+	}
+}
+
+// TestForcedMethodFindsNone checks that --steps graph, sync and periodic fail, as nvtx
+// does, when they find no steps on any device: one error naming the method, not the whole
+// trace as one step; and that on a two-device trace where the method finds steps on one
+// device only, the other keeps the whole trace with a warning.
+func TestForcedMethodFindsNone(t *testing.T) {
+	g := newTGen(t)
+	l := newLoop(g, 1, 0, 1000)
+	l.step(kernelclass.GEMM, kernelclass.Attention, kernelclass.Elementwise)
+	l.idle(100_000)
+	l.step(kernelclass.Sampling)
+	tr := g.trace()
+	for _, tc := range []struct{ method, why string }{
+		{"graph", "no CUDA graph launch cuts the GPU work into repeating steps"},
+		{"sync", "no host synchronisation cuts the GPU work into repeating steps"},
+		{"periodic", "the kernel sequence does not repeat"},
+	} {
+		rep, err := Summarize(tr, Options{Steps: mustParseSteps(t, tc.method)})
+		var ns *NoStepsError
+		want := "gen.sqlite: step method " + tc.method + " found no steps: " + tc.why
+		if rep != nil || !errors.As(err, &ns) || ns.Method != tc.method || err.Error() != want {
+			t.Errorf("--steps %s: report %v, error %v, want %q", tc.method, rep != nil, err, want)
+		}
+	}
+
+	// Two devices: read-backs cut device 0's loop, device 1 runs one long kernel sequence
+	// with no sync of its own.
+	g = newTGen(t)
+	l = newLoop(g, 1, 0, 1000)
+	for range 4 {
+		l.step(decodeMix...)
+		l.readBack()
+	}
+	g.kernel(k(kernelclass.GEMM, 1, 7, 5_000, 6_000))
+	rep := mustSummarize(t, g.trace(), Options{Steps: mustParseSteps(t, "sync")})
+	if d := devReport(t, rep, 0); d.Method != MethodSync || len(d.Steps) != 4 {
+		t.Errorf("device 0: method %v, %d steps, want sync, 4", d.Method, len(d.Steps))
+	}
+	if d := devReport(t, rep, 1); d.Method != MethodWhole {
+		t.Errorf("device 1: method %v, want whole", d.Method)
+	}
+	var ws []string
+	for _, w := range rep.Warnings {
+		ws = append(ws, w.Error())
+	}
+	if !slices.Contains(ws, "device 1: step method sync found no steps; the whole trace is one step") {
+		t.Errorf("warnings %q lack device 1's", ws)
 	}
 }

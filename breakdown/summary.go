@@ -1,7 +1,9 @@
 package breakdown
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -36,6 +38,13 @@ func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
 	return out, want, nil
 }
 
+// SummarizeSteps summarises the steps of the phase sel selects as Summarize does for a
+// device (for callers that build steps themselves, such as render's tests). The error is
+// SelectSteps's.
+func SummarizeSteps(steps []Step, sel PhaseSelection) (Summary, error) {
+	return summarize(steps, Options{Phase: sel})
+}
+
 func summarize(all []Step, opt Options) (Summary, error) {
 	steps, phase, err := SelectSteps(all, opt.Phase)
 	sum := Summary{Phase: phase, Steps: len(steps)}
@@ -65,6 +74,7 @@ func summarize(all []Step, opt Options) (Summary, error) {
 	sum.ShortBusyPerStep = shortBusy / time.Duration(len(steps))
 	per := make([]time.Duration, len(steps))
 	calls := make([]float64, len(steps))
+	var totals [kernelclass.NumCategories]time.Duration
 	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
 		var excl, busy time.Duration
 		var k int
@@ -84,6 +94,30 @@ func summarize(all []Step, opt Options) (Summary, error) {
 			cs.BusyPerCall = busy / time.Duration(k)
 		}
 		sum.Categories[c] = cs
+		totals[c] = excl
 	}
+	setMeans(&sum, totals)
 	return sum, err
+}
+
+// setMeans sets each category's Mean from its total exclusive time over the steps, so that
+// the means add up exactly to sum.Mean: each gets its total divided by the step count,
+// truncated, and the nanoseconds the truncations lost go one each to the categories with
+// the largest remainders (ties to the earlier category id). The exclusive times of a step
+// add up to its wall time, so the totals add up to the steps' total wall time and exactly
+// that many nanoseconds are left over.
+func setMeans(sum *Summary, totals [kernelclass.NumCategories]time.Duration) {
+	n := time.Duration(sum.Steps)
+	var left time.Duration = sum.Mean
+	var order [kernelclass.NumCategories]kernelclass.Category
+	for c := range totals {
+		sum.Categories[c].Mean = totals[c] / n
+		left -= totals[c] / n
+		order[c] = kernelclass.Category(c)
+	}
+	slices.SortStableFunc(order[:], func(a, b kernelclass.Category) int { return cmp.Compare(totals[b]%n, totals[a]%n) })
+	for i := 0; left > 0 && i < len(order); i++ {
+		sum.Categories[order[i]].Mean++
+		left--
+	}
 }

@@ -262,7 +262,16 @@ func (w *sweep) advance(to nsys.Time) {
 			sz := gapSize(d)
 			st.Gaps.Sizes[sz]++
 			st.Gaps.SizeNS[sz] += d
-			w.host.attribute(w.now, end, &st.Gaps.Host)
+			if sz == GapUnder10us {
+				w.host.attribute(w.now, end, &st.Gaps.Host)
+			} else {
+				var h [NumHostActivities]time.Duration
+				w.host.attribute(w.now, end, &h)
+				for i, x := range h {
+					st.Gaps.Host[i] += x
+					st.Gaps.HostLong[i] += x
+				}
+			}
 		}
 		w.now = end
 	}

@@ -137,11 +137,11 @@ func TestHTMLInBrowser(t *testing.T) {
 		full   bool     // screenshot the whole page (slow on a small machine), not only the charts
 	}
 	cases := []pageCase{
-		{"dense-eager", func(t *testing.T) *breakdown.Report { return demoReport(t) }, []string{"steps-0", "share-0", "gaps-0", "heat-0"}, true, true},
+		{"dense-eager", func(t *testing.T) *breakdown.Report { return demoReport(t) }, []string{"steps-0", "prefill-0", "share-0", "gaps-0", "heat-0"}, true, true},
 		{"untrusted", func(t *testing.T) *breakdown.Report { return untrustedReport(t) },
 			[]string{"ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, true, false},
 		{"bucketed-20000", func(t *testing.T) *breakdown.Report { return synthReport(20000, 1) },
-			[]string{"steps-0", "share-0", "gaps-0", "heat-0"}, false, false},
+			[]string{"steps-0", "prefill-0", "share-0", "gaps-0", "heat-0"}, false, false},
 	}
 	public := filepath.Join("..", "..", "shared", "traces", "public", "nsys-ai__mfu_2gpu_before.sqlite")
 	if _, err := os.Stat(public); err == nil {
@@ -313,5 +313,122 @@ func checkPage(t *testing.T, browserCtx context.Context, file string, charts []s
 	}
 	for _, d := range seen.dialogs {
 		t.Errorf("a dialog opened: %s", d)
+	}
+}
+
+// decodeView measures, in the page, the stacked bars of the per-step chart steps-<dev> (the
+// pixel height of each bar and the grid's height) and, on every chart, each category axis:
+// how many values it has and how many labels ECharts lays out at the page's width.
+const decodeView = `(() => {
+  const out = {bars: [], grid: 0, axes: []};
+  for (const el of document.querySelectorAll("div.chart")) {
+    const c = echarts.getInstanceByDom(el);
+    for (const kind of ["xAxis", "yAxis"]) {
+      c.getModel().eachComponent(kind, m => {
+        const a = m.axis;
+        if (a.type !== "category") return;
+        out.axes.push({chart: el.id, axis: kind, values: a.scale.count(), shown: a.getViewLabels().length});
+      });
+    }
+  }
+  const el = document.getElementById("steps-" + DEV);
+  const c = echarts.getInstanceByDom(el);
+  const o = c.getOption();
+  out.grid = c.getModel().getComponent("grid", 0).coordinateSystem.getRect().height;
+  const val = d => (d !== null && typeof d === "object") ? Number(d.value) : Number(d);
+  o.xAxis[0].data.forEach((x, i) => {
+    let total = 0;
+    for (const s of o.series) if (s.type === "bar") total += val(s.data[i]);
+    const y0 = c.convertToPixel({gridIndex: 0}, [i, 0])[1];
+    const y1 = c.convertToPixel({gridIndex: 0}, [i, total])[1];
+    out.bars.push({label: String(val(x)), height: y0 - y1});
+  });
+  return out;
+})()`
+
+// TestHTMLDecodeVisible opens the reports of captures with a long prefill (8 to 13 times
+// the median decode step: the captures' prompts are short) at 1400 px and checks that every decode step's bar in
+// the per-step chart is drawn at a readable height (at least a fifth of the chart's grid
+// and 40 px: the prefill has a chart of its own scale), and that no category axis of any
+// chart drops a label.
+func TestHTMLDecodeVisible(t *testing.T) {
+	browserCtx := startBrowser(t)
+	for _, tc := range []struct {
+		name        string
+		longPrefill bool // else only the labels are checked
+	}{{"hf-glm5-compile", true}, {"hf-qwen3moe-compile", true}, {"tp2-moe-graph-nvtx", true}, {"dense-graph", true},
+		{"hf-qwen3moe-tp2", false}, {"moe-eager-nvtx", false}} {
+		name := tc.name
+		t.Run(name, func(t *testing.T) {
+			r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
+			file := filepath.Join(t.TempDir(), name+".html")
+			if err := os.WriteFile(file, render(t, r, DefaultHTMLOptions()), 0o666); err != nil {
+				t.Fatal(err)
+			}
+			tabCtx, cancel := chromedp.NewContext(browserCtx)
+			defer cancel()
+			if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate("file://"+filepath.ToSlash(file))); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range r.Devices {
+				var pre, dec time.Duration // the longest prefill and the median decode step
+				var decode []string
+				for i := range d.Steps {
+					s := &d.Steps[i]
+					switch s.Phase {
+					case breakdown.Prefill:
+						pre = max(pre, s.Wall())
+					case breakdown.Decode:
+						decode = append(decode, fmt.Sprint(s.Index))
+					}
+				}
+				dec = d.Summary.Median
+				if tc.longPrefill && (pre < 8*dec || len(decode) < 5) {
+					t.Fatalf("device %d: prefill %v, median decode %v, %d decode steps: not a capture with a long prefill", d.Device, pre, dec, len(decode))
+				}
+				var view struct {
+					Bars []struct {
+						Label  string  `json:"label"`
+						Height float64 `json:"height"`
+					} `json:"bars"`
+					Grid float64 `json:"grid"`
+					Axes []struct {
+						Chart  string `json:"chart"`
+						Axis   string `json:"axis"`
+						Values int    `json:"values"`
+						Shown  int    `json:"shown"`
+					} `json:"axes"`
+				}
+				raw, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]byte](strings.Replace(decodeView, "DEV", fmt.Sprint(d.Device), 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(raw, &view); err != nil {
+					t.Fatal(err)
+				}
+				height := map[string]float64{}
+				for _, b := range view.Bars {
+					height[b.Label] = b.Height
+				}
+				for _, s := range decode {
+					if !tc.longPrefill {
+						break
+					}
+					h, ok := height[s]
+					if !ok || h < view.Grid/5 || h < 40 {
+						t.Errorf("device %d: decode step %s's bar is %.1f px high in a %.0f px grid (prefill %v, median decode %v)", d.Device, s, h, view.Grid, pre, dec)
+					}
+				}
+				t.Logf("device %d: %d bars, grid %.0f px, prefill %v, median decode %v", d.Device, len(view.Bars), view.Grid, pre, dec)
+				for _, a := range view.Axes {
+					if a.Shown < a.Values {
+						t.Errorf("chart %s, %s: %d of %d category labels shown at 1400 px", a.Chart, a.Axis, a.Shown, a.Values)
+					}
+				}
+				if len(view.Axes) == 0 {
+					t.Error("no category axis found")
+				}
+			}
+		})
 	}
 }

@@ -109,6 +109,7 @@ type SummaryJSON struct {
 	MedianNS        int64                     `json:"median_ns"`
 	P10NS           int64                     `json:"p10_ns"`
 	P90NS           int64                     `json:"p90_ns"`
+	MeanNS          int64                     `json:"mean_ns"` // the categories' mean_ns add up to it exactly
 	LaunchesPerStep float64                   `json:"launches_per_step"`
 	KernelsPerStep  float64                   `json:"kernels_per_step"`
 	GapsPerStep     float64                   `json:"gaps_per_step"`
@@ -120,6 +121,7 @@ type SummaryJSON struct {
 type SummaryCatJSON struct {
 	MedianNS       int64   `json:"median_ns"`
 	P90NS          int64   `json:"p90_ns"`
+	MeanNS         int64   `json:"mean_ns"` // exclusive time per step; the rows add up to the summary's mean_ns
 	Share          float64 `json:"share"`
 	KernelsPerStep float64 `json:"kernels_per_step"`
 	CallsMedian    float64 `json:"calls_median"`

@@ -86,8 +86,10 @@ func FindingClaim(f *breakdown.Finding) string {
 		return fmt.Sprintf("%.1f of %.1f kernels/step run under 5µs, %s/step together; %.1f gaps under 10µs/step between them (%s/step)",
 			n("short_kernels_per_step"), n("kernels_per_step"), d("short_kernels_ns"), n("gaps_under_10us_per_step"), d("gaps_under_10us_ns"))
 	case breakdown.FindHostSync:
-		return fmt.Sprintf("the GPU is idle %s/step while the host synchronizes and %s/step while it copies; %.1f memory operations/step on the GPU (%s/step)",
-			d("idle_host_synchronizing_ns"), d("idle_host_copying_ns"), n("memory_ops_per_step"), d("memory_ns"))
+		return fmt.Sprintf("in idle gaps of 10µs or more, the GPU is idle %s/step while the host synchronizes and %s/step while it copies "+
+			"(in all gaps, shorter ones between kernels included: %s and %s); %.1f memory operations/step on the GPU (%s/step)",
+			d("idle_host_synchronizing_long_gaps_ns"), d("idle_host_copying_long_gaps_ns"), d("idle_host_synchronizing_ns"),
+			d("idle_host_copying_ns"), n("memory_ops_per_step"), d("memory_ns"))
 	case breakdown.FindMoERouting:
 		s := fmt.Sprintf("MoE routing takes %s/step, %s of the step's busy time %s", d("routing_ns"), Percent(n("routing_of_busy")), d("busy_ns"))
 		if n("expert_ns") > 0 {

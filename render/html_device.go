@@ -38,9 +38,7 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = fmt.Sprintf("%s: median %s, p10 %s, p90 %s (%d step%s; %.1f host launches/step, %.1f kernels/step)",
-			capitalize(phaseWhat(sm)), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)),
-			sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
+		h.Lead = SummaryLead(sm)
 		h.Summary = summaryTable(sm)
 		h.IdleLine = IdleLine(sm)
 		h.Sentences = Sentences(sm)
@@ -55,13 +53,13 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
-	t := &htmlTable{Caption: capitalize(phaseWhat(sm)) + " by category",
-		Head: []htmlCell{cellText("category"), cellNum("median/step"), cellNum("share"), cellNum("p90/step"), cellNum("kernels/step")}}
+	t := &htmlTable{Caption: SummaryCaption(sm),
+		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
 	for _, r := range summaryRows(sm) {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.median), cellNum(r.share), cellNum(r.p90), cellNum(r.kernels)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Median))), cellNum("100%"),
-		cellNum(Duration(int64(sm.P90))), cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Mean))), cellNum("100%"),
+		cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
 	return t
 }
 
@@ -162,7 +160,7 @@ func (g stepGroups) bucketed() bool { return g.k > 1 }
 // note says how the steps are shown, for chart subtitles.
 func (g stepGroups) note() string {
 	if !g.bucketed() {
-		return fmt.Sprintf("%d steps", g.n)
+		return fmt.Sprintf("%d step%s", g.n, plural(g.n))
 	}
 	last := g.n - (g.count()-1)*g.k
 	s := fmt.Sprintf("%d steps in %d buckets of %d", g.n, g.count(), g.k)
@@ -218,6 +216,24 @@ func (g stepGroups) bucketStat(steps []breakdown.Step, b int, f func(*breakdown.
 	return med, xs[0], xs[len(xs)-1]
 }
 
+// splitPrefill returns the steps the step charts and the heat map show on the main scale
+// (every step but prefill) and the prefill steps, which get a chart of their own scale;
+// pre is empty unless both kinds are present. A 200 ms prefill on the scale of 3 ms decode
+// steps would flatten every decode bar.
+func splitPrefill(steps []breakdown.Step) (main, pre []breakdown.Step) {
+	for i := range steps {
+		if steps[i].Phase == breakdown.Prefill {
+			pre = append(pre, steps[i])
+		} else {
+			main = append(main, steps[i])
+		}
+	}
+	if len(pre) == 0 || len(main) == 0 {
+		return steps, nil
+	}
+	return main, pre
+}
+
 func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 	var out []chartBlock
 	add := func(c chartBlock, err error) error {
@@ -227,8 +243,14 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 		out = append(out, c)
 		return nil
 	}
-	if err := add(stepsChart(d)); err != nil {
+	main, pre := splitPrefill(d.Steps)
+	if err := add(stepsChart(d, main, len(pre), false)); err != nil {
 		return nil, err
+	}
+	if len(pre) > 0 {
+		if err := add(stepsChart(d, pre, 0, true)); err != nil {
+			return nil, err
+		}
 	}
 	if d.Summary.Steps > 0 {
 		if err := add(shareChart(d)); err != nil {
@@ -240,44 +262,79 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 			}
 		}
 	}
-	if err := add(heatChart(d)); err != nil {
+	if err := add(heatChart(d, main, len(pre))); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// stepsChart: stacked bars of each step's exclusive time by category.
-func stepsChart(d *breakdown.DeviceReport) (chartBlock, error) {
-	g := newStepGroups(len(d.Steps))
-	cats := presentCategories(d.Steps)
+// maxAllLabels is the most category-axis values whose labels are all shown (interval 0);
+// beyond it the axis has a zoom and ECharts thins the labels of the zoomed-out view.
+const maxAllLabels = 60
+
+// categoryLabels shows every label of a category axis of n values, turned when they would
+// not fit side by side on a wide chart at 1400 px.
+func categoryLabels(n int) *opts.AxisLabel {
+	if n > maxAllLabels {
+		return nil
+	}
+	l := &opts.AxisLabel{Interval: "0"}
+	if n > 30 {
+		l.Rotate = 90
+	}
+	return l
+}
+
+// stepsChart: stacked bars of each step's exclusive time by category, for the steps given:
+// every step but prefill (with the number of prefill steps charted apart), or, with
+// prefill, the prefill steps on their own scale.
+func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart int, prefill bool) (chartBlock, error) {
+	g := newStepGroups(len(steps))
+	cats := presentCategories(steps)
 	title := fmt.Sprintf("Device %d (%s): exclusive time per step by category", d.Device, gpuName(d.GPU))
+	id := fmt.Sprintf("steps-%d", d.Device)
+	if prefill {
+		title = fmt.Sprintf("Device %d (%s): prefill steps, on their own scale", d.Device, gpuName(d.GPU))
+		id = fmt.Sprintf("prefill-%d", d.Device)
+	}
 	sub := g.note() + "; bars stack to the step's wall time"
 	if g.bucketed() {
 		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
-	} else if hasPhase(d.Steps, breakdown.Prefill) {
+	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
 		sub += "; prefill steps' indices in orange"
 	}
+	if prefillApart > 0 {
+		if prefillApart == 1 {
+			sub += "; the prefill step is on its own scale in the next chart"
+		} else {
+			sub += fmt.Sprintf("; the %d prefill steps are on their own scale in the next chart", prefillApart)
+		}
+	}
 	bar := charts.NewBar()
-	b := chartBlock{ID: fmt.Sprintf("steps-%d", d.Device), Title: title, Height: 440, Wide: true, Units: "time"}
+	b := chartBlock{ID: id, Title: title, Height: 440, Wide: true, Units: "time"}
+	if prefill {
+		b.Height = 340
+	}
 	bar.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: stepAxisName(g), NameLocation: "middle", NameGap: 28}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
+			AxisLabel: categoryLabels(g.count())}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	if dz := dataZooms(g.count()); dz != nil {
 		bar.SetGlobalOptions(charts.WithDataZoomOpts(dz...))
 	}
-	bar.SetXAxis(g.xLabels(d.Steps))
+	bar.SetXAxis(g.xLabels(steps))
 	for _, c := range cats {
 		data := make([]opts.BarData, g.count())
 		for b := range data {
 			if !g.bucketed() {
-				data[b].Value = chartUS(d.Steps[b].Exclusive[c])
+				data[b].Value = chartUS(steps[b].Exclusive[c])
 				continue
 			}
-			med, _, _ := g.bucketStat(d.Steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Exclusive[c]) })
+			med, _, _ := g.bucketStat(steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Exclusive[c]) })
 			data[b].Value = med
 		}
 		bar.AddSeries(c.String(), data, charts.WithBarChartOpts(opts.BarChart{Stack: "step"}),
@@ -288,7 +345,7 @@ func stepsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		minD := make([]opts.LineData, g.count())
 		maxD := make([]opts.LineData, g.count())
 		for b := range minD {
-			_, lo, hi := g.bucketStat(d.Steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Wall()) })
+			_, lo, hi := g.bucketStat(steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Wall()) })
 			minD[b].Value, maxD[b].Value = lo, hi
 		}
 		lines.AddSeries("shortest step", minD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
@@ -338,8 +395,8 @@ func gridBottom(n int) string {
 // largest first.
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
-	title := "Share of a " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; median step %s over %d steps", Duration(int64(sm.Median)), sm.Steps)
+	title := "Share of the mean " + phaseWhat(sm)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps", Duration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
@@ -362,7 +419,7 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "64", Bottom: "24", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true)}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 	)...)
 	bar.SetXAxis(labels)
 	bar.XYReversal()
@@ -411,7 +468,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		NameLocation: "middle", NameGap: 26, AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}})
 	bar.ExtendYAxis(
 		opts.YAxis{Type: "value", Name: "idle/step", SplitLine: &opts.SplitLine{Show: opts.Bool(false)}},
-		opts.YAxis{Type: "category", GridIndex: 1, Data: hostLabels, Inverse: opts.Bool(true)})
+		opts.YAxis{Type: "category", GridIndex: 1, Data: hostLabels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}})
 	bar.SetXAxis(labels)
 	bar.AddSeries("gaps/step", counts, charts.WithItemStyleOpts(opts.ItemStyle{Color: "#7f7f7f"}))
 	bar.AddSeries("idle/step", times, charts.WithBarChartOpts(opts.BarChart{YAxisIndex: 1}),
@@ -424,13 +481,16 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 // heatChart: percent of each step per category. The colour of a cell is its value
 // relative to the largest value of its category (row), so that drift shows in small
 // categories too; the tooltip gives the percent of the step.
-func heatChart(d *breakdown.DeviceReport) (chartBlock, error) {
-	g := newStepGroups(len(d.Steps))
-	cats := presentCategories(d.Steps)
+func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart int) (chartBlock, error) {
+	g := newStepGroups(len(steps))
+	cats := presentCategories(steps)
 	title := "Percent of each step by category: drift over the run"
 	sub := g.note() + "; colour relative to the row's largest value"
 	if g.bucketed() {
 		sub = g.note() + "; median percent per bucket; colour relative to the row's largest value"
+	}
+	if prefillApart > 0 {
+		sub += fmt.Sprintf("; prefill steps (%d) left out, as their mix is not the loop's", prefillApart)
 	}
 	ylabels := make([]string, len(cats))
 	for i, c := range cats {
@@ -449,9 +509,9 @@ func heatChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		values[j] = make([]float64, g.count())
 		for b := range g.count() {
 			if g.bucketed() {
-				values[j][b], _, _ = g.bucketStat(d.Steps, b, pct(c))
+				values[j][b], _, _ = g.bucketStat(steps, b, pct(c))
 			} else {
-				values[j][b] = pct(c)(&d.Steps[b])
+				values[j][b] = pct(c)(&steps[b])
 			}
 			values[j][b] = chartRound2(values[j][b])
 		}
@@ -473,9 +533,9 @@ func heatChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
 		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "96", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: g.xLabels(d.Steps), Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
-			SplitArea: &opts.SplitArea{Show: opts.Bool(false)}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels, Inverse: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: g.xLabels(steps), Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
+			SplitArea: &opts.SplitArea{Show: opts.Bool(false)}, AxisLabel: categoryLabels(g.count())}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 	)...)
 	if dz := dataZooms(g.count()); dz != nil {
 		hm.SetGlobalOptions(charts.WithDataZoomOpts(dz...))

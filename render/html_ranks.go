@@ -14,11 +14,13 @@ import (
 // This file holds the rank section of the HTML report: the per-device comparison table and
 // the rank charts of a multi-GPU trace. html.go holds the page shell.
 
-// rankTable compares the devices: step time and category medians.
+// rankTable compares the devices: the step's median, p10, p90 and mean, and the categories'
+// means per step, which add up to the mean.
 func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 	cats := rankCategories(ds)
-	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) + " time and category medians",
-		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90")}}
+	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) +
+		" time; categories as mean per step (they add up to the mean column)",
+		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90"), cellNum("mean")}}
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(c.String()))
 	}
@@ -26,9 +28,10 @@ func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 		d := &ds[i]
 		sm := &d.Summary
 		cells := []htmlCell{cellNum(strconv.Itoa(int(d.Device))), cellName(gpuName(d.GPU)), cellNum(strconv.Itoa(sm.Steps)),
-			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90)))}
+			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90))),
+			cellNum(Duration(int64(sm.Mean)))}
 		for _, c := range cats {
-			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Median))))
+			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Mean))))
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: cells})
 	}
@@ -51,7 +54,7 @@ func rankCategories(ds []breakdown.DeviceReport) []kernelclass.Category {
 	return out
 }
 
-// rankCharts compare the devices: median step time, and the category medians.
+// rankCharts compare the devices: median step time, and the category means.
 func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	what := phaseWhat(&ds[0].Summary)
 	labels := make([]string, len(ds))
@@ -65,6 +68,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	bar.SetXAxis(labels)
@@ -93,20 +97,25 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	for i, c := range cats {
 		clabels[i] = c.String()
 	}
-	title2 := "Per device: median time per " + what + " by category"
+	title2 := "Per device: mean time per " + what + " by category"
 	cb := charts.NewBar()
 	cbBlock := chartBlock{ID: "rankcat", Title: title2, Height: 340, Units: "time"}
+	catLabels := &opts.AxisLabel{Interval: "0"}
+	if len(cats) > 6 {
+		catLabels.Rotate = 30
+	}
 	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device"),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: catLabels}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	cb.SetXAxis(clabels)
 	for i := range ds {
 		data := make([]opts.BarData, len(cats))
 		for j, c := range cats {
-			data[j].Value = chartUS(ds[i].Summary.Categories[c].Median)
+			data[j].Value = chartUS(ds[i].Summary.Categories[c].Mean)
 		}
 		cb.AddSeries(labels[i], data)
 	}
@@ -168,6 +177,7 @@ func rankWaitChart(rr *breakdown.RankReport) (chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)...)
 	bar.SetXAxis(labels)

@@ -27,10 +27,10 @@ func rkReport() *breakdown.Report {
 			d.Steps = append(d.Steps, breakdown.Step{Index: i, Phase: breakdown.Decode, Start: at, End: at + nsys.Time(step)})
 		}
 		sm := &d.Summary
-		sm.Phase, sm.Steps, sm.Median, sm.P10, sm.P90 = breakdown.Decode, 10, step, step, step
-		sm.Categories[kernelclass.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
-		sm.Categories[kernelclass.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
-		sm.Categories[kernelclass.Idle] = breakdown.CategorySummary{Median: ms, Share: 0.1}
+		sm.Phase, sm.Steps, sm.Median, sm.P10, sm.P90, sm.Mean = breakdown.Decode, 10, step, step, step, step
+		sm.Categories[kernelclass.AllReduce] = breakdown.CategorySummary{Median: 3 * ms, Mean: step * 3 / 10, Share: 0.3, KernelsPerStep: 16, CallsMedian: 16, BusyPerCall: 2337600}
+		sm.Categories[kernelclass.GEMM] = breakdown.CategorySummary{Median: 6 * ms, Mean: step * 6 / 10, Share: 0.6, KernelsPerStep: 100, CallsMedian: 100, BusyPerCall: 60 * time.Microsecond}
+		sm.Categories[kernelclass.Idle] = breakdown.CategorySummary{Median: ms, Mean: step - step*3/10 - step*6/10, Share: 0.1}
 		r.Devices = append(r.Devices, d)
 	}
 	rr := &breakdown.RankReport{AlignedBy: "index", Straggler: 1, SpreadMedian: 60 * time.Microsecond, SpreadP90: 80 * time.Microsecond}
@@ -68,7 +68,7 @@ func TestRanksText(t *testing.T) {
 	for _, want := range []string{
 		"  allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting for rank 1\n",
 		"  allreduce: 16 calls/step, 6.600ms/step, of which 200.0µs waiting for rank 0\n",
-		"  gemm: 100 calls/step x 60.00µs = 60.0% of a decode step\n",
+		"  gemm: 5.904ms/step = 60.0% of the mean decode step; 100.0 calls/step x 60.00µs busy each\n",
 		"Ranks: 2 devices, 10 aligned steps (by index), 160 collectives matched on every rank\n",
 		"Step spread across ranks: median 60.00µs  p90 80.00µs\n",
 		"rank median/step allreduce/step collective/step  wait/step transfer/step wait share     times last\n",
@@ -80,7 +80,7 @@ func TestRanksText(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "allreduce: 16 calls/step x") {
+	if strings.Contains(out, "16.0 calls/step x 2.338ms busy each") {
 		t.Errorf("multi-rank text keeps the single-rank allreduce sentence:\n%s", out)
 	}
 	if strings.Index(out, "Ranks:") < strings.Index(out, "Device 1") {
@@ -92,7 +92,7 @@ func TestRanksText(t *testing.T) {
 	r.Ranks = nil
 	r.Devices = r.Devices[:1]
 	out = rkText(t, r)
-	if !strings.Contains(out, "  allreduce: 16 calls/step x 2.338ms = 30.0% of a decode step\n") || strings.Contains(out, "Ranks:") {
+	if !strings.Contains(out, "  allreduce: 2.952ms/step = 30.0% of the mean decode step; 16.0 calls/step x 2.338ms busy each\n") || strings.Contains(out, "Ranks:") {
 		t.Errorf("single-rank text:\n%s", out)
 	}
 }

@@ -177,11 +177,11 @@ func NewReportJSON(r *breakdown.Report) *ReportJSON {
 		}
 		sm := &d.Summary
 		dj.Decode = SummaryJSON{Phase: sm.Phase.String(), Steps: sm.Steps, MedianNS: int64(sm.Median), P10NS: int64(sm.P10),
-			P90NS: int64(sm.P90), LaunchesPerStep: round3(sm.LaunchesPerStp), KernelsPerStep: round3(sm.KernelsPerStep),
+			P90NS: int64(sm.P90), MeanNS: int64(sm.Mean), LaunchesPerStep: round3(sm.LaunchesPerStp), KernelsPerStep: round3(sm.KernelsPerStep),
 			GapsPerStep: round3(sm.GapsPerStep), Categories: map[string]SummaryCatJSON{}, Gaps: gapsJSON(&sm.Gaps)}
 		for _, c := range kernelclass.Order {
 			cs := sm.Categories[c]
-			dj.Decode.Categories[c.String()] = SummaryCatJSON{MedianNS: int64(cs.Median), P90NS: int64(cs.P90),
+			dj.Decode.Categories[c.String()] = SummaryCatJSON{MedianNS: int64(cs.Median), P90NS: int64(cs.P90), MeanNS: int64(cs.Mean),
 				Share: round6(cs.Share), KernelsPerStep: round3(cs.KernelsPerStep), CallsMedian: cs.CallsMedian,
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
@@ -460,23 +460,18 @@ func textDevice(ew *errWriter, r *breakdown.Report, di int) {
 		ew.printf("  no steps to summarise\n")
 		return
 	}
-	what := sm.Phase.String() + " step"
-	if sm.Phase == breakdown.Unknown {
-		what = "step (all phases)"
-	}
-	ew.printf("%s: median %s  p10 %s  p90 %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)\n",
-		capitalize(what), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)), sm.Steps, plural(sm.Steps),
-		sm.LaunchesPerStp, sm.KernelsPerStep)
+	ew.printf("%s\n", SummaryLead(sm))
 	rows := summaryRows(sm)
 	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
 	for _, r := range rows {
 		w = max(w, len(r.cat.String()))
 	}
-	ew.printf("%-*s %11s %7s %10s %12s\n", w, "category", "median/step", "share", "p90/step", "kernels/step")
+	ew.printf("%s:\n", SummaryCaption(sm))
+	ew.printf("%-*s %10s %7s %12s\n", w, "category", "mean/step", "share", "kernels/step")
 	for _, r := range rows {
-		ew.printf("%-*s %11s %7s %10s %12s\n", w, r.cat, r.median, r.share, r.p90, r.kernels)
+		ew.printf("%-*s %10s %7s %12s\n", w, r.cat, r.mean, r.share, r.kernels)
 	}
-	ew.printf("%-*s %11s %7s %10s %12.1f\n", w, "total", Duration(int64(sm.Median)), "100%", Duration(int64(sm.P90)), sm.KernelsPerStep)
+	ew.printf("%-*s %10s %7s %12.1f\n", w, "total", Duration(int64(sm.Mean)), "100%", sm.KernelsPerStep)
 	ew.printf("%s\n", IdleLine(sm))
 	for _, s := range DeviceSentences(r, d) {
 		ew.printf("  %s\n", s)
@@ -485,6 +480,21 @@ func textDevice(ew *errWriter, r *breakdown.Report, di int) {
 		ew.printf("%s\n", s)
 	}
 	textFindings(ew, Findings(r, di))
+}
+
+// SummaryLead is the line over the decode table: the distribution of the whole step
+// (median, p10, p90, mean), the steps and the launches and kernels per step.
+func SummaryLead(sm *breakdown.Summary) string {
+	return fmt.Sprintf("%s: median %s  p10 %s  p90 %s  mean %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)",
+		capitalize(phaseWhat(sm)), Duration(int64(sm.Median)), Duration(int64(sm.P10)), Duration(int64(sm.P90)),
+		Duration(int64(sm.Mean)), sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
+}
+
+// SummaryCaption names the decode table's statistic: means per step, which add up to the
+// mean step (medians of categories do not add up to the median step).
+func SummaryCaption(sm *breakdown.Summary) string {
+	return fmt.Sprintf("By category, mean per %s (the rows add up to the mean step, %s; share = mean/step over the mean step)",
+		phaseWhat(sm), Duration(int64(sm.Mean)))
 }
 
 // IdleLine describes the idle gaps of a summary in one line.
@@ -511,12 +521,13 @@ func IdleLine(sm *breakdown.Summary) string {
 }
 
 // Sentences returns the canonical sentences of a summary, one per category holding at
-// least 1% of the step, largest first, e.g.
-// "allreduce: 16 calls/step x 135.2µs = 42.1% of a decode step".
+// least 1% of the step, largest first, in the decode table's statistic (means per step), e.g.
+// "gemm: 104.7µs/step = 4.76% of the mean decode step; 21.0 calls/step x 4.994µs busy each"
+// (busy time can exceed the exclusive time when streams overlap).
 func Sentences(sm *breakdown.Summary) []string {
-	what := "a " + sm.Phase.String() + " step"
+	what := "the mean " + sm.Phase.String() + " step"
 	if sm.Phase == breakdown.Unknown {
-		what = "a step"
+		what = "the mean step"
 	}
 	type item struct {
 		c kernelclass.Category
@@ -537,11 +548,12 @@ func Sentences(sm *breakdown.Summary) []string {
 	for _, it := range items {
 		cs := sm.Categories[it.c]
 		if it.c == kernelclass.Idle {
-			out = append(out, fmt.Sprintf("idle: %.1f gaps/step = %s of %s", sm.GapsPerStep, Percent(cs.Share), what))
+			out = append(out, fmt.Sprintf("idle: %s/step = %s of %s, in %.1f gaps/step", Duration(int64(cs.Mean)),
+				Percent(cs.Share), what, sm.GapsPerStep))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s calls/step x %s = %s of %s", it.c, fmtCalls(cs.CallsMedian),
-			Duration(int64(cs.BusyPerCall)), Percent(cs.Share), what))
+		out = append(out, fmt.Sprintf("%s: %s/step = %s of %s; %.1f calls/step x %s busy each", it.c, Duration(int64(cs.Mean)),
+			Percent(cs.Share), what, cs.KernelsPerStep, Duration(int64(cs.BusyPerCall))))
 	}
 	return out
 }
@@ -604,8 +616,8 @@ func unsafeRune(r rune) bool {
 // summaryRow is one category line of the summary table, formatted: the display model that
 // the text and HTML reports share.
 type summaryRow struct {
-	cat                         kernelclass.Category
-	median, share, p90, kernels string
+	cat                  kernelclass.Category
+	mean, share, kernels string
 }
 
 // summaryRows lists the categories present in the summary (idle always), in Order.
@@ -620,7 +632,7 @@ func summaryRows(sm *breakdown.Summary) []summaryRow {
 		if c == kernelclass.Idle {
 			kps = "-"
 		}
-		rows = append(rows, summaryRow{c, Duration(int64(cs.Median)), Percent(cs.Share), Duration(int64(cs.P90)), kps})
+		rows = append(rows, summaryRow{c, Duration(int64(cs.Mean)), Percent(cs.Share), kps})
 	}
 	return rows
 }

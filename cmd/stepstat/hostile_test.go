@@ -525,10 +525,18 @@ func TestOutputAtomic(t *testing.T) {
 	}
 }
 
+// noStepsWhy is the reason a forced step method gives when it finds no steps.
+var noStepsWhy = map[string]string{
+	"graph":    "no CUDA graph launch cuts the GPU work into repeating steps",
+	"sync":     "no host synchronisation cuts the GPU work into repeating steps",
+	"periodic": "the kernel sequence does not repeat",
+}
+
 // TestOddCaptureReports checks that odd but valid captures (negative timestamps, zero
 // timestamps, overlapping streams, several processes on a device, a device with only
 // copies, NVTX ranges never closed, a capture sliced mid-step) give a report in every
-// format and with every step method, never an error or a panic.
+// format and with every step method, never an error or a panic (but for the one line of a
+// forced step method that finds no steps).
 func TestOddCaptureReports(t *testing.T) {
 	for _, fixture := range []string{"negative-timestamps", "zero-reversed", "overlapping-streams", "multi-process",
 		"memcpy-only-device", "nvtx-unclosed", "sliced-capture"} {
@@ -547,6 +555,10 @@ func TestOddCaptureReports(t *testing.T) {
 				{"diff", "in.sqlite", "in.sqlite"},
 			} {
 				code, stdout, stderr := runCLI(args...)
+				if m := slices.Index(args, "--steps"); m >= 0 && code == 1 && stdout == "" &&
+					stderr == "stepstat: in.sqlite: step method "+args[m+1]+" found no steps: "+noStepsWhy[args[m+1]]+"\n" {
+					continue // a forced method that finds nothing fails with one line, as nvtx does
+				}
 				if code != 0 || stdout == "" && !slices.Contains(args, "-o") {
 					t.Errorf("stepstat %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
 				}

@@ -72,6 +72,7 @@ func TestReportGolden(t *testing.T) {
 		{"report-steps-bogus", []string{"report", "--steps", "bogus", trace}, 2},
 		{"report-steps-bad-regexp", []string{"report", "--steps", "nvtx:(", trace}, 2},
 		{"report-steps-nvtx-none", []string{"report", "--steps", "nvtx", trace}, 1},
+		{"report-steps-graph-none", []string{"report", "--steps", "graph", trace}, 1},
 		{"report-phase-bogus", []string{"report", "--phase", "warmup", trace}, 2},
 		{"report-skip-negative", []string{"report", "--skip", "-1", trace}, 2},
 		{"report-unknown-format", []string{"report", "--format", "xml", trace}, 2},
