@@ -272,7 +272,7 @@ func reportFacts(r *breakdown.Report) []htmlFact {
 // deviceOverview lists how steps were found on each device.
 func deviceOverview(r *breakdown.Report) *htmlTable {
 	t := &htmlTable{ID: "devices", Caption: "Steps found per device",
-		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellText("phases"), cellNum("skipped"), cellText("method"), cellText("detail")}}
+		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellText("phases"), cellNum("skipped"), cellText("method"), cellText("detail"), cellText("outside steps")}}
 	for i := range r.Devices {
 		d := &r.Devices[i]
 		phases := PhaseCounts(d.Steps)
@@ -287,9 +287,19 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 			cellNum(strconv.Itoa(d.Skipped)),
 			cellText(d.Method.String()),
 			cellName(d.MethodDetail),
+			cellText(outsideText(&d.Outside)),
 		}})
 	}
 	return t
+}
+
+// outsideText says how much activity belongs to no step (work before the first step,
+// between step ranges or after the last).
+func outsideText(o *breakdown.Outside) string {
+	if o.Windows == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%s in %d window%s, %d kernels", Duration(int64(o.Wall)), o.Windows, plural(o.Windows), o.TotalKernels())
 }
 
 func gpuName(s string) string {

@@ -452,8 +452,7 @@ func textDevice(ew *errWriter, r *breakdown.Report, di int) {
 	}
 	ew.printf("\n")
 	if o := &d.Outside; o.Windows > 0 {
-		ew.printf("Outside steps: %s in %d window%s, %d kernels (work before the first step, between step ranges or after the last; in no step)\n",
-			Duration(int64(o.Wall)), o.Windows, plural(o.Windows), o.TotalKernels())
+		ew.printf("Outside steps: %s (work before the first step, between step ranges or after the last; in no step)\n", outsideText(o))
 	}
 	sm := &d.Summary
 	if sm.Steps == 0 {
