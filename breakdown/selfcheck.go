@@ -32,7 +32,7 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 		}
 	}
 	if empty > 0 {
-		out = append(out, fmt.Errorf("device %d: self-check: %d of %d decode steps launch no kernel; the step boundaries are likely wrong (try --steps)", dev, empty, len(dec)))
+		out = append(out, &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d decode steps launch no kernel; the step boundaries are likely wrong", dev, empty, len(dec))})
 	}
 	if len(dec) >= 4 {
 		a, b := dec[0].TotalKernels(), dec[1].TotalKernels()
@@ -44,7 +44,7 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 			}
 		}
 		if alt {
-			out = append(out, fmt.Errorf("device %d: self-check: decode steps alternate between %d and %d kernels; each real step is likely cut in two (try --steps)", dev, a, b))
+			out = append(out, &SelfCheckWarning{fmt.Sprintf("device %d: self-check: decode steps alternate between %d and %d kernels; each real step is likely cut in two", dev, a, b)})
 		}
 	}
 	walls := make([]time.Duration, len(dec))
@@ -60,7 +60,7 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 	}
 	if len(far) > 0 {
 		shown := far[:min(len(far), 5)]
-		out = append(out, fmt.Errorf("device %d: self-check: %d decode steps are more than 10x away from the median step (%v): steps %v", dev, len(far), med, shown))
+		out = append(out, &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps are more than 10x away from the median step (%v): steps %v", dev, len(far), med, shown)})
 	}
 	return out
 }
@@ -82,5 +82,11 @@ func rankChecks(devs []DeviceReport) []error {
 	if slices.Min(counts) == slices.Max(counts) {
 		return nil
 	}
-	return []error{fmt.Errorf("self-check: the devices disagree on the number of decode steps (%v); ranks of one job run the same steps, so steps are likely misplaced on some", counts)}
+	return []error{&SelfCheckWarning{fmt.Sprintf("self-check: the devices disagree on the number of decode steps (%v); ranks of one job run the same steps, so steps are likely misplaced on some", counts)}}
 }
+
+// A SelfCheckWarning says that the steps found look wrong; the front end may add how to
+// choose the step method by hand.
+type SelfCheckWarning struct{ Text string }
+
+func (w *SelfCheckWarning) Error() string { return w.Text }

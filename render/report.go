@@ -643,5 +643,9 @@ func WarningText(w error) string {
 	if errors.As(w, &ns) {
 		return fmt.Sprintf("device %d: --steps %s found no steps; the whole trace is one step", ns.Device, ns.Method)
 	}
+	var sc *breakdown.SelfCheckWarning
+	if errors.As(w, &sc) {
+		return sc.Text + " (choose the method with --steps)"
+	}
 	return w.Error()
 }
