@@ -2,6 +2,7 @@ package breakdown_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestThirdPartyCaptures(t *testing.T) {
 // last step. The warm-up, the capture's work and the post-loop kernel are outside steps
 // (969 kernels); the prefill and the 12 decode steps are whole, with NVTX and without.
 func TestServeOrderCaptures(t *testing.T) {
-	for _, name := range []string{"moe-graph-nvtx-serve", "moe-graph-serve"} {
+	for _, name := range []string{"moe-graph-nvtx-serve", "moe-graph-serve", "tp2-moe-graph-serve"} {
 		t.Run(name, func(t *testing.T) {
 			gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
 			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
@@ -138,21 +139,32 @@ func TestServeOrderCaptures(t *testing.T) {
 					t.Errorf("warning: %v", w)
 				}
 			}
-			d := &rep.Devices[0]
-			want := map[bool]breakdown.Method{true: breakdown.MethodNVTX, false: breakdown.MethodGraph}[strings.Contains(name, "nvtx")]
-			if d.Method != want {
-				t.Errorf("method %v (%s), want %v", d.Method, d.MethodDetail, want)
-			}
-			if len(d.Steps) != 13 || d.Steps[0].Phase != breakdown.Prefill || d.Steps[0].TotalKernels() != 321 {
-				t.Fatalf("%d steps, the first %v with %d kernels; want 13, the prefill with 321", len(d.Steps), d.Steps[0].Phase, d.Steps[0].TotalKernels())
-			}
-			for _, s := range d.Steps[1:] {
-				if s.Phase != breakdown.Decode || s.TotalKernels() != 322 || s.Launches != 1 {
-					t.Errorf("step %d: %v, %d kernels, %d launches; want decode, 322, 1 (a graph replay)", s.Index, s.Phase, s.TotalKernels(), s.Launches)
+			// At tp 2, each rank's step adds 8 all-reduces, the logits' all-gather and its
+			// concatenation (10 kernels), the prefill too.
+			prefill, decode := 321, 322
+			if strings.HasPrefix(name, "tp2-") {
+				prefill, decode = 331, 332
+				if len(rep.Devices) != 2 || rep.Ranks == nil || len(rep.Ranks.Steps) != 12 || rep.Ranks.Unmatched != 0 {
+					t.Fatalf("%d devices, rank view %+v; want 2 ranks with 12 aligned steps, all matched", len(rep.Devices), rep.Ranks)
 				}
 			}
-			if o := d.Outside; o.TotalKernels() != 3*322+2+1 || o.Windows != 2 {
-				t.Errorf("outside: %d kernels in %d windows, want %d in 2 (warm-up and capture, post-loop)", o.TotalKernels(), o.Windows, 3*322+2+1)
+			for di := range rep.Devices {
+				d := &rep.Devices[di]
+				want := map[bool]breakdown.Method{true: breakdown.MethodNVTX, false: breakdown.MethodGraph}[strings.Contains(name, "nvtx")]
+				if d.Method != want {
+					t.Errorf("device %d: method %v (%s), want %v", di, d.Method, d.MethodDetail, want)
+				}
+				if len(d.Steps) != 13 || d.Steps[0].Phase != breakdown.Prefill || d.Steps[0].TotalKernels() != prefill {
+					t.Fatalf("device %d: %d steps, the first %v with %d kernels; want 13, the prefill with %d", di, len(d.Steps), d.Steps[0].Phase, d.Steps[0].TotalKernels(), prefill)
+				}
+				for _, s := range d.Steps[1:] {
+					if s.Phase != breakdown.Decode || s.TotalKernels() != decode || s.Launches != 1 {
+						t.Errorf("device %d step %d: %v, %d kernels, %d launches; want decode, %d, 1 (a graph replay)", di, s.Index, s.Phase, s.TotalKernels(), s.Launches, decode)
+					}
+				}
+				if o := d.Outside; o.TotalKernels() != 3*decode+2+1 || o.Windows != 2 {
+					t.Errorf("device %d outside: %d kernels in %d windows, want %d in 2 (warm-up and capture, post-loop)", di, o.TotalKernels(), o.Windows, 3*decode+2+1)
+				}
 			}
 		})
 	}
@@ -185,5 +197,34 @@ func TestAutogradNVTXCapture(t *testing.T) {
 	}
 	if plain != withOps {
 		t.Errorf("kernels per decode step by category: %v with op ranges, %v without", withOps, plain)
+	}
+}
+
+// TestTruncatedRankCapture: a real 2-GPU capture whose second rank lost its activity (the
+// first rank's cudaProfilerStop ended the nsys session before the other rank's buffers
+// were flushed: 395 kernels of its 5,314). The report must say that the ranks disagree
+// instead of comparing them silently.
+func TestTruncatedRankCapture(t *testing.T) {
+	gz := filepath.Join("..", "testdata", "traces", "tp2-moe-graph-serve-truncated.sqlite.gz")
+	tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Devices) != 2 || rep.Devices[0].Summary.Steps != 12 {
+		t.Fatalf("%d devices, %d decode steps on rank 0; want 2 and 12", len(rep.Devices), rep.Devices[0].Summary.Steps)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		var sc *breakdown.SelfCheckWarning
+		if errors.As(w, &sc) && strings.Contains(sc.Text, "disagree") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no self-check warning that the ranks disagree; warnings %v", rep.Warnings)
 	}
 }
