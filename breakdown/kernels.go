@@ -3,6 +3,7 @@ package breakdown
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -115,27 +116,69 @@ func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []Ker
 	for i, ks := range stats {
 		at[key{ks.Name, ks.Category}] = i
 	}
-	for i := range t.Kernels {
-		cat, ok := c.category(int32(i))
-		if !ok {
+	// Totals of the moved kernels per site and category in a slice (one pass over the
+	// context bytes, no map lookup per kernel), then moved per (name, category): the sums
+	// are the same whatever order the kernels are added in.
+	type acc struct {
+		n     int
+		total time.Duration
+	}
+	const nc = int(kernelclass.NumCategories)
+	// A file can hold as many sites as kernels: past a few per kernel's worth of memory,
+	// a map of the pairs in use.
+	var dense []acc
+	var sparse map[int]*acc
+	if len(t.Sites)*nc <= len(t.Kernels)/8+1<<16 {
+		dense = make([]acc, len(t.Sites)*nc)
+	} else {
+		sparse = map[int]*acc{}
+	}
+	for i, b := range c.cat {
+		if b == 0 {
 			continue
 		}
 		k := &t.Kernels[i]
-		name := t.Names[t.Sites[k.Site].Name]
-		from, ok := at[key{name, c.base[t.Sites[k.Site].Name]}]
+		j := int(k.Site)*nc + int(b-1)
+		var a *acc
+		if dense != nil {
+			a = &dense[j]
+		} else if a = sparse[j]; a == nil {
+			a = &acc{}
+			sparse[j] = a
+		}
+		a.n++
+		a.total += k.Duration()
+	}
+	pairs := slices.Sorted(maps.Keys(sparse))
+	if dense != nil {
+		pairs = make([]int, 0, len(dense))
+		for j := range dense {
+			if dense[j].n > 0 {
+				pairs = append(pairs, j)
+			}
+		}
+	}
+	for _, i := range pairs {
+		a := sparse[i]
+		if dense != nil {
+			a = &dense[i]
+		}
+		site, cat := &t.Sites[i/nc], kernelclass.Category(i%nc)
+		name := t.Names[site.Name]
+		from, ok := at[key{name, c.base[site.Name]}]
 		if !ok {
 			continue
 		}
-		stats[from].Count--
-		stats[from].Total -= k.Duration()
+		stats[from].Count -= a.n
+		stats[from].Total -= a.total
 		to, ok := at[key{name, cat}]
 		if !ok {
 			stats = append(stats, KernelStat{Name: name, Category: cat, Rule: contextRule(cat), NCCL: stats[from].NCCL})
 			to = len(stats) - 1
 			at[key{name, cat}] = to
 		}
-		stats[to].Count++
-		stats[to].Total += k.Duration()
+		stats[to].Count += a.n
+		stats[to].Total += a.total
 	}
 	out := stats[:0]
 	for _, ks := range stats {

@@ -128,10 +128,24 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 	try := func(re *regexp.Regexp, phase func([]string) Phase) []matchedRange {
 		var out []matchedRange
 		lastEnd := map[int64]nsys.Time{}
+		// Each distinct text is matched once (a trace repeats a few texts in many ranges):
+		// 0 not yet, 1 no match, 2+p matched with phase p.
+		seen := make([]uint8, len(t.RangeTexts))
 		for _, r := range t.Ranges {
 			text := t.RangeTexts[r.Text]
-			m := re.FindStringSubmatch(text)
-			if m == nil {
+			if seen[r.Text] == 0 {
+				seen[r.Text] = 1
+				if m := re.FindStringSubmatch(text); m != nil {
+					var p Phase
+					if phase != nil {
+						p = phase(m)
+					} else {
+						p = textPhase(text) // a user regex: the whole text, not only the match
+					}
+					seen[r.Text] = 2 + uint8(p)
+				}
+			}
+			if seen[r.Text] == 1 {
 				continue
 			}
 			if e, ok := lastEnd[r.Thread]; ok && r.Start < e {
@@ -142,13 +156,7 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 				end = 1<<63 - 1
 			}
 			lastEnd[r.Thread] = end
-			var p Phase
-			if phase != nil {
-				p = phase(m)
-			} else {
-				p = textPhase(text) // a user regex: the whole text, not only the match
-			}
-			out = append(out, matchedRange{r: r, phase: p, text: text})
+			out = append(out, matchedRange{r: r, phase: Phase(seen[r.Text] - 2), text: text})
 		}
 		return out
 	}
@@ -214,10 +222,17 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 		proc  nsys.ProcID
 	}
 	var unowned []run
-	stepProcs := map[nsys.ProcID]bool{}
+	stepProcs := make([]bool, 1<<16) // by ProcID
 	// A graph's kernels share their launch's key: look the owner up once per run of
-	// equal keys.
+	// equal keys. A step's activities come in runs too: the maps are updated once per run
+	// of one owner (cur), not once per activity.
 	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
+	cur, curEnd := int32(-1), nsys.Time(0)
+	flush := func() {
+		if cur >= 0 {
+			lastEnd[cur] = max(lastEnd[cur], curEnd)
+		}
+	}
 	prevOwned := true
 	tl.each(func(a *activity) bool {
 		if k := a.key(); !any || k != lastKey {
@@ -225,10 +240,15 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 			lastOwner, lastOK = lo.owner(a.proc, a.corr)
 		}
 		if lastOK {
-			if _, seen := first[lastOwner]; !seen {
-				first[lastOwner] = a.start
+			if lastOwner != cur {
+				flush()
+				cur, curEnd = lastOwner, a.end
+				if _, seen := first[lastOwner]; !seen {
+					first[lastOwner] = a.start
+				}
+			} else {
+				curEnd = max(curEnd, a.end)
 			}
-			lastEnd[lastOwner] = max(lastEnd[lastOwner], a.end)
 			stepProcs[a.proc] = true
 		} else if prevOwned || a.proc != unowned[len(unowned)-1].proc {
 			unowned = append(unowned, run{a.start, a.proc})
@@ -236,6 +256,7 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 		prevOwned = lastOK
 		return true
 	})
+	flush()
 	if len(first) == 0 {
 		return nil
 	}

@@ -29,6 +29,11 @@ type Options struct {
 	// read so far (a running count; total is the table's row count or -1 when unknown).
 	Progress func(table string, done, total int64)
 
+	// KernelsOnly reads the kernel table (kernels, their names and sites) and the devices,
+	// and no other activity table: no runtime calls, NVTX ranges, memory operations or graph
+	// executions. For what needs the kernels alone (classify without NVTX rules).
+	KernelsOnly bool
+
 	// partRows, when not 0, replaces defaultPartRows (tests of the partitioned read).
 	partRows int
 }
@@ -199,8 +204,10 @@ func (r *reader) read() error {
 		return err
 	}
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
-	if err := r.planAPI(); err != nil {
-		return err
+	if !r.opt.KernelsOnly {
+		if err := r.planAPI(); err != nil {
+			return err
+		}
 	}
 	whole := func(f func(*reader) error) func(*reader) (*job, error) {
 		return func(*reader) (*job, error) { return &job{tasks: []func(*reader) error{f}}, nil }
@@ -211,11 +218,14 @@ func (r *reader) read() error {
 	nvtx := func(*reader) (*job, error) {
 		return &job{tasks: []func(*reader) error{(*reader).readNVTX}, first: true}, nil
 	}
-	err := r.runJobs([]func(*reader) (*job, error){
+	plans := []func(*reader) (*job, error){
 		(*reader).planKernels, whole((*reader).readMemops), whole((*reader).readGraphs),
 		nvtx, (*reader).planCalls,
-	})
-	if err != nil {
+	}
+	if r.opt.KernelsOnly {
+		plans = plans[:1]
+	}
+	if err := r.runJobs(plans); err != nil {
 		return err
 	}
 	r.dropSharedCorrelations()
@@ -231,8 +241,8 @@ type job struct {
 	first  bool // a long task: start it before the others
 }
 
-// runJobs plans the jobs in order, runs all their tasks on one lane per core (at least
-// two, each with its own connection), then the finishes concurrently. Warnings are kept
+// runJobs plans the jobs in order, runs all their tasks on one lane per core (GOMAXPROCS,
+// each with its own connection), then the finishes concurrently. Warnings are kept
 // in job order whichever lane produced them: a job's plan, tasks, then finish.
 func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 	type planned struct {
@@ -265,8 +275,10 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
 	})
 	// Each task borrows a lane; the group runs at most as many tasks as there are lanes,
-	// starting them in queue order.
-	nl := max(2, min(runtime.GOMAXPROCS(0), 4))
+	// starting them in queue order. A lane per core Go may use (GOMAXPROCS), no fixed
+	// count: SQLite steps a lane's rows in C, outside Go's count of running goroutines, so
+	// more lanes than GOMAXPROCS would use cores the user did not give.
+	nl := max(1, runtime.GOMAXPROCS(0))
 	lanes := make(chan reader, nl)
 	for i := 0; i < nl; i++ {
 		l := *r

@@ -41,7 +41,10 @@ var classifyCmd = &command{
 			if err != nil {
 				return err
 			}
-			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress)}, af.cache)
+			// Without NVTX rules the kernel table is all classify needs: the runtime and
+			// NVTX tables (most of an eager trace) are not read.
+			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
+				KernelsOnly: len(opt.NVTXCategories) == 0}, af.cache)
 			if err != nil {
 				return err
 			}
