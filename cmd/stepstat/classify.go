@@ -41,10 +41,11 @@ var classifyCmd = &command{
 			if err != nil {
 				return err
 			}
-			// Without NVTX rules the kernel table is all classify needs: the runtime and
-			// NVTX tables (most of an eager trace) are not read.
+			// By name and without NVTX rules the kernel table is all classify needs: the
+			// runtime and NVTX tables (most of an eager trace) are not read. Context
+			// classification needs the steps, which need them.
 			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
-				KernelsOnly: len(opt.NVTXCategories) == 0}, af.cache)
+				KernelsOnly: *byName && len(opt.NVTXCategories) == 0}, af.cache)
 			if err != nil {
 				return err
 			}
