@@ -481,3 +481,57 @@ func TestReportPublicTraces(t *testing.T) {
 		t.Errorf("%d traces without GPU activity, want 5", noGPU)
 	}
 }
+
+// TestClassifyContext checks that classify shows what context classification decided: on
+// transformers' generate() over Qwen3-MoE (no NVTX, two syncs per token), gatherTopK has a
+// moe_routing row with the router's context rule, and the expert GEMMs a moe_expert row;
+// --by-name lists every name once, by its name rule only.
+func TestClassifyContext(t *testing.T) {
+	inCaptureDir(t, "hf-qwen3moe-eager")
+	const trace = "hf-qwen3moe-eager.sqlite"
+	rows := func(args ...string) []any {
+		t.Helper()
+		code, stdout, stderr := stepstat(append([]string{"classify", "--format", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("classify %v: exit %d, %s", args, code, stderr)
+		}
+		var v map[string]any
+		dec := json.NewDecoder(strings.NewReader(stdout))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v["kernels"].([]any)
+	}
+	has := func(ks []any, nameSub, cat, rulePrefix string) bool {
+		for _, k := range ks {
+			m := k.(map[string]any)
+			if strings.Contains(m["name"].(string), nameSub) && m["category"] == cat && strings.HasPrefix(m["rule"].(string), rulePrefix) {
+				return true
+			}
+		}
+		return false
+	}
+	ctx := rows(trace)
+	if !has(ctx, "gatherTopK", "moe_routing", "context: MoE router") {
+		t.Errorf("no moe_routing row for gatherTopK with the router's context rule")
+	}
+	if !has(ctx, "nvjet", "moe_expert", "context: MoE expert") {
+		t.Errorf("no moe_expert row for the expert GEMMs")
+	}
+	byName := rows("--by-name", trace)
+	names := map[string]bool{}
+	for _, k := range byName {
+		m := k.(map[string]any)
+		if strings.HasPrefix(m["rule"].(string), "context") {
+			t.Errorf("--by-name: a context row %v", m["name"])
+		}
+		if names[m["name"].(string)] {
+			t.Errorf("--by-name: %.60q listed twice", m["name"])
+		}
+		names[m["name"].(string)] = true
+	}
+	if has(byName, "gatherTopK", "moe_routing", "") {
+		t.Errorf("--by-name: gatherTopK in moe_routing; its name says sampling")
+	}
+}
