@@ -485,7 +485,8 @@ func TestReportPublicTraces(t *testing.T) {
 // TestClassifyContext checks that classify shows what context classification decided: on
 // transformers' generate() over Qwen3-MoE (no NVTX, two syncs per token), gatherTopK has a
 // moe_routing row with the router's context rule, and the expert GEMMs a moe_expert row;
-// --by-name lists every name once, by its name rule only.
+// classify's rows are the report's kernel table; --by-name lists every name once, by its
+// name rule only.
 func TestClassifyContext(t *testing.T) {
 	inCaptureDir(t, "hf-qwen3moe-eager")
 	const trace = "hf-qwen3moe-eager.sqlite"
@@ -518,6 +519,33 @@ func TestClassifyContext(t *testing.T) {
 	}
 	if !has(ctx, "nvjet", "moe_expert", "context: MoE expert") {
 		t.Errorf("no moe_expert row for the expert GEMMs")
+	}
+	// classify lists the report's own kernel table: the same rows, category by category.
+	code, stdout, stderr := stepstat("report", "--format", "json", trace)
+	if code != 0 {
+		t.Fatalf("report: exit %d, %s", code, stderr)
+	}
+	var rep map[string]any
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.UseNumber()
+	if err := dec.Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	key := func(k any) string {
+		m := k.(map[string]any)
+		return fmt.Sprint(m["name"], "|", m["category"], "|", m["count"])
+	}
+	want := map[string]bool{}
+	for _, k := range rep["kernels"].([]any) {
+		want[key(k)] = true
+	}
+	for _, k := range ctx {
+		if !want[key(k)] {
+			t.Errorf("classify row %.80s not in the report's kernel table", key(k))
+		}
+	}
+	if len(ctx) != len(want) {
+		t.Errorf("classify lists %d rows, the report %d", len(ctx), len(want))
 	}
 	byName := rows("--by-name", trace)
 	names := map[string]bool{}
