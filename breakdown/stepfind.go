@@ -12,13 +12,17 @@ import (
 // periodic) takes a step to be the repeating unit of the serving loop. Every host signal
 // that can start a step cuts the device's timeline into segments: the end of a host
 // synchronisation (a synchronize call, or a device-to-host read-back completing), the first
-// kernel of a CUDA graph launch, a host-to-device input copy. A real loop iteration holds
-// several such cuts (generate() reads back twice per token, MoE code syncs per layer), so
-// the finder groups k consecutive segments into one step, choosing the smallest k at which
-// the segments' kernel sequences repeat, and aligns the groups to the first unit that
-// repeats (the start of the loop body, right after the prefill). Activity after the last
-// complete unit, and segments before the prefill that launch no kernel, belong to no step.
-// Without cuts, the same is done kernel by kernel (periodicity of the kernel sequence).
+// kernel of a CUDA graph launch, a host-to-device input copy; copy-only segments join the
+// segment they feed. A real loop iteration holds several such cuts (generate() reads back
+// twice per token, an eager MoE loop once per expert), so the finder groups k consecutive
+// segments into one step, k being the smallest at which the segments' kernel mix repeats
+// over the second half of the trace (findRepeat). The groups are aligned to the start of the
+// loop body (alignRepeat): per phase, the run of units like the most common one that starts
+// earliest, preferring units that end with the token's sampling. Before the run: the
+// prefill, and warm-up steps (eager units like the loop's, before the first graph replay)
+// outside steps; after it, whole units while they run at least half a unit's kernels, then
+// the rest outside steps (groupSegments). Without cuts, the same is done kernel by kernel
+// (periodicDetect).
 
 // Why a segment starts.
 const (
