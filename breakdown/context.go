@@ -88,7 +88,7 @@ type ctxKernel struct {
 	idx   int32
 	cat   kernelclass.Category
 	role  role
-	fixed bool // moved by --nvtx-category: it guides the rules but keeps its category
+	fixed bool // moved by an NVTX category rule: it guides the rules but keeps its category
 }
 
 // classifyContext runs the context rules over each of the device's steps and windows

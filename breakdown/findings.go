@@ -417,16 +417,16 @@ func coverage(dr *DeviceReport) *Finding {
 	}}
 	var tips []string
 	if frac(other, sm.Mean) >= CoverageShare && unclassified > 0 {
-		tips = append(tips, "classify the kernels in other: 'stepstat classify' lists them; add rules with --rules "+
-			"or map NVTX ranges with --nvtx-category")
+		tips = append(tips, "classify the kernels in other: 'stepstat classify' lists them; add classification rules "+
+			"or map the NVTX ranges they run in to a category")
 	}
 	if frac(other, sm.Mean) >= CoverageShare && untraced > 0 {
 		tips = append(tips, "re-capture with nsys profile --cuda-graph-trace=node: graphs traced at graph level "+
 			"hide the kernels inside them")
 	}
 	if weak {
-		tips = append(tips, "steps were found by "+dr.Method.String()+", a weak method: give NVTX ranges per step "+
-			"(--steps nvtx:REGEX) or capture with NVTX around each step")
+		tips = append(tips, "steps were found by "+dr.Method.String()+", a weak method: name the NVTX ranges that are "+
+			"steps, or capture with an NVTX range around each step")
 	}
 	f.Suggestion = strings.Join(tips, "; ")
 	return f

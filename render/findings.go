@@ -40,7 +40,7 @@ func findingsJSON(fs []breakdown.Finding) []FindingJSON {
 			}
 		}
 		out = append(out, FindingJSON{ID: f.ID, Severity: f.Severity.String(), NSPerStep: int64(f.AtStake),
-			StepNS: int64(f.Step), Evidence: ev, Suggestion: f.Suggestion})
+			StepNS: int64(f.Step), Evidence: ev, Suggestion: FindingSuggestion(&f)})
 	}
 	return out
 }
@@ -129,6 +129,15 @@ func textFindings(ew *errWriter, fs []breakdown.Finding) {
 		f := &fs[i]
 		ew.printf("  %d. %s\n", i+1, FindingHeadline(f))
 		ew.printf("     %s\n", FindingClaim(f))
-		ew.printf("     try: %s\n", f.Suggestion)
+		ew.printf("     try: %s\n", FindingSuggestion(f))
 	}
+}
+
+// FindingSuggestion is the finding's suggestion, with the stepstat flags that act on it
+// (breakdown words suggestions without this front end's flags).
+func FindingSuggestion(f *breakdown.Finding) string {
+	if f.ID == breakdown.FindCoverage {
+		return f.Suggestion + " (stepstat: --rules FILE, --nvtx-category REGEX=CATEGORY, --steps nvtx:REGEX)"
+	}
+	return f.Suggestion
 }

@@ -322,7 +322,7 @@ func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
 		for k := range fs {
 			f := &fs[k]
 			out.Findings = append(out.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[i].Device),
-				Severity: f.Severity.String(), Headline: FindingHeadline(f), Claim: FindingClaim(f), Suggestion: f.Suggestion})
+				Severity: f.Severity.String(), Headline: FindingHeadline(f), Claim: FindingClaim(f), Suggestion: FindingSuggestion(f)})
 		}
 	}
 	out.NoFindings = len(out.Findings) == 0

@@ -64,13 +64,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	title := "Per device: " + what + " time"
 	bar := charts.NewBar()
 	barBlock := chartBlock{ID: "ranks", Title: title, Height: 340, Units: "time"}
-	bar.SetGlobalOptions(append(barBlock.globalOpts("median, p10 and p90 over each device's steps"),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
-		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
-	)...)
+	bar.SetGlobalOptions(rankBarOpts(barBlock, "median, p10 and p90 over each device's steps")...)
 	bar.SetXAxis(labels)
 	for _, q := range []struct {
 		name  string
@@ -173,15 +167,21 @@ func rankWaitChart(rr *breakdown.RankReport) (chartBlock, error) {
 	title := "Per device: collective time per step, waiting vs transfer"
 	bar := charts.NewBar()
 	barBlock := chartBlock{ID: "rankwait", Title: title, Height: 340, Units: "time"}
-	bar.SetGlobalOptions(append(barBlock.globalOpts("wait: from the rank's own start to the last rank's start; transfer: the rest"),
+	bar.SetGlobalOptions(rankBarOpts(barBlock, "wait: from the rank's own start to the last rank's start; transfer: the rest")...)
+	bar.SetXAxis(labels)
+	bar.AddSeries("wait", wait, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#d4572a"}))
+	bar.AddSeries("transfer", xfer, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#3182bd"}))
+	return newChart(barBlock, bar)
+}
+
+// rankBarOpts are the options of the per-device bar charts: one category per device, a
+// legend of the series, a tooltip per device.
+func rankBarOpts(b chartBlock, subtitle string) []charts.GlobalOpts {
+	return append(b.globalOpts(subtitle),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Top: "46", Left: "8"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
-	)...)
-	bar.SetXAxis(labels)
-	bar.AddSeries("wait", wait, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#d4572a"}))
-	bar.AddSeries("transfer", xfer, charts.WithBarChartOpts(opts.BarChart{Stack: "comm"}), charts.WithItemStyleOpts(opts.ItemStyle{Color: "#3182bd"}))
-	return newChart(barBlock, bar)
+	)
 }
