@@ -95,13 +95,17 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 			return opt, fmt.Errorf("rules file: %w", err)
 		}
 		// Compiled rules take ~140 times their text in memory: a limit keeps a hostile
-		// or mistaken file (a trace given as rules) from taking gigabytes.
-		if fi, err := fh.Stat(); err == nil && fi.Size() > maxRulesBytes {
-			fh.Close()
-			return opt, fmt.Errorf("rules file %s: %d bytes, more than the %d a rules file may have", f.rules, fi.Size(), maxRulesBytes)
-		}
-		extra, err = kernelclass.ParseRules(bufio.NewReader(fh), f.rules)
+		// or mistaken file (a trace given as rules) from taking gigabytes. The text is
+		// read through the limit, so a pipe or FIFO is held to it too.
+		text, err := io.ReadAll(io.LimitReader(fh, maxRulesBytes+1))
 		fh.Close()
+		if err != nil {
+			return opt, fmt.Errorf("rules file: %w", err)
+		}
+		if len(text) > maxRulesBytes {
+			return opt, fmt.Errorf("rules file %s: more than the %d bytes a rules file may have", f.rules, maxRulesBytes)
+		}
+		extra, err = kernelclass.ParseRules(bytes.NewReader(text), f.rules)
 		if err != nil {
 			return opt, err
 		}

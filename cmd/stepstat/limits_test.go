@@ -347,12 +347,29 @@ func TestSmallHostileFlags(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; the report does not warn about the WAL file", code, stderr)
 	}
 	writeFile(t, "big.rules", strings.Repeat("gemm ^x\n", 40_000))
+	// A FIFO has no size to check: the limit holds on what is read from it.
+	if err := syscall.Mkfifo("fifo.rules", 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w, err := os.OpenFile("fifo.rules", os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		for range 1000 { // 8 MB, unless the reader stops first
+			if _, err := w.Write([]byte(strings.Repeat("gemm ^x\n", 1000))); err != nil {
+				return
+			}
+		}
+	}()
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"report", "--rules", "big.rules", "in.sqlite"}, 1, "more than the 262144 a rules file may have"},
+		{[]string{"report", "--rules", "big.rules", "in.sqlite"}, 1, "more than the 262144 bytes a rules file may have"},
+		{[]string{"report", "--rules", "fifo.rules", "in.sqlite"}, 1, "more than the 262144 bytes a rules file may have"},
 		{[]string{"report", "--device", "99999999999", "in.sqlite"}, 2, "--device 99999999999: CUDA device ids go up to 32767"},
 		{[]string{"report", "--batch", "9223372036854775807", "--sol-step", "1ms", "in.sqlite"}, 2, "--batch 9223372036854775807"},
 		{[]string{"diff", "--alpha", "NaN", "in.sqlite", "in.sqlite"}, 2, "--alpha and --confidence must be between 0 and 1"},
