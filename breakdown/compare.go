@@ -61,6 +61,10 @@ type SideSummary struct {
 	Paths           []string
 	Steps           int // steps compared (of the compared phase), all runs
 	MedianStep      time.Duration
+	// MeanStep is the mean step and Means each category's mean exclusive time per step,
+	// rounded so that they add up exactly to MeanStep (as Summary's means).
+	MeanStep        time.Duration
+	Means           [kernelclass.NumCategories]time.Duration
 	LaunchesPerStep float64 // host launches per step, mean
 	KernelsPerStep  float64
 	GapsPerStep     float64
@@ -137,7 +141,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 		}
 		return compareRow(name, b, n, opt, &th)
 	}
-	c.Step = row("step total", func(s *Step) float64 { return float64(s.Wall()) })
+	c.Step = row("whole step", func(s *Step) float64 { return float64(s.Wall()) })
 	for _, cat := range kernelclass.Order {
 		c.Categories = append(c.Categories, row(cat.String(), func(s *Step) float64 { return float64(s.Exclusive[cat]) }))
 	}
@@ -247,6 +251,7 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 	var walls []time.Duration
 	var launches, kernels, gaps int
 	var phaseSteps []Step
+	var excl [kernelclass.NumCategories]time.Duration
 	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
@@ -263,6 +268,9 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 				}
 				run = append(run, st)
 				walls = append(walls, st.Wall())
+				for c, d := range st.Exclusive {
+					excl[c] += d
+				}
 				launches += st.Launches
 				kernels += st.TotalKernels()
 				gaps += st.Gaps.Count
@@ -285,6 +293,16 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 	ss.Steps = len(walls)
 	ss.MedianStep = quantile(walls, 0.5)
 	if len(walls) > 0 {
+		var total time.Duration
+		for _, w := range walls {
+			total += w
+		}
+		means := Summary{Steps: len(walls), Mean: total / time.Duration(len(walls))}
+		setMeans(&means, excl)
+		ss.MeanStep = means.Mean
+		for c := range ss.Means {
+			ss.Means[c] = means.Categories[c].Mean
+		}
 		n := float64(len(walls))
 		ss.LaunchesPerStep = float64(launches) / n
 		ss.KernelsPerStep = float64(kernels) / n

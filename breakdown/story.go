@@ -61,7 +61,7 @@ func compareRanks(base, new Side, phase Phase, opt CompareOptions, th *benchmath
 			return compareRow(name, b, n, opt, th)
 		}
 		rc := RankComparison{Rank: d, BaseDev: int(base.Reports[0].Devices[d].Device), NewDev: int(new.Reports[0].Devices[d].Device)}
-		rc.Step = row("step total", func(s *Step) float64 { return float64(s.Wall()) })
+		rc.Step = row("whole step", func(s *Step) float64 { return float64(s.Wall()) })
 		for _, cat := range kernelclass.Order {
 			rc.Categories = append(rc.Categories, row(cat.String(), func(s *Step) float64 { return float64(s.Exclusive[cat]) }))
 		}

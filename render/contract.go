@@ -278,6 +278,9 @@ type DiffSideJSON struct {
 	StepMethods     []string          `json:"step_methods"`
 	NCCL            []NCCLCountJSON   `json:"nccl"`
 	Config          map[string]string `json:"config"` // the side's run configuration
+	// MeanStepNS is the mean step; MeanNS each category's mean per step, adding up to it.
+	MeanStepNS int64            `json:"mean_step_ns"`
+	MeanNS     map[string]int64 `json:"mean_ns"`
 }
 
 // NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.

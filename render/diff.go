@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"io"
 	"math"
 	"strings"
@@ -20,10 +21,30 @@ func diffRowJSON(r *breakdown.Row) DiffRowJSON {
 	return out
 }
 
+// diffMeans prints the mean per step of each category on both sides and its change: the
+// rows add up to the mean step (Summary's rounding).
+func diffMeans(ew *errWriter, c *breakdown.Comparison, bl, nl string, nameW int) {
+	ew.printf("\nMeans per %s step (the rows add up to the mean step):\n", c.Phase)
+	ew.printf("%-*s %12s %12s %14s\n", nameW, "", bl, nl, "change/step")
+	for _, cat := range kernelclass.Order {
+		b, n := c.Base.Means[cat], c.New.Means[cat]
+		if b == 0 && n == 0 {
+			continue
+		}
+		ew.printf("%-*s %12s %12s %14s\n", nameW, cat, Duration(int64(b)), Duration(int64(n)), signedDuration(float64(n-b)))
+	}
+	ew.printf("%-*s %12s %12s %14s\n", nameW, "mean step", Duration(int64(c.Base.MeanStep)), Duration(int64(c.New.MeanStep)),
+		signedDuration(float64(c.New.MeanStep-c.Base.MeanStep)))
+}
+
 func sideJSON(s *breakdown.SideSummary) DiffSideJSON {
 	out := DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
-		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config)}
+		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config),
+		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}}
+	for _, c := range kernelclass.Order {
+		out.MeanNS[c.String()] = int64(s.Means[c])
+	}
 	for _, n := range s.NCCL {
 		out.NCCL = append(out.NCCL, NCCLCountJSON{n.Op, n.Algo, n.Proto, n.DType, n.Count, int64(n.Total), protoSet(s.Config)})
 	}
@@ -159,12 +180,13 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	var rows []breakdown.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
 	for _, r := range append(append([]breakdown.Row{}, c.Categories...), c.Step) {
-		if r.Name != "step total" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
+		if r.Name != "whole step" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
 		rows = append(rows, r)
 		nameW = max(nameW, len(r.Name))
 	}
+	ew.printf("Medians per %s step, each row its own samples and test (medians do not add up; the means below do):\n", c.Phase)
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
 	for i := range rows {
@@ -172,6 +194,7 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, Duration(int64(r.Base.Center)), pctRange(r.Base),
 			Duration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
+	diffMeans(ew, c, bl, nl, nameW)
 	ew.printf("\n%-22s %12s %12s\n", "", bl, nl)
 	ew.printf("%-22s %12d %12d\n", c.Phase.String()+" steps", c.Base.Steps, c.New.Steps)
 	ew.printf("%-22s %12.1f %12.1f\n", "host launches/step", c.Base.LaunchesPerStep, c.New.LaunchesPerStep)

@@ -41,6 +41,7 @@ type htmlDiff struct {
 	Lead     string
 	Charts   []chartBlock
 	Table    *htmlTable // the benchstat table
+	Means    *htmlTable // means per step, adding up to the mean step
 	Caveat   string
 	Counts   *htmlTable
 	NCCL     *htmlTable
@@ -144,6 +145,7 @@ func newHTMLDiff(c *breakdown.Comparison) (*htmlDiff, error) {
 		out.Charts = append(out.Charts, steps)
 	}
 	out.Table = diffTable(c, bl, nl)
+	out.Means = diffMeansTable(c, bl, nl)
 	out.Counts = diffCounts(c, bl, nl)
 	out.NCCL = diffNCCL(c, bl, nl)
 	for _, t := range []*htmlTable{
@@ -174,7 +176,7 @@ func deltaWords(r *breakdown.Row) string {
 }
 
 // shownRows returns the rows DiffText prints: the categories either side has, then the
-// step total.
+// whole step.
 func shownRows(c *breakdown.Comparison) []*breakdown.Row {
 	var out []*breakdown.Row
 	for i := range c.Categories {
@@ -187,7 +189,7 @@ func shownRows(c *breakdown.Comparison) []*breakdown.Row {
 	return append(out, &c.Step)
 }
 
-// rowCategory returns the category a row is about, and false for the step total.
+// rowCategory returns the category a row is about, and false for the whole step.
 func rowCategory(r *breakdown.Row) (kernelclass.Category, bool) {
 	for _, cat := range kernelclass.Order {
 		if cat.String() == r.Name {
@@ -211,7 +213,7 @@ func deltaClass(r *breakdown.Row) string {
 // diffTable is DiffText's benchstat table: median ± CI per side, the delta or ~, p and n.
 func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-table",
-		Caption: fmt.Sprintf("Time per %s step: median ± %g%% confidence interval", c.Phase, 100*c.Options.Confidence),
+		Caption: fmt.Sprintf("Time per %s step: median ± %g%% confidence interval, each row its own samples and test (medians do not add up; the means table does)", c.Phase, 100*c.Options.Confidence),
 		Head:    []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
 	for _, r := range shownRows(c) {
 		name := cellText(r.Name)
@@ -232,6 +234,24 @@ func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	t.Note = fmt.Sprintf("vs base: the change of the median where the difference is significant, else ~. Samples: one per %s. "+
 		"Several categories are tested at once: expect about α=%g of the rows to test significant by chance.",
 		map[bool]string{false: "step", true: "run (its median per step)"}[c.Options.PerRun], c.Options.Alpha)
+	return t
+}
+
+// diffMeansTable is DiffText's means table: each category's mean per step on both sides,
+// adding up to the mean step, and the change.
+func diffMeansTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
+	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step)", c.Phase),
+		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step")}}
+	for _, cat := range kernelclass.Order {
+		b, n := c.Base.Means[cat], c.New.Means[cat]
+		if b == 0 && n == 0 {
+			continue
+		}
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(cat), cellNum(Duration(int64(b))), cellNum(Duration(int64(n))),
+			cellNum(signedDuration(float64(n - b)))}})
+	}
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("mean step"), cellNum(Duration(int64(c.Base.MeanStep))),
+		cellNum(Duration(int64(c.New.MeanStep))), cellNum(signedDuration(float64(c.New.MeanStep - c.Base.MeanStep)))}})
 	return t
 }
 
@@ -330,12 +350,12 @@ func namesCell(names []string) htmlCell {
 }
 
 // diffCatsChart: grouped bars, base vs new, of each category's median exclusive time per
-// step (the categories either side has), and of the step total on an axis of its own; the
+// step (the categories either side has), and of the whole step on an axis of its own; the
 // new side's bars are labelled with the change, coloured where it is significant.
 func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
 	bl, nl := sideNames(c)
 	title := fmt.Sprintf("Median time per %s step by category: %s vs %s", c.Phase, bl, nl)
-	sub := "labels: the change of the median where significant (red slower, green faster), else ~; right: step total"
+	sub := "labels: the change of the median where significant (red slower, green faster), else ~; right: the whole step"
 	var labels []string
 	var base, nw []opts.BarData
 	var totalBase, totalNew []opts.BarData
@@ -359,7 +379,7 @@ func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "median/step"}),
 	)...)
-	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"step total"}})
+	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"whole step"}})
 	bar.ExtendYAxis(opts.YAxis{Type: "value", GridIndex: 1})
 	bar.SetXAxis(labels)
 	bar.AddSeries(bl, base, charts.WithItemStyleOpts(opts.ItemStyle{Color: baseColor}))

@@ -177,8 +177,8 @@ func TestDiffHTMLTable(t *testing.T) {
 				}
 				nrows++
 			}
-			if rows[len(rows)-1][0] != "step total" {
-				t.Errorf("last row %q, want the step total", rows[len(rows)-1])
+			if rows[len(rows)-1][0] != "whole step" {
+				t.Errorf("last row %q, want the whole step", rows[len(rows)-1])
 			}
 			// Every row of DiffText's table is in the page.
 			if got := strings.Count(text.String(), "(p="); got != nrows {
@@ -339,7 +339,7 @@ type seriesJSON struct {
 }
 
 // TestDiffHTMLCharts checks the charts' data: one bar per shown category and side plus
-// the step total, labels on the new side's bars, and every step of both sides; above
+// the whole step, labels on the new side's bars, and every step of both sides; above
 // 2,000 steps buckets of the same size on both sides, said in the title.
 func TestDiffHTMLCharts(t *testing.T) {
 	c := captureComparison(t)
@@ -350,7 +350,7 @@ func TestDiffHTMLCharts(t *testing.T) {
 	}
 	chartOption(t, page, "diff-cats", &cats)
 	shown := shownRows(c)
-	if len(cats.Series) != 4 || len(cats.XAxis) != 2 || len(cats.XAxis[0].Data) != len(shown)-1 || cats.XAxis[1].Data[0] != "step total" {
+	if len(cats.Series) != 4 || len(cats.XAxis) != 2 || len(cats.XAxis[0].Data) != len(shown)-1 || cats.XAxis[1].Data[0] != "whole step" {
 		t.Fatalf("diff-cats: axes %v, %d series", cats.XAxis, len(cats.Series))
 	}
 	for i, s := range cats.Series {
@@ -363,7 +363,7 @@ func TestDiffHTMLCharts(t *testing.T) {
 		}
 	}
 	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-81.52%"`) {
-		t.Errorf("the step total's new bar is not labelled with its change: %s", cats.Series[3].Data[0])
+		t.Errorf("the whole step's new bar is not labelled with its change: %s", cats.Series[3].Data[0])
 	}
 
 	var steps struct {

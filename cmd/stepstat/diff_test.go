@@ -82,7 +82,7 @@ func TestDiffSelf(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]map[string]any{"step total": d.Step}
+	rows := map[string]map[string]any{"whole step": d.Step}
 	for k, v := range d.Categories {
 		rows[k] = v
 	}
