@@ -57,10 +57,10 @@ type NCCLCount struct {
 
 // SideSummary describes one side beyond time per category.
 type SideSummary struct {
-	Label           string
-	Paths           []string
-	Steps           int // steps compared (of the compared phase), all runs
-	MedianStep      time.Duration
+	Label      string
+	Paths      []string
+	Steps      int // steps compared (of the compared phase), all runs
+	MedianStep time.Duration
 	// MeanStep is the mean step and Means each category's mean exclusive time per step,
 	// rounded so that they add up exactly to MeanStep (as Summary's means).
 	MeanStep        time.Duration
