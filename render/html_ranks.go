@@ -138,8 +138,8 @@ func rankLines(rr *breakdown.RankReport) []string {
 // for the last rank and transfer.
 func rankWaitTable(rr *breakdown.RankReport) *htmlTable {
 	n := len(rr.Steps)
-	t := &htmlTable{Caption: "Collectives per rank: waiting for the last rank vs transfer (per aligned step)",
-		Head: []htmlCell{cellText("rank"), cellNum("median/step"), cellNum("allreduce/step"), cellNum("collective/step"),
+	t := &htmlTable{Caption: "Collectives per rank: waiting for the last rank vs transfer (means per aligned step: allreduce + collective = wait + transfer; beside the median step)",
+		Head: []htmlCell{cellText("rank"), cellNum("median step"), cellNum("allreduce/step"), cellNum("collective/step"),
 			cellNum("wait/step"), cellNum("transfer/step"), cellNum("wait share"), cellNum("times last")}}
 	for i := range rr.Devices {
 		d := &rr.Devices[i]

@@ -33,7 +33,8 @@ func textRanks(ew *errWriter, r *breakdown.Report) {
 		return
 	}
 	ew.printf("Step spread across ranks: median %s  p90 %s\n", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90)))
-	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median/step", "allreduce/step", "collective/step",
+	ew.printf("Per rank, means per aligned step of the matched collectives (allreduce + collective = wait + transfer), beside the median step:\n")
+	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
 		"wait/step", "transfer/step", "wait share", "times last")
 	for i := range rr.Devices {
 		d := &rr.Devices[i]

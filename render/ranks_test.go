@@ -71,7 +71,7 @@ func TestRanksText(t *testing.T) {
 		"  gemm: 5.904ms/step = 60.0% of the mean decode step; 100.0 calls/step x 60.00µs busy each\n",
 		"Ranks: 2 devices, 10 aligned steps (by index), 160 collectives matched on every rank\n",
 		"Step spread across ranks: median 60.00µs  p90 80.00µs\n",
-		"rank median/step allreduce/step collective/step  wait/step transfer/step wait share     times last\n",
+		"rank median step allreduce/step collective/step  wait/step transfer/step wait share     times last\n",
 		"   0     9.840ms        37.40ms             0ns    31.00ms       6.400ms      82.9%     10 (6.25%)\n",
 		"   1     9.900ms        6.600ms             0ns    200.0µs       6.400ms      3.03%    150 (93.8%)\n",
 		"Straggler: rank 1 arrived last at 150 of 160 matched collectives (93.8%)\n",
