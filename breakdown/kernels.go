@@ -116,69 +116,23 @@ func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []Ker
 	for i, ks := range stats {
 		at[key{ks.Name, ks.Category}] = i
 	}
-	// Totals of the moved kernels per site and category in a slice (one pass over the
-	// context bytes, no map lookup per kernel), then moved per (name, category): the sums
-	// are the same whatever order the kernels are added in.
-	type acc struct {
-		n     int
-		total time.Duration
-	}
-	const nc = int(kernelclass.NumCategories)
-	// A file can hold as many sites as kernels: past a few per kernel's worth of memory,
-	// a map of the pairs in use.
-	var dense []acc
-	var sparse map[int]*acc
-	if len(t.Sites)*nc <= len(t.Kernels)/8+1<<16 {
-		dense = make([]acc, len(t.Sites)*nc)
-	} else {
-		sparse = map[int]*acc{}
-	}
-	for i, b := range c.cat {
-		if b == 0 {
-			continue
-		}
-		k := &t.Kernels[i]
-		j := int(k.Site)*nc + int(b-1)
-		var a *acc
-		if dense != nil {
-			a = &dense[j]
-		} else if a = sparse[j]; a == nil {
-			a = &acc{}
-			sparse[j] = a
-		}
-		a.n++
-		a.total += k.Duration()
-	}
-	pairs := slices.Sorted(maps.Keys(sparse))
-	if dense != nil {
-		pairs = make([]int, 0, len(dense))
-		for j := range dense {
-			if dense[j].n > 0 {
-				pairs = append(pairs, j)
-			}
-		}
-	}
-	for _, i := range pairs {
-		a := sparse[i]
-		if dense != nil {
-			a = &dense[i]
-		}
-		site, cat := &t.Sites[i/nc], kernelclass.Category(i%nc)
+	for _, m := range movedTotals(t, c) {
+		site := &t.Sites[m.site]
 		name := t.Names[site.Name]
 		from, ok := at[key{name, c.base[site.Name]}]
 		if !ok {
 			continue
 		}
-		stats[from].Count -= a.n
-		stats[from].Total -= a.total
-		to, ok := at[key{name, cat}]
+		stats[from].Count -= m.n
+		stats[from].Total -= m.total
+		to, ok := at[key{name, m.cat}]
 		if !ok {
-			stats = append(stats, KernelStat{Name: name, Category: cat, Rule: contextRule(cat), NCCL: stats[from].NCCL})
+			stats = append(stats, KernelStat{Name: name, Category: m.cat, Rule: contextRule(m.cat), NCCL: stats[from].NCCL})
 			to = len(stats) - 1
-			at[key{name, cat}] = to
+			at[key{name, m.cat}] = to
 		}
-		stats[to].Count += a.n
-		stats[to].Total += a.total
+		stats[to].Count += m.n
+		stats[to].Total += m.total
 	}
 	out := stats[:0]
 	for _, ks := range stats {
@@ -187,6 +141,55 @@ func contextKernelStats(t *nsys.Trace, stats []KernelStat, c *contextCats) []Ker
 		}
 	}
 	sortKernelStats(out)
+	return out
+}
+
+// A movedTotal sums the kernels of one site that context moved to one category.
+type movedTotal struct {
+	site  int
+	cat   kernelclass.Category
+	n     int
+	total time.Duration
+}
+
+// movedTotals sums the moved kernels per site and category, in (site, category) order: one
+// pass over the context bytes into a slice (a map lookup per kernel costs far more), or a
+// map when the file holds so many sites that the slice would outweigh the kernels.
+func movedTotals(t *nsys.Trace, c *contextCats) []movedTotal {
+	const nc = int(kernelclass.NumCategories)
+	var dense []movedTotal
+	sparse := map[int]*movedTotal{}
+	if len(t.Sites)*nc <= len(t.Kernels)/8+1<<16 {
+		dense = make([]movedTotal, len(t.Sites)*nc)
+	}
+	for i, b := range c.cat {
+		if b == 0 {
+			continue
+		}
+		k := &t.Kernels[i]
+		j := int(k.Site)*nc + int(b-1)
+		var m *movedTotal
+		if dense != nil {
+			m = &dense[j]
+		} else if m = sparse[j]; m == nil {
+			m = &movedTotal{}
+			sparse[j] = m
+		}
+		m.n++
+		m.total += k.Duration()
+	}
+	var out []movedTotal
+	add := func(j int, m *movedTotal) {
+		if m.n > 0 {
+			out = append(out, movedTotal{site: j / nc, cat: kernelclass.Category(j % nc), n: m.n, total: m.total})
+		}
+	}
+	for j := range dense {
+		add(j, &dense[j])
+	}
+	for _, j := range slices.Sorted(maps.Keys(sparse)) {
+		add(j, sparse[j])
+	}
 	return out
 }
 

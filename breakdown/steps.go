@@ -212,78 +212,33 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 // every earlier step's work has ended (before the first step, between steps, after the last)
 // belongs to no step: it gets an outside boundary. Nil when no range launched work here.
 func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail string) *detection {
-	first := map[int32]nsys.Time{}
-	lastEnd := map[int32]nsys.Time{}
-	// Starts of runs of activities no step range launched, and their processes: only a
-	// process that launched step work can work outside its steps (another process's work
-	// runs beside them).
-	type run struct {
-		start nsys.Time
-		proc  nsys.ProcID
-	}
-	var unowned []run
-	stepProcs := make([]bool, 1<<16) // by ProcID
-	// A graph's kernels share their launch's key: look the owner up once per run of
-	// equal keys. A step's activities come in runs too: the maps are updated once per run
-	// of one owner (cur), not once per activity.
-	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
-	cur, curEnd := int32(-1), nsys.Time(0)
-	flush := func() {
-		if cur >= 0 {
-			lastEnd[cur] = max(lastEnd[cur], curEnd)
-		}
-	}
-	prevOwned := true
-	tl.each(func(a *activity) bool {
-		if k := a.key(); !any || k != lastKey {
-			lastKey, any = k, true
-			lastOwner, lastOK = lo.owner(a.proc, a.corr)
-		}
-		if lastOK {
-			if lastOwner != cur {
-				flush()
-				cur, curEnd = lastOwner, a.end
-				if _, seen := first[lastOwner]; !seen {
-					first[lastOwner] = a.start
-				}
-			} else {
-				curEnd = max(curEnd, a.end)
-			}
-			stepProcs[a.proc] = true
-		} else if prevOwned || a.proc != unowned[len(unowned)-1].proc {
-			unowned = append(unowned, run{a.start, a.proc})
-		}
-		prevOwned = lastOK
-		return true
-	})
-	flush()
-	if len(first) == 0 {
+	sc := scanOwners(tl, lo)
+	if len(sc.first) == 0 {
 		return nil
 	}
 	d := &detection{method: MethodNVTX, detail: detail}
 	// In range order, so that of two ranges whose work starts at the same instant
 	// the earlier one always names the step.
-	for _, i := range slices.Sorted(maps.Keys(first)) {
-		d.bounds = append(d.bounds, boundary{start: first[i], phase: ranges[i].phase, label: ranges[i].text})
+	owners := slices.Sorted(maps.Keys(sc.first))
+	type span struct{ start, end nsys.Time }
+	spans := make([]span, 0, len(owners))
+	for _, i := range owners {
+		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text})
+		spans = append(spans, span{sc.first[i], sc.lastEnd[i]})
 	}
 	d.bounds = sortBounds(d.bounds)
-	// Ends of the steps' work, in step order: an unowned run is outside when it starts
-	// at or after the latest end of the steps begun before it.
-	type span struct{ start, end nsys.Time }
-	spans := make([]span, 0, len(first))
-	for _, i := range slices.Sorted(maps.Keys(first)) {
-		spans = append(spans, span{first[i], lastEnd[i]})
-	}
+	// An unowned run is outside when it starts at or after the latest end of the steps
+	// begun before it.
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	var out []boundary
 	j := 0
 	var done nsys.Time = math.MinInt64 // latest end of the steps begun so far
-	for _, u := range unowned {
+	for _, u := range sc.unowned {
 		for j < len(spans) && spans[j].start <= u.start {
 			done = max(done, spans[j].end)
 			j++
 		}
-		if stepProcs[u.proc] && (j == 0 || u.start >= done) {
+		if sc.stepProcs[u.proc] && (j == 0 || u.start >= done) {
 			// After a step, the window outside starts where the step's work ended: the
 			// step does not take the wait for work that is not its own as idle time.
 			at := u.start
@@ -297,6 +252,61 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 		d.bounds = sortBounds(append(d.bounds, out...))
 	}
 	return d
+}
+
+// ownerScan is what one pass over a device's timeline finds of the step ranges' work.
+type ownerScan struct {
+	first, lastEnd map[int32]nsys.Time // per range: its work's first start and last end
+	// unowned are the starts of runs of activities no step range launched, and their
+	// processes: only a process that launched step work (stepProcs) can work outside its
+	// steps (another process's work runs beside them).
+	unowned   []unownedRun
+	stepProcs []bool // by ProcID
+}
+
+type unownedRun struct {
+	start nsys.Time
+	proc  nsys.ProcID
+}
+
+// scanOwners looks up the owning range of each activity of the device. A graph's kernels
+// share their launch's key: the owner is looked up once per run of equal keys. A step's
+// activities come in runs too: the maps are updated once per run of one owner, not once per
+// activity.
+func scanOwners(tl *timeline, lo *launchOwners) *ownerScan {
+	sc := &ownerScan{first: map[int32]nsys.Time{}, lastEnd: map[int32]nsys.Time{}, stepProcs: make([]bool, 1<<16)}
+	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
+	cur, curEnd := int32(-1), nsys.Time(0)
+	flush := func() {
+		if cur >= 0 {
+			sc.lastEnd[cur] = max(sc.lastEnd[cur], curEnd)
+		}
+	}
+	prevOwned := true
+	tl.each(func(a *activity) bool {
+		if k := a.key(); !any || k != lastKey {
+			lastKey, any = k, true
+			lastOwner, lastOK = lo.owner(a.proc, a.corr)
+		}
+		if lastOK {
+			if lastOwner != cur {
+				flush()
+				cur, curEnd = lastOwner, a.end
+				if _, seen := sc.first[lastOwner]; !seen {
+					sc.first[lastOwner] = a.start
+				}
+			} else {
+				curEnd = max(curEnd, a.end)
+			}
+			sc.stepProcs[a.proc] = true
+		} else if prevOwned || a.proc != sc.unowned[len(sc.unowned)-1].proc {
+			sc.unowned = append(sc.unowned, unownedRun{a.start, a.proc})
+		}
+		prevOwned = lastOK
+		return true
+	})
+	flush()
+	return sc
 }
 
 // sortBounds sorts boundaries by start and drops duplicates (keeping the first).
