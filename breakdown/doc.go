@@ -9,17 +9,21 @@
 //     Options.NVTXCategories overrides per launch; activity.go merges a device's kernels, memory
 //     operations and graph executions into one timeline in start order.
 //  3. kernels.go: the whole-trace kernel table (runs beside the steps).
-//  4. steps.go: step detection per device (NVTX, graph launches, synchronisation,
-//     periodicity, or the whole trace); owners.go maps host ranges to the GPU work they
-//     launched.
+//  4. steps.go: step detection per device: NVTX ranges (with the work outside them), else
+//     stepfind.go's one finder over host signals (syncs, graph launches, input copies,
+//     grouped into repeating steps), else periodicity, else the whole trace; owners.go maps
+//     host ranges to the GPU work they launched; selfcheck.go warns when the steps look
+//     wrong; context.go then classifies kernels by their place in their step.
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
 //  7. phases.go: prefill or decode for steps whose detection gave no phase.
 //  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
-//     shares).
+//     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
 //     sol.go: the speed-of-light view.
+//  10. findings.go: the findings, rules over the report's own numbers.
 //
-// report.go holds the result types; compare.go compares two reports (diff).
+// report.go holds the result types; config.go the run configuration of diff's sides;
+// compare.go compares two reports (diff) and story.go says what changed.
 package breakdown
