@@ -12,8 +12,8 @@ import (
 // warnings), instead of reporting a wrong breakdown silently.
 
 // stepChecks returns warnings about a device's decode steps: steps without kernels, kernel
-// counts that alternate between two values (several markers per step, cut in two), and
-// steps far from the median (ten times longer or shorter).
+// counts that alternate between two values (several markers per step, cut in two), a first
+// or last step cut short, and steps far from the median (ten times longer or shorter).
 func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 	var dec []*Step
 	for i := range steps {
@@ -46,6 +46,9 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 		if alt {
 			out = append(out, &SelfCheckWarning{fmt.Sprintf("device %d: self-check: decode steps alternate between %d and %d kernels; each real step is likely cut in two", dev, a, b)})
 		}
+	}
+	if w := cutEdgeCheck(dev, dec); w != nil {
+		out = append(out, w)
 	}
 	walls := make([]time.Duration, len(dec))
 	for i, s := range dec {
@@ -90,3 +93,26 @@ func rankChecks(devs []DeviceReport) []error {
 type SelfCheckWarning struct{ Text string }
 
 func (w *SelfCheckWarning) Error() string { return w.Text }
+
+// cutEdgeCheck warns when the first or the last decode step launches fewer than 3/4 of the
+// kernels most decode steps launch: steps that start mid-step leave a piece at an edge.
+func cutEdgeCheck(dev nsys.DeviceID, dec []*Step) error {
+	if len(dec) < 3 {
+		return nil
+	}
+	count := map[int]int{}
+	modal, best := 0, 0
+	for _, s := range dec {
+		k := s.TotalKernels()
+		count[k]++
+		if c := count[k]; c > best || (c == best && k > modal) {
+			modal, best = k, c
+		}
+	}
+	for _, s := range []*Step{dec[0], dec[len(dec)-1]} {
+		if k := s.TotalKernels(); 4*k < 3*modal {
+			return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: decode step %d launches %d kernels where most launch %d; a step cut short at an edge (steps may start mid-step)", dev, s.Index, k, modal)}
+		}
+	}
+	return nil
+}

@@ -37,6 +37,8 @@ func TestStepChecks(t *testing.T) {
 		{"no kernels", []int{0, 0, 0, 0, 580}, []int{120, 130, 125, 128, 9000}, "launch no kernel"},
 		// generate() cut at both of its syncs: 7-kernel slivers between the real steps.
 		{"alternating", []int{7, 369, 7, 369, 7, 369}, []int{700, 14300, 690, 14250, 710, 14400}, "alternate between 7 and 369"},
+		// Periodic steps that start at layer 0's attention: the last step is cut.
+		{"cut last step", []int{580, 580, 580, 580, 145}, []int{15000, 15100, 14900, 15050, 3800}, "a step cut short"},
 		// A post-loop kernel 15 ms after the last replay stretched the last step.
 		{"far from median", []int{98, 98, 98, 98, 99}, []int{900, 910, 905, 900, 17800}, "more than 10x away"},
 	} {
