@@ -288,7 +288,8 @@ func alignRepeat(sigs []uint64, kernels []int32, sampler []bool, k int) (e, end 
 }
 
 // groupSegments turns segments into step boundaries: k segments a step from e on. Before
-// e, the prefill (one step), after any segments without kernels that precede it (outside).
+// e, the prefill (one step; outside when it runs under a quarter of a step's kernels: setup),
+// after any segments without kernels that precede it (outside).
 // Past end (the end of the last unit like the loop body), whole units are steps while they
 // launch at least half the kernels of the unit before; the rest is outside.
 func groupSegments(segs []segment, k, e, end int) []boundary {
@@ -300,19 +301,25 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 	if first > 0 {
 		b = append(b, boundary{start: segs[0].start, outside: true})
 	}
-	warm := warmupStart(segs, k, first, e)
-	if first < warm {
-		b = append(b, boundary{start: segs[first].start})
-	}
-	if warm < e {
-		b = append(b, boundary{start: segs[warm].start, outside: true})
-	}
 	unitKernels := func(i int) int32 {
 		var n int32
 		for _, s := range segs[i : i+k] {
 			n += s.kernels
 		}
 		return n
+	}
+	warm := warmupStart(segs, k, first, e)
+	if first < warm {
+		// The prefill runs at least as much as a decode step; a few kernels before the
+		// loop body are setup, in no step.
+		var pre int32
+		for _, s := range segs[first:warm] {
+			pre += s.kernels
+		}
+		b = append(b, boundary{start: segs[first].start, outside: e+k <= len(segs) && 4*pre < unitKernels(e)})
+	}
+	if warm < e {
+		b = append(b, boundary{start: segs[warm].start, outside: true})
 	}
 	i := e
 	for ; i+k <= end; i += k {
@@ -450,7 +457,8 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 	}
 	d := &detection{method: MethodSync, detail: cc.describe(1)}
 	for _, s := range segs {
-		d.bounds = append(d.bounds, boundary{start: s.start})
+		// A segment of copies alone is not a step: it is in no step.
+		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
 	}
 	graph := 0
 	for _, s := range segs {

@@ -325,7 +325,8 @@ func sortBounds(b []boundary) []boundary {
 // periodicDetect finds the period p of the device's kernel name sequence (findPeriod) and
 // starts a step every p kernels from the first whole period that repeats: the start of the
 // loop body, right after a prefill whose kernels differ. Kernels before it are one step
-// (the prefill); a partial period at the end belongs to no step.
+// (the prefill; setup in no step when under a quarter of a period); a partial period at the
+// end belongs to no step.
 func periodicDetect(tl *timeline) *detection {
 	var names []nsys.NameID
 	var starts []nsys.Time
@@ -347,7 +348,9 @@ func periodicDetect(tl *timeline) *detection {
 	e := max(repeatStart(names, p), 0)
 	var b []boundary
 	if e > 0 {
-		b = append(b, boundary{start: starts[0]})
+		// Kernels before the first period: the prefill, or setup when under a quarter of
+		// a period (in no step).
+		b = append(b, boundary{start: starts[0], outside: 4*e < p})
 	}
 	i := e
 	for ; i+p <= n; i += p {
