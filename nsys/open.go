@@ -14,8 +14,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 	"golang.org/x/sync/errgroup"
@@ -47,7 +50,47 @@ type Error struct {
 	Err  error
 }
 
-func (e *Error) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *Error) Error() string {
+	return oneLine(e.Path) + ": " + oneLine(clip(e.Err.Error(), maxErrorText))
+}
+
+// maxErrorText bounds the text of an error: SQLite quotes the schema it cannot parse, and a
+// damaged schema can be any length.
+const maxErrorText = 400
+
+// oneLine writes control characters (a newline in a quoted schema, a tab) as Go escapes, so
+// that an error is one line whatever the file holds.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// clip shortens s to about n bytes, keeping its head and tail (on rune boundaries).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n/2, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:head] + " … " + s[t:]
+}
 func (e *Error) Unwrap() error { return e.Err }
 
 const sqliteMagic = "SQLite format 3\x00"
