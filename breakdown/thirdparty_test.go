@@ -43,20 +43,8 @@ func TestThirdPartyCaptures(t *testing.T) {
 		{"hf-qwen3moe-compile-graphlevel", 15, (15*1 + 14*30 + 29) / 15.0, breakdown.MethodSync},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			gz := filepath.Join("..", "testdata", "traces", tc.name+".sqlite.gz")
-			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := breakdown.Summarize(tr, breakdown.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range rep.Warnings {
-				if strings.Contains(w.Error(), "self-check") {
-					t.Errorf("warning: %v", w)
-				}
-			}
+			rep := captureReport(t, tc.name, breakdown.Options{})
+			silentSelfChecks(t, rep)
 			tp2 := strings.Contains(tc.name, "tp2")
 			if want := map[bool]int{false: 1, true: 2}[tp2]; len(rep.Devices) != want {
 				t.Fatalf("%d devices, want %d", len(rep.Devices), want)
@@ -125,20 +113,8 @@ func TestThirdPartyCaptures(t *testing.T) {
 func TestServeOrderCaptures(t *testing.T) {
 	for _, name := range []string{"moe-graph-nvtx-serve", "moe-graph-serve", "tp2-moe-graph-serve"} {
 		t.Run(name, func(t *testing.T) {
-			gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
-			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := breakdown.Summarize(tr, breakdown.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range rep.Warnings {
-				if strings.Contains(w.Error(), "self-check") {
-					t.Errorf("warning: %v", w)
-				}
-			}
+			rep := captureReport(t, name, breakdown.Options{})
+			silentSelfChecks(t, rep)
 			// At tp 2, each rank's step adds 8 all-reduces, the logits' all-gather and its
 			// concatenation (10 kernels), the prefill too.
 			prefill, decode := 321, 322
@@ -205,15 +181,7 @@ func TestAutogradNVTXCapture(t *testing.T) {
 // were flushed: 395 kernels of its 5,314). The report must say that the ranks disagree
 // instead of comparing them silently.
 func TestTruncatedRankCapture(t *testing.T) {
-	gz := filepath.Join("..", "testdata", "traces", "tp2-moe-graph-serve-truncated.sqlite.gz")
-	tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := breakdown.Summarize(tr, breakdown.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := captureReport(t, "tp2-moe-graph-serve-truncated", breakdown.Options{})
 	if len(rep.Devices) != 2 || rep.Devices[0].Summary.Steps != 12 {
 		t.Fatalf("%d devices, %d decode steps on rank 0; want 2 and 12", len(rep.Devices), rep.Devices[0].Summary.Steps)
 	}
@@ -226,5 +194,16 @@ func TestTruncatedRankCapture(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no self-check warning that the ranks disagree; warnings %v", rep.Warnings)
+	}
+}
+
+// silentSelfChecks fails the test on any self-check warning of the report.
+func silentSelfChecks(t *testing.T, rep *breakdown.Report) {
+	t.Helper()
+	for _, w := range rep.Warnings {
+		var sc *breakdown.SelfCheckWarning
+		if errors.As(w, &sc) {
+			t.Errorf("warning: %v", w)
+		}
 	}
 }
