@@ -25,14 +25,8 @@ if [ $# -eq 0 ]; then
   set -- dense-eager-nvtx dense-eager dense-graph-nvtx dense-graph moe-eager-nvtx moe-graph
 fi
 
-# nsys 2025.3.1 CLI shipped inside Nsight Compute; importer where nsys looks for it.
-H=/opt/nvidia/nsight-compute/2025.3.1/host
-rm -rf /tmp/ns && mkdir -p /tmp/ns && cp -as $H/target-linux-x64 /tmp/ns/target-linux-x64
-ln -sfn $H/linux-desktop-glibc_2_11_3-x64 /tmp/ns/host-linux-x64
-export LD_LIBRARY_PATH=$REPO/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1
-NSYS=/tmp/ns/target-linux-x64/nsys
+source "$REPO/testdata/capture/lib.sh"
+nsys_setup /tmp/ns
 NSYS_FLAGS="-t cuda,nvtx --sample=none --cpuctxsw=none --cuda-graph-trace=node --capture-range=cudaProfilerApi --capture-range-end=stop --wait=primary"
 # Several ranks in eager mode: the first cudaProfilerStop would end the capture for every
 # process while another rank's last activity is still buffered (it was lost); record until
@@ -77,14 +71,7 @@ for cfg in "$@"; do
   if [ $rc -ne 0 ] || [ ! -f "$TMP/$cfg.nsys-rep" ]; then
     echo "FAILED; output tail:" >> "$LOG"; tail -40 "$TMP/$cfg.out" >> "$LOG"; fail=1; continue
   fi
-  grep -v '^{"workload"' "$TMP/$cfg.out" | grep -iE 'warn|error|generated|captur' | head -20 >> "$LOG"
-  timeout 200 $NSYS export --type sqlite -f true -o "$TMP/$cfg.sqlite" "$TMP/$cfg.nsys-rep" > "$TMP/$cfg.export" 2>&1
-  rc=$?
-  if [ $rc -ne 0 ] || [ ! -f "$TMP/$cfg.sqlite" ]; then
-    echo "EXPORT FAILED rc=$rc" >> "$LOG"; tail -20 "$TMP/$cfg.export" >> "$LOG"; fail=1; continue
-  fi
-  gzip -9 -n -c "$TMP/$cfg.sqlite" > "$OUT/$cfg.sqlite.gz"
-  echo "sqlite bytes=$(stat -c %s "$TMP/$cfg.sqlite") gz bytes=$(stat -c %s "$OUT/$cfg.sqlite.gz")" >> "$LOG"
+  export_capture "$cfg" || fail=1
 done
 echo "## done fail=$fail total gz bytes=$(cat "$OUT"/*.sqlite.gz 2>/dev/null | wc -c)" >> "$LOG"
 cat "$LOG"

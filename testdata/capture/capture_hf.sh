@@ -31,14 +31,9 @@ WL=$REPO/testdata/capture/hf_workload.py
 TMP=${CAPTURE_TMP:-/tmp/stepstat-capture-$GPU}
 mkdir -p "$TMP"
 
-H=/opt/nvidia/nsight-compute/2025.3.1/host
-NS=/tmp/ns-$GPU
-rm -rf $NS && mkdir -p $NS && cp -as $H/target-linux-x64 $NS/target-linux-x64
-ln -sfn $H/linux-desktop-glibc_2_11_3-x64 $NS/host-linux-x64
-export LD_LIBRARY_PATH=$REPO/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-NSYS=$NS/target-linux-x64/nsys
+source "$REPO/testdata/capture/lib.sh"
+nsys_setup /tmp/ns-$GPU
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 BASE="-t cuda,nvtx --sample=none --cpuctxsw=none --capture-range=cudaProfilerApi --wait=primary"
 
 {
@@ -82,14 +77,7 @@ for cfg in "$@"; do
   if [ ! -f "$TMP/$cfg.nsys-rep" ]; then
     echo "FAILED; output tail:" >> "$LOG"; tail -40 "$TMP/$cfg.out" >> "$LOG"; fail=1; continue
   fi
-  grep -v '^{"workload"' "$TMP/$cfg.out" | grep -iE 'warn|error|generated|captur' | head -12 >> "$LOG"
-  timeout 200 $NSYS export --type sqlite -f true -o "$TMP/$cfg.sqlite" "$TMP/$cfg.nsys-rep" > "$TMP/$cfg.export" 2>&1
-  rc=$?
-  if [ $rc -ne 0 ] || [ ! -f "$TMP/$cfg.sqlite" ]; then
-    echo "EXPORT FAILED rc=$rc" >> "$LOG"; tail -20 "$TMP/$cfg.export" >> "$LOG"; fail=1; continue
-  fi
-  gzip -9 -n -c "$TMP/$cfg.sqlite" > "$OUT/$cfg.sqlite.gz"
-  echo "sqlite bytes=$(stat -c %s "$TMP/$cfg.sqlite") gz bytes=$(stat -c %s "$OUT/$cfg.sqlite.gz")" >> "$LOG"
+  export_capture "$cfg" || fail=1
 done
 echo "## done fail=$fail" >> "$LOG"
 exit $fail
