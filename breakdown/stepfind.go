@@ -235,16 +235,9 @@ func unitHashes(sigs []uint64, k int) []uint64 {
 // unit starts right after the prefill, where any other phase cuts a unit in two; and when
 // the units of some phases end in a segment that samples (argmax), only those count. It returns
 // the run's first index and the end of its last unit; ok is false when no unit repeats.
-func alignRepeat(sigs []uint64, kernels []int32, sampler []bool, k int) (e, end int, ok bool) {
+func alignRepeat(segs []segment, sigs []uint64, k int) (e, end int, ok bool) {
 	hs := unitHashes(sigs, k)
-	withKernels := func(i int) bool {
-		for _, n := range kernels[i : i+k] {
-			if n > 0 {
-				return true
-			}
-		}
-		return false
-	}
+	withKernels := func(i int) bool { return kernelsIn(segs[i:i+k]) > 0 }
 	e = len(sigs)
 	endsSampling := false
 	for r := 0; r < k && r < len(hs); r++ {
@@ -276,7 +269,7 @@ func alignRepeat(sigs []uint64, kernels []int32, sampler []bool, k int) (e, end 
 		}
 		// A step ends with its token's sampling: when some phase's unit ends in a segment
 		// that samples, only such phases are the loop's.
-		ends := sampler[last+k-1]
+		ends := segs[last+k-1].sampler
 		if ends && !endsSampling {
 			e, endsSampling = len(sigs), true
 		}
@@ -301,21 +294,12 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 	if first > 0 {
 		b = append(b, boundary{start: segs[0].start, outside: true})
 	}
-	unitKernels := func(i int) int32 {
-		var n int32
-		for _, s := range segs[i : i+k] {
-			n += s.kernels
-		}
-		return n
-	}
+	unitKernels := func(i int) int32 { return kernelsIn(segs[i : i+k]) }
 	warm := warmupStart(segs, k, first, e)
 	if first < warm {
 		// The prefill runs at least as much as a decode step; a few kernels before the
 		// loop body are setup, in no step.
-		var pre int32
-		for _, s := range segs[first:warm] {
-			pre += s.kernels
-		}
+		pre := kernelsIn(segs[first:warm])
 		b = append(b, boundary{start: segs[first].start, outside: e+k <= len(segs) && 4*pre < unitKernels(e)})
 	}
 	if warm < e {
@@ -353,13 +337,7 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 // replay) are outside steps, kept apart from the prefill before them; a prefill that syncs
 // once per layer repeats too, but with other units than the loop body's.
 func warmupStart(segs []segment, k, first, e int) int {
-	kernels := func(i int) int32 {
-		var n int32
-		for _, s := range segs[i : i+k] {
-			n += s.kernels
-		}
-		return n
-	}
+	kernels := func(i int) int32 { return kernelsIn(segs[i : i+k]) }
 	if e+k > len(segs) {
 		return e
 	}
@@ -387,6 +365,15 @@ func warmupStart(segs []segment, k, first, e int) int {
 	return e
 }
 
+// kernelsIn counts the kernels of segments.
+func kernelsIn(segs []segment) int32 {
+	var n int32
+	for _, s := range segs {
+		n += s.kernels
+	}
+	return n
+}
+
 // maxStepSegments bounds the segments one step may hold (cuts per loop iteration).
 const maxStepSegments = 1024
 
@@ -400,15 +387,13 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bo
 		segs := mergeEmpty(slices.Clone(raw))
 		if len(segs) >= 3 {
 			sigs := make([]uint64, len(segs))
-			kernels := make([]int32, len(segs))
-			sampler := make([]bool, len(segs))
 			for i, s := range segs {
-				sigs[i], kernels[i], sampler[i] = s.sig, s.kernels, s.sampler
+				sigs[i] = s.sig
 			}
 			k, ok := findRepeat(sigs, maxStepSegments)
 			var e, end int
 			if ok {
-				e, end, ok = alignRepeat(sigs, kernels, sampler, k)
+				e, end, ok = alignRepeat(segs, sigs, k)
 			}
 			if ok {
 				d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end)}
@@ -428,7 +413,8 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bo
 	return nil
 }
 
-// segmentMethod names the signal that starts most steps: graph launches or synchronisation.
+// segmentMethod names the signal that starts most steps of k segments from e on: graph
+// launches or synchronisation.
 func segmentMethod(segs []segment, k, e int) Method {
 	graph, n := 0, 0
 	for i := e; i+k <= len(segs); i += k {
@@ -455,19 +441,10 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 	if 2*empty > len(segs) {
 		return nil
 	}
-	d := &detection{method: MethodSync, detail: cc.describe(1)}
+	d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(1)}
 	for _, s := range segs {
 		// A segment of copies alone is not a step: it is in no step.
 		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
-	}
-	graph := 0
-	for _, s := range segs {
-		if s.cut&cutGraph != 0 {
-			graph++
-		}
-	}
-	if 2*graph > len(segs) {
-		d.method = MethodGraph
 	}
 	return d
 }
