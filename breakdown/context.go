@@ -95,10 +95,11 @@ type ctxKernel struct {
 // outside steps.
 func classifyContext(tl *timeline, det *detection, c *contextCats) {
 	var buf []ctxKernel
+	moved := false
 	bi := -1 // the boundary the activity falls in
 	flush := func() {
-		if bi >= 0 {
-			c.step(buf) // a window outside steps too: its layers are layers all the same
+		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
+			moved = true
 		}
 		buf = buf[:0]
 	}
@@ -118,10 +119,13 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 		return true
 	})
 	flush()
+	if moved {
+		c.moved.Store(true) // once per device: devices run their passes at once
+	}
 }
 
-// step applies the rules to one step's kernels, in order.
-func (c *contextCats) step(ks []ctxKernel) {
+// step applies the rules to one step's kernels, in order, and reports whether it moved any.
+func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 	lastGEMM := -1
 	for i, k := range ks {
 		if k.cat == kernelclass.GEMM {
@@ -131,7 +135,7 @@ func (c *contextCats) step(ks []ctxKernel) {
 	set := func(k ctxKernel, cat kernelclass.Category) {
 		if k.cat != cat && !k.fixed {
 			c.cat[k.idx] = uint8(cat) + 1
-			c.moved.Store(true)
+			moved = true
 		}
 	}
 	const (
@@ -196,4 +200,5 @@ func (c *contextCats) step(ks []ctxKernel) {
 			set(k, kernelclass.Elementwise) // a sampler before the lm_head samples nothing
 		}
 	}
+	return moved
 }
