@@ -151,8 +151,6 @@ func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
 	return 0, false
 }
 
-func (lo *launchOwners) empty() bool { return len(lo.spans) == 0 && len(lo.keys) == 0 }
-
 // mergeOwnerRanges merges the ranges of each thread that overlap or nest into one, for
 // owner tables that only answer "inside some range of the rule?" (--nvtx-category): N
 // nested matching ranges each spanning every launch would cost N x launches in keys and
