@@ -35,13 +35,13 @@ demo: build
 # 2-GPU eager capture with NVTX (BIGSRC=testdata/traces/tp2-moe-graph-nvtx.sqlite.gz for
 # CUDA graphs).
 bigtrace:
-	$(GO) run -tags '$(TAGS)' ./internal/bigtrace -src $(BIGSRC) -n $(N) -o $(BIG)
+	$(GO) run -tags '$(TAGS)' ./cmd/bigtrace -src $(BIGSRC) -n $(N) -o $(BIG)
 
 # Wall time and peak memory of report (JSON, HTML) and diff on the large trace, against
 # sqlite3 scanning the same kernel columns, in one run; then the Go benchmarks.
 bench: build
 	@test -f $(BIG) || $(MAKE) bigtrace
-	REPEAT=$(REPEAT) bash internal/bench/bench.sh $(BIG)
+	REPEAT=$(REPEAT) bash cmd/bigtrace/bench.sh $(BIG)
 	STEPSTAT_BENCH_TRACE=$(abspath $(BIG)) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
 
 FUZZTIME ?= 1m

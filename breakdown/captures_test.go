@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // FuzzStepRanges feeds arbitrary NVTX texts through the step dialects and phase parsing,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // publicTraces holds real Nsight Systems exports, where the shared checkout has them.

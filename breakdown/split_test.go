@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestAccountSplit checks that sweeping a device's steps in two halves at once gives the

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // corpusDir holds the public nsys exports described in its MANIFEST.md (not in git).
@@ -206,7 +206,7 @@ func countOne(t *testing.T, db *sql.DB, q string) int {
 }
 
 // ddlSources names, per fixture schema, the public export each table's DDL was copied
-// from (see internal/nsystest/ddl/*.sql).
+// from (see nsys/nsystest/ddl/*.sql).
 var ddlSources = map[string]map[string]string{
 	"legacy": {
 		"StringIds": "mordred__report1_2021", "CUPTI_ACTIVITY_KIND_KERNEL": "mordred__report1_2021",
@@ -230,7 +230,7 @@ var ddlSources = map[string]map[string]string{
 }
 
 // TestFixtureDDL checks that the test fixtures' DDL is the real nsys DDL: every table
-// internal/nsystest creates has exactly the CREATE statement of its source export.
+// nsys/nsystest creates has exactly the CREATE statement of its source export.
 func TestFixtureDDL(t *testing.T) {
 	if _, err := os.Stat(corpusDir); err != nil {
 		t.Skipf("no public traces: %v", err)

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // FuzzOpen mutates small exports and opens them. The inputs are a base export (base

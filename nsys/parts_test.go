@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestPartsSameAsWhole checks that reading the kernel and runtime tables in rowid parts on

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/nsys/*.txtar")

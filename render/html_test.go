@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/internal/nsystest"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 	"github.com/stepstat/stepstat/render"
 )
 

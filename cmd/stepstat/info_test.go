@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // fixtureDir holds the reader fixtures (txtar) that the CLI tests build exports from.

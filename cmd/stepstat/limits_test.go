@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/tools/txtar"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // Hostile inputs, round two (issue 17): crafted files built here, checked for a correct

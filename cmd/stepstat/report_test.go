@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )

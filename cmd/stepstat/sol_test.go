@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stepstat/stepstat/internal/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 func TestParseBytes(t *testing.T) {

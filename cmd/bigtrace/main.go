@@ -2,7 +2,7 @@
 // its activity rows shifted in time (and correlation ids shifted too), so benchmarks run on
 // realistic data of any size. It writes a new file and never changes its input.
 //
-//	go run -tags sqlite_omit_load_extension ./internal/bigtrace -src testdata/traces/moe-eager-nvtx.sqlite.gz -n 20000000 -o testdata/big/big.sqlite
+//	go run -tags sqlite_omit_load_extension ./cmd/bigtrace -src testdata/traces/moe-eager-nvtx.sqlite.gz -n 20000000 -o testdata/big/big.sqlite
 package main
 
 import (
