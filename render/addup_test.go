@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
 // printed parses a number as the report prints it (Duration: 104.9µs, 2.199ms, 839ns;
@@ -108,7 +110,7 @@ func TestTablesAddUp(t *testing.T) {
 func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 	t.Helper()
 	var text bytes.Buffer
-	if err := Text(&text, r, TextOptions{}); err != nil {
+	if err := Text(&text, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tables, totals := textTables(t, text.String())
@@ -143,7 +145,7 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 		} `json:"devices"`
 	}
 	var buf bytes.Buffer
-	if err := JSON(&buf, r); err != nil {
+	if err := JSON(&buf, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(buf.Bytes(), &js); err != nil {
@@ -234,8 +236,8 @@ func TestDiffMeansAddUp(t *testing.T) {
 	for _, pair := range [][2]string{{"dense-eager", "dense-graph"}, {"moe-eager-nvtx", "moe-graph"}, {"tp2-moe-eager", "tp2-moe-graph"}} {
 		base := traceReport(t, filepath.Join("..", "testdata", "traces", pair[0]+".sqlite.gz"), breakdown.Options{})
 		new := traceReport(t, filepath.Join("..", "testdata", "traces", pair[1]+".sqlite.gz"), breakdown.Options{})
-		c := breakdown.Compare(breakdown.Side{Label: "base", Reports: []*breakdown.Report{base}},
-			breakdown.Side{Label: "new", Reports: []*breakdown.Report{new}}, breakdown.Decode, breakdown.CompareOptions{})
+		c := compare.Compare(compare.Side{Label: "base", Reports: []*findings.Report{findings.Of(base)}},
+			compare.Side{Label: "new", Reports: []*findings.Report{findings.Of(new)}}, breakdown.Decode, compare.Options{})
 		where := pair[0] + " -> " + pair[1]
 		var js bytes.Buffer
 		if err := DiffJSONWrite(&js, c); err != nil {
@@ -300,7 +302,7 @@ func TestRankTableAddsUp(t *testing.T) {
 	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
 		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
 		var buf bytes.Buffer
-		if err := Text(&buf, r, TextOptions{}); err != nil {
+		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		rows, in := 0, false

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -57,7 +58,7 @@ func rkReport() *breakdown.Report {
 func rkText(t *testing.T, r *breakdown.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, r, TextOptions{}); err != nil {
+	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -163,7 +164,7 @@ func TestRanksJSON(t *testing.T) {
 		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	var b bytes.Buffer
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {
@@ -196,7 +197,7 @@ func TestRanksJSON(t *testing.T) {
 	// One device: no "ranks" key at all.
 	r.Ranks = nil
 	b.Reset()
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), `"ranks"`) {
