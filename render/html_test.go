@@ -472,3 +472,28 @@ func TestHTMLNoSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestCategoryColors: every category of kernelclass has its own colour (a category added
+// without one would draw in no colour and lose its swatch), and the style sheet has a
+// swatch rule for each.
+func TestCategoryColors(t *testing.T) {
+	hex := regexp.MustCompile(`^#[0-9a-f]{6}$`)
+	seen := map[string]kernelclass.Category{}
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
+		col := categoryColors[c]
+		if !hex.MatchString(col) {
+			t.Errorf("category %s: colour %q, want #rrggbb", c, col)
+			continue
+		}
+		if o, ok := seen[col]; ok {
+			t.Errorf("categories %s and %s share the colour %s", o, c, col)
+		}
+		seen[col] = c
+		if rule := fmt.Sprintf(".cat-%s::before { background: %s !important; }", c, col); !strings.Contains(string(categoryCSS()), rule) {
+			t.Errorf("style sheet has no swatch for %s (%s)", c, rule)
+		}
+	}
+	if len(kernelclass.Order) != int(kernelclass.NumCategories) {
+		t.Errorf("kernelclass.Order lists %d categories of %d: the swatches follow Order", len(kernelclass.Order), kernelclass.NumCategories)
+	}
+}
