@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -225,6 +226,48 @@ func TestRanksPublicText(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRankTableAddsUp checks the text rank table of the 2-GPU captures under the statistic
+// it names: per rank, the means per aligned step of the matched all-reduce and other
+// collective time add up to wait + transfer, to the printed rounding.
+func TestRankTableAddsUp(t *testing.T) {
+	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
+		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
+		var buf bytes.Buffer
+		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows, in := 0, false
+		for _, line := range strings.Split(buf.String(), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case strings.HasPrefix(line, "Per rank, means per aligned step"):
+				in = true
+			case in && len(f) > 0 && f[0] == "rank":
+			case in && len(f) >= 7 && f[0] != "Straggler:":
+				var comm, split, slack float64
+				for i, cell := range f[2:6] {
+					v, h := printed(t, cell)
+					if i < 2 {
+						comm += v
+					} else {
+						split += v
+					}
+					slack += h
+				}
+				if math.Abs(comm-split) > slack*(1+1e-9) {
+					t.Errorf("%s rank %s: allreduce + collective %g, wait + transfer %g; more than the rounding (%g) apart", name, f[0], comm, split, slack)
+				}
+				rows++
+			default:
+				in = false
+			}
+		}
+		if rows != 2 {
+			t.Errorf("%s: %d rank rows found, want 2:\n%s", name, rows, buf.String())
 		}
 	}
 }
