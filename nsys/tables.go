@@ -661,11 +661,14 @@ var (
 		kind APIKind
 	}{
 		{regexp.MustCompile(`^cu(da)?GraphLaunch`), APIGraphLaunch},
-		{regexp.MustCompile(`^cu(da)?LaunchHostFunc`), APIOther},
+		{regexp.MustCompile(`^cu(da)?LaunchHostFunc`), APIMisc},
 		{regexp.MustCompile(`^cu(da)?Launch`), APILaunch},
 		{regexp.MustCompile(`^cu(da)?(Stream|Device|Event|Ctx|Thread)Synchronize`), APISync},
 		{regexp.MustCompile(`^cu(da)?Memcpy`), APIMemcpy},
 		{regexp.MustCompile(`^cu(da)?Memset`), APIMemset},
+		{regexp.MustCompile(`^cu(da)?(Library|Module)(Load|Unload|GetKernel|GetFunction|GetGlobal)|^cu(da)?(Kernel|Func)SetAttribute|^cuLink(Create|Add|Complete)`), APIModule},
+		{regexp.MustCompile(`^cu(da)?(Malloc|Free|HostAlloc|HostRegister|HostUnregister)|^cuMem(Alloc|Free|HostAlloc|HostRegister|HostUnregister|Create|Release|Map|Unmap|AddressReserve|AddressFree|SetAccess)`), APIMemMgmt},
+		{regexp.MustCompile(`^cu`), APIMisc},
 	}
 )
 
@@ -685,7 +688,9 @@ const runtimeTable = "CUPTI_ACTIVITY_KIND_RUNTIME"
 // apiPlan is the runtime-table scan, planned before the lanes start: which names to keep.
 type apiPlan struct {
 	names  []apiName // by StringIds id
-	idList string    // the kept ids, for SQL
+	idList string    // the ids kept whatever their duration, for SQL
+	// miscList is the ids of APIMisc names, kept from MiscCallMin on.
+	miscList string
 }
 
 type apiName struct {
@@ -709,7 +714,7 @@ func (r *reader) planAPI() error {
 	}
 	p := &apiPlan{}
 	idxOf := map[string]uint8{}
-	var ids []string
+	var ids, misc []string
 	for rows.Next() {
 		var id int64
 		var v string
@@ -740,16 +745,21 @@ func (r *reader) planAPI() error {
 			p.names = append(p.names, make([]apiName, int(id)+1-len(p.names))...)
 		}
 		p.names[id] = apiName{idx, k, true}
-		ids = append(ids, fmt.Sprint(id))
+		if k == APIMisc {
+			misc = append(misc, fmt.Sprint(id))
+		} else {
+			ids = append(ids, fmt.Sprint(id))
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading StringIds: %w", err)
 	}
-	if len(ids) == 0 {
+	if len(ids) == 0 && len(misc) == 0 {
 		return nil
 	}
 	p.idList = strings.Join(ids, ",")
+	p.miscList = strings.Join(misc, ",")
 	r.api = p
 	return nil
 }
@@ -766,7 +776,7 @@ func (r *reader) planCalls() (*job, error) {
 	// bench trace took 8.1-8.6 s instead of 8.8-10.3 s (three runs each, one lane).
 	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
 		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
-		` WHERE nameId IN (` + p.idList + `)`
+		` WHERE (nameId IN (` + p.idList + `)` + miscWhere(p.miscList) + `)`
 	// A part keeps only the calls the analysis uses (about a third of the rows of eager
 	// traces): joining the parts moves them down. APICall.Caller indexes the part's own
 	// callers until finishCalls numbers them.
@@ -787,6 +797,18 @@ func (r *reader) planCalls() (*job, error) {
 		}
 	}
 	return readParts(r, runtimeTable, "CUDA API", 5, func(pt part) string { return q + pt.and() }, scan, finishCalls), nil
+}
+
+// miscWhere is the SQL condition (after an OR) that keeps the calls of the APIMisc ids of
+// list lasting MiscCallMin or longer; "" for none. Only well-formed rows pass it (integer
+// times, a positive start, under 2^40 ns long): a damaged short call is not read, as when
+// it was whole, rather than read and dropped with a warning.
+func miscWhere(list string) string {
+	if list == "" {
+		return ""
+	}
+	return fmt.Sprintf(" OR (nameId IN (%s) AND typeof(start) = 'integer' AND typeof(end) = 'integer' AND start > 0"+
+		" AND end - start BETWEEN %d AND %d)", list, MiscCallMin.Nanoseconds(), int64(1)<<40)
 }
 
 // finishCalls numbers the callers of the parts' calls and sorts the calls.

@@ -117,9 +117,23 @@ const (
 	APISync                // stream, device, event or context synchronize
 	APIMemcpy              // cudaMemcpy*, cuMemcpy*
 	APIMemset              // cudaMemset*, cuMemset*
+	// APIModule loads or prepares device code: cuLibraryLoad*, cuModuleLoad*,
+	// cuLibraryGetKernel, cuModuleGetFunction, cuKernelSetAttribute, cuFuncSetAttribute,
+	// cuLink* (module loading and run-time compilation; cuDNN and Triton do it per new shape).
+	APIModule
+	// APIMemMgmt allocates, frees or registers memory: cudaMalloc*, cudaFree*,
+	// cudaHostAlloc/Register, cuMemAlloc*, cuMemFree*, cuMemCreate/Map/Unmap, ...
+	APIMemMgmt
+	// APIMisc is any other CUDA call, kept only when it lasts MiscCallMin or longer.
+	APIMisc
 )
 
-var apiKindNames = [...]string{"other", "launch", "graph launch", "synchronize", "memcpy", "memset"}
+// MiscCallMin is the duration from which a CUDA call of kind APIMisc is kept: the many
+// short bookkeeping calls (cudaGetDevice, cudaEventRecord, cudaStreamIsCapturing) would
+// multiply the calls read, and one shorter than this explains no idle gap worth naming.
+const MiscCallMin = 10 * time.Microsecond
+
+var apiKindNames = [...]string{"other", "launch", "graph launch", "synchronize", "memcpy", "memset", "module", "memory management", "other CUDA call"}
 
 func (k APIKind) String() string {
 	if int(k) < len(apiKindNames) {

@@ -45,10 +45,13 @@ func NewInfo(t *nsys.Trace) *Info {
 	}
 	sort.Slice(in.Tables, func(i, j int) bool { return in.Tables[i].Name < in.Tables[j].Name })
 	in.NVTXRanges = len(t.Ranges)
-	in.APICalls = len(t.APICalls)
 	for _, c := range t.APICalls {
-		if t.CallerOf(c).Kind == nsys.APIGraphLaunch {
+		switch t.CallerOf(c).Kind {
+		case nsys.APIGraphLaunch:
 			in.GraphLaunches++
+			in.APICalls++
+		case nsys.APILaunch, nsys.APISync, nsys.APIMemcpy, nsys.APIMemset:
+			in.APICalls++ // the module, memory-management and other calls kept for idle attribution are not counted
 		}
 	}
 	for _, w := range t.Warnings {
