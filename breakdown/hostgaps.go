@@ -1,83 +1,217 @@
 package breakdown
 
 import (
-	"slices"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// hostGaps attributes idle time to what the host threads of the device's processes were doing.
-type hostGaps struct {
-	calls   []nsys.APICall // every call of the trace, by start
-	callers []nsys.Caller  // of the trace
-	tl      *timeline      // the device: only its processes' calls count
-	pts     []nsys.Time    // scratch
-	next    int
-	active  []int
-}
+// APIGroup is what a launching host thread was doing during an idle instant of its device:
+// the group of the CUDA call it was inside, or no CUDA call.
+type APIGroup uint8
 
-func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
-	return &hostGaps{calls: t.APICalls, callers: t.Callers, tl: tl}
-}
+// API groups, in attribution priority (highest first): at an instant inside calls of
+// several groups (nested driver calls, several launching threads), the first group owns it.
+const (
+	APISynchronizing APIGroup = iota // stream, device, event or context synchronize
+	APICopying                       // memcpy, memset
+	APIGraphLaunching                // cudaGraphLaunch, cuGraphLaunch
+	APILaunching                     // an ordinary kernel launch (shorter than LongLaunchCall)
+	// APIModuleLoading is module loading and run-time compilation: cuLibraryLoad*,
+	// cuModuleLoad*, cuLibraryGetKernel, cuModuleGetFunction, cuKernelSetAttribute,
+	// cuFuncSetAttribute, cuLink*, and a launch call that itself lasts LongLaunchCall or
+	// more (lazy module loading inside the launch).
+	APIModuleLoading
+	APIMemoryManagement // malloc, free, host alloc, register, cuMem* mappings
+	APIOther            // any other CUDA call of nsys.MiscCallMin or longer
+	APINone             // no CUDA call (Python, scheduling, a library's own CPU work)
+	NumAPIGroups
+)
 
-func hostKind(k nsys.APIKind) HostActivity {
-	switch k {
-	case nsys.APISync:
+// LongLaunchCall is the duration from which a kernel launch call counts as module loading:
+// a launch that takes a millisecond loads or compiles the kernel's module inside it.
+const LongLaunchCall = time.Millisecond
+
+// APIGroupNames labels the groups (text output).
+var APIGroupNames = [NumAPIGroups]string{"synchronizing", "copying", "graph launch", "launching",
+	"module loading", "memory management", "other CUDA call", "no CUDA call"}
+
+// APIGroupKeys are the groups' stable JSON keys.
+var APIGroupKeys = [NumAPIGroups]string{"sync", "copy", "graph_launch", "launch", "module_load", "memory", "other_api", "none"}
+
+// APIGroupOrder is the order the groups are listed in text, HTML and README.
+var APIGroupOrder = [NumAPIGroups]APIGroup{APILaunching, APIGraphLaunching, APISynchronizing, APICopying,
+	APIMemoryManagement, APIModuleLoading, APIOther, APINone}
+
+// hostOf folds an API group into the coarser HostActivity of Gaps.Host (the JSON contract's
+// host_ns): graph and ordinary launches are launching; module loading, memory management
+// and other calls count as no CUDA call there, as before those calls were read.
+func hostOf(g APIGroup) HostActivity {
+	switch g {
+	case APISynchronizing:
 		return HostSync
-	case nsys.APIMemcpy, nsys.APIMemset:
+	case APICopying:
 		return HostCopy
-	case nsys.APILaunch, nsys.APIGraphLaunch:
+	case APIGraphLaunching, APILaunching:
 		return HostLaunch
 	}
 	return HostNone
 }
 
-// attribute splits [g0, g1) among host activities: at each instant the highest-priority
-// kind of call in progress owns it (synchronize > copy > launch), else "no CUDA call".
-// Gaps must come in increasing time order.
-func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Duration) {
-	// A call that ended by g0 overlaps no later gap either: it is never kept.
-	for ; g.next < len(g.calls) && g.calls[g.next].Start < g1; g.next++ {
-		if c := &g.calls[g.next]; c.End > g0 && g.tl.hasProc(g.callers[c.Caller].Proc) {
-			g.active = append(g.active, g.next)
-		}
+func groupOf(k nsys.APIKind) (APIGroup, bool) {
+	switch k {
+	case nsys.APISync:
+		return APISynchronizing, true
+	case nsys.APIMemcpy, nsys.APIMemset:
+		return APICopying, true
+	case nsys.APIGraphLaunch:
+		return APIGraphLaunching, true
+	case nsys.APILaunch:
+		return APILaunching, true
+	case nsys.APIModule:
+		return APIModuleLoading, true
+	case nsys.APIMemMgmt:
+		return APIMemoryManagement, true
+	case nsys.APIMisc:
+		return APIOther, true
 	}
-	keep := g.active[:0]
-	for _, i := range g.active {
-		if g.calls[i].End > g0 {
-			keep = append(keep, i)
-		}
-	}
-	g.active = keep
-	if len(g.active) == 0 {
-		out[HostNone] += g1.Sub(g0)
-		return
-	}
-	pts := append(g.pts[:0], g0, g1)
-	defer func() { g.pts = pts[:0] }()
-	for _, i := range g.active {
-		c := &g.calls[i]
-		if c.Start > g0 && c.Start < g1 {
-			pts = append(pts, c.Start)
-		}
-		if c.End > g0 && c.End < g1 {
-			pts = append(pts, c.End)
-		}
-	}
-	slices.Sort(pts)
-	pts = slices.Compact(pts)
-	for k := 0; k+1 < len(pts); k++ {
-		a, b := pts[k], pts[k+1]
-		who := HostNone
-		for _, i := range g.active {
-			c := &g.calls[i]
-			if c.Start <= a && c.End >= b {
-				if hk := hostKind(g.callers[c.Caller].Kind); hk < who {
-					who = hk
-				}
+	return APINone, false
+}
+
+// hostGaps attributes a device's idle gaps to what its launching threads were doing, in
+// one sweep over the trace's calls (sorted by start) for all gaps (in increasing time
+// order): each call enters a heap of running calls once and leaves it once, and each
+// instant of a gap goes to the highest-priority group with a call running. O((calls +
+// gaps) log running), whatever the number of calls that overlap one gap.
+type hostGaps struct {
+	calls []nsys.APICall
+	// group of each caller's calls, or -1 for a caller that does not count: not a thread
+	// of the device's processes that launches or waits for work (a kernel, graph, copy,
+	// memset or synchronize call). A thread that only allocates, registers memory or makes
+	// other calls (a pinning or NCCL helper thread) explains no idle time of the device.
+	group   []int8
+	next    int      // calls[next:] have not been seen
+	running callHeap // calls seen that have not ended
+	count   [NumAPIGroups]int32
+}
+
+func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
+	launching := map[int64]bool{}
+	for _, w := range t.Callers {
+		switch w.Kind {
+		case nsys.APILaunch, nsys.APIGraphLaunch, nsys.APIMemcpy, nsys.APIMemset, nsys.APISync:
+			if tl.hasProc(w.Proc) {
+				launching[w.Thread] = true
 			}
 		}
-		out[who] += b.Sub(a)
 	}
+	g := &hostGaps{calls: t.APICalls, group: make([]int8, len(t.Callers))}
+	for i, w := range t.Callers {
+		grp, ok := groupOf(w.Kind)
+		if !ok || !launching[w.Thread] || !tl.hasProc(w.Proc) {
+			g.group[i] = -1
+			continue
+		}
+		g.group[i] = int8(grp)
+	}
+	return g
+}
+
+// admit sees the calls that start at or before at, keeping those that count and run past it.
+func (g *hostGaps) admit(at nsys.Time) {
+	for ; g.next < len(g.calls) && g.calls[g.next].Start <= at; g.next++ {
+		c := &g.calls[g.next]
+		grp := g.group[c.Caller]
+		if grp < 0 || c.End <= at {
+			continue
+		}
+		if APIGroup(grp) == APILaunching && c.End.Sub(c.Start) >= LongLaunchCall {
+			grp = int8(APIModuleLoading)
+		}
+		g.running.push(runningCall{c.End, APIGroup(grp)})
+		g.count[grp]++
+	}
+}
+
+// expire drops the running calls that ended at or before at.
+func (g *hostGaps) expire(at nsys.Time) {
+	for len(g.running) > 0 && g.running[0].end <= at {
+		g.count[g.running.pop().grp]--
+	}
+}
+
+func (g *hostGaps) owner() APIGroup {
+	for grp, n := range g.count {
+		if n > 0 {
+			return APIGroup(grp)
+		}
+	}
+	return APINone
+}
+
+// attribute adds each instant of [g0, g1) to the group that owns it. Gaps must come in
+// increasing time order and not overlap.
+func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumAPIGroups]time.Duration) {
+	g.admit(g0)
+	g.expire(g0)
+	for at := g0; at < g1; {
+		ev := g1
+		if len(g.running) > 0 && g.running[0].end < ev {
+			ev = g.running[0].end
+		}
+		if g.next < len(g.calls) && g.calls[g.next].Start < ev {
+			ev = g.calls[g.next].Start
+		}
+		if ev > at {
+			out[g.owner()] += ev.Sub(at)
+			at = ev
+		}
+		g.admit(at)
+		g.expire(at)
+	}
+}
+
+type runningCall struct {
+	end nsys.Time
+	grp APIGroup
+}
+
+// callHeap is a min-heap of running calls by end.
+type callHeap []runningCall
+
+func (h *callHeap) push(x runningCall) {
+	*h = append(*h, x)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].end <= a[i].end {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *callHeap) pop() runningCall {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, s := 2*i+1, i
+		if l < n && a[l].end < a[s].end {
+			s = l
+		}
+		if r := l + 1; r < n && a[r].end < a[s].end {
+			s = r
+		}
+		if s == i {
+			break
+		}
+		a[i], a[s] = a[s], a[i]
+		i = s
+	}
+	*h = a
+	return top
 }

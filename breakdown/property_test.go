@@ -314,26 +314,34 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 		slices.Sort(hp)
 		hp = slices.Compact(hp)
 		for j := 0; j+1 < len(hp); j++ {
-			who := HostNone
+			who, grp := HostNone, APINone
 			for _, c := range calls {
 				if c.Start <= hp[j] && c.End >= hp[j+1] {
 					var hk HostActivity
+					var g APIGroup
 					switch c.Kind {
 					case nsys.APISync:
-						hk = HostSync
+						hk, g = HostSync, APISynchronizing
 					case nsys.APIMemcpy, nsys.APIMemset:
-						hk = HostCopy
-					case nsys.APILaunch, nsys.APIGraphLaunch:
-						hk = HostLaunch
+						hk, g = HostCopy, APICopying
+					case nsys.APIGraphLaunch:
+						hk, g = HostLaunch, APIGraphLaunching
+					case nsys.APILaunch:
+						hk, g = HostLaunch, APILaunching
+						if c.End.Sub(c.Start) >= time.Millisecond { // a launch that loads a module
+							hk, g = HostNone, APIModuleLoading
+						}
 					default:
-						hk = HostNone
+						hk, g = HostNone, APINone
 					}
-					who = min(who, hk)
+					who, grp = min(who, hk), min(grp, g)
 				}
 			}
 			b.gaps.Host[who] += hp[j+1].Sub(hp[j])
+			b.gaps.API[grp] += hp[j+1].Sub(hp[j])
 			if gapSizeOf(d) != GapUnder10us {
 				b.gaps.HostLong[who] += hp[j+1].Sub(hp[j])
+				b.gaps.APILong[grp] += hp[j+1].Sub(hp[j])
 			}
 		}
 	}

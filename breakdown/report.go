@@ -89,7 +89,27 @@ type Gaps struct {
 	// own gaps between kernels (a graph's nodes, a stream's back-to-back launches), which
 	// happen whether or not the host waits in a call meanwhile.
 	HostLong [NumHostActivities]time.Duration
+	// API is the idle time by what the device's launching threads were doing (hostgaps.go):
+	// it adds up to Total. Host is API folded into four activities.
+	API [NumAPIGroups]time.Duration
+	// APILong is API over the gaps of 10 µs or more only.
+	APILong [NumAPIGroups]time.Duration
 }
+
+// A Gap is one idle gap of a step, with what the host did during it.
+type Gap struct {
+	Start, End nsys.Time
+	// Next is the kernel whose start ended the gap, or NoKernel (a copy, a memset, a graph
+	// replay, or the step's end).
+	Next nsys.NameID
+	API  [NumAPIGroups]time.Duration
+}
+
+// NoKernel is Gap.Next for a gap that no kernel ended.
+const NoKernel = ^nsys.NameID(0)
+
+// Dur returns the gap's length.
+func (g *Gap) Dur() time.Duration { return g.End.Sub(g.Start) }
 
 func (g *Gaps) add(o *Gaps) {
 	g.Count += o.Count
@@ -101,6 +121,10 @@ func (g *Gaps) add(o *Gaps) {
 	for i := range g.Host {
 		g.Host[i] += o.Host[i]
 		g.HostLong[i] += o.HostLong[i]
+	}
+	for i := range g.API {
+		g.API[i] += o.API[i]
+		g.APILong[i] += o.APILong[i]
 	}
 }
 
@@ -124,6 +148,8 @@ type Step struct {
 	// by the host counts once, and a CUDA graph launch counts once however many kernels it ran.
 	Launches int
 	Gaps     Gaps
+	// LongGap is the step's longest idle gap (the first of equal ones); zero without gaps.
+	LongGap Gap
 	// ShortKernels counts the kernels (not memory operations) started in the step that ran
 	// less than ShortKernel; ShortBusy is their summed duration (whole kernels, not clipped
 	// to the step).

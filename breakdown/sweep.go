@@ -262,15 +262,19 @@ func (w *sweep) advance(to nsys.Time) {
 			sz := gapSize(d)
 			st.Gaps.Sizes[sz]++
 			st.Gaps.SizeNS[sz] += d
-			if sz == GapUnder10us {
-				w.host.attribute(w.now, end, &st.Gaps.Host)
-			} else {
-				var h [NumHostActivities]time.Duration
-				w.host.attribute(w.now, end, &h)
-				for i, x := range h {
-					st.Gaps.Host[i] += x
-					st.Gaps.HostLong[i] += x
+			var api [NumAPIGroups]time.Duration
+			w.host.attribute(w.now, end, &api)
+			long := sz != GapUnder10us
+			for i, x := range api {
+				st.Gaps.API[i] += x
+				st.Gaps.Host[hostOf(APIGroup(i))] += x
+				if long {
+					st.Gaps.APILong[i] += x
+					st.Gaps.HostLong[hostOf(APIGroup(i))] += x
 				}
+			}
+			if d > st.LongGap.Dur() {
+				st.LongGap = Gap{Start: w.now, End: end, Next: NoKernel, API: api}
 			}
 		}
 		w.now = end
@@ -300,6 +304,9 @@ func (w *sweep) add(a *activity) bool {
 	if a.start >= steps[i].Start {
 		st := &steps[i]
 		st.Kernels[a.cat]++
+		if g := &st.LongGap; a.src == srcKernel && g.Next == NoKernel && g.End == a.start && g.End > g.Start {
+			g.Next = a.name // the kernel the step's longest gap waited for
+		}
 		switch a.src {
 		case srcKernel:
 			w.shapes[i].add(a)
