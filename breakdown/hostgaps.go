@@ -13,10 +13,10 @@ type APIGroup uint8
 // API groups, in attribution priority (highest first): at an instant inside calls of
 // several groups (nested driver calls, several launching threads), the first group owns it.
 const (
-	APISynchronizing APIGroup = iota // stream, device, event or context synchronize
-	APICopying                       // memcpy, memset
-	APIGraphLaunching                // cudaGraphLaunch, cuGraphLaunch
-	APILaunching                     // an ordinary kernel launch (shorter than LongLaunchCall)
+	APISynchronizing  APIGroup = iota // stream, device, event or context synchronize
+	APICopying                        // memcpy, memset
+	APIGraphLaunching                 // cudaGraphLaunch, cuGraphLaunch
+	APILaunching                      // an ordinary kernel launch (shorter than LongLaunchCall)
 	// APIModuleLoading is module loading and run-time compilation: cuLibraryLoad*,
 	// cuModuleLoad*, cuLibraryGetKernel, cuModuleGetFunction, cuKernelSetAttribute,
 	// cuFuncSetAttribute, cuLink*, and a launch call that itself lasts LongLaunchCall or

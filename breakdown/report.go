@@ -206,6 +206,33 @@ type Summary struct {
 	// ShortPerStep and ShortBusyPerStep are the means of Step.ShortKernels and Step.ShortBusy.
 	ShortPerStep     float64
 	ShortBusyPerStep time.Duration
+	// Outliers are the steps of the phase left out of everything above: longer than
+	// OutlierFactor times the phase's median step.
+	Outliers Outliers
+	// Stall is the recurring long gap of the summarised steps: the kernel that most
+	// steps' longest gap (of StallGap or more) waits for, and those gaps.
+	Stall Stall
+}
+
+// Stall is a recurring long idle gap before the same kernel (Summary.Stall).
+type Stall struct {
+	Kernel nsys.NameID // NoKernel when no step has a long gap before a kernel
+	Name   string      // the kernel's name (set by Summarize; "" from SummarizeSteps)
+	Steps  int         // the summarised steps whose longest gap, of StallGap or more, ends at Kernel
+	Total  time.Duration
+	API    [NumAPIGroups]time.Duration // what the launching threads did during those gaps; adds up to Total
+}
+
+// Outliers describes the steps of a phase that a summary leaves out (OutlierFactor).
+type Outliers struct {
+	Steps   []int         // their Step.Index, in order; empty when none
+	Median  time.Duration // the median step of the phase, outliers included
+	Limit   time.Duration // OutlierFactor x Median: the outliers are longer
+	Wall    time.Duration // their summed wall time
+	Longest time.Duration // the longest one's wall time
+	Idle    time.Duration // their summed idle time
+	Gaps    Gaps          // their idle gaps, summed
+	LongGap Gap           // the longest idle gap among them
 }
 
 // DeviceReport is the breakdown of one device.

@@ -189,6 +189,9 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
+	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
+		dr.Summary.Stall.Name = t.Names[k]
+	}
 	if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
 		return dr, err
 	}

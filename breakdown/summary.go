@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // SelectSteps returns the steps a summary covers: those of the phase selected, or all
@@ -45,9 +46,110 @@ func SummarizeSteps(steps []Step, sel PhaseSelection) (Summary, error) {
 	return summarize(steps, Options{Phase: sel})
 }
 
+// OutlierFactor: a step of the summarised phase longer than this many times the phase's
+// median step is an outlier, left out of the summary (and so of the decode table and the
+// findings) and reported apart (Summary.Outliers).
+const OutlierFactor = 3
+
+// OutlierMinSteps is the fewest steps of a phase among which outliers are looked for: the
+// median of fewer says nothing about what is usual.
+const OutlierMinSteps = 4
+
+// splitOutliers returns the steps within OutlierFactor times their median, and what the
+// others held. steps is not modified.
+func splitOutliers(steps []Step) ([]Step, Outliers) {
+	var out Outliers
+	if len(steps) < OutlierMinSteps {
+		return steps, out
+	}
+	walls := make([]time.Duration, len(steps))
+	for i := range steps {
+		walls[i] = steps[i].Wall()
+	}
+	med := Quantile(walls, 0.5)
+	limit := OutlierFactor * med
+	n := 0
+	for i := range walls {
+		if walls[i] > limit {
+			n++
+		}
+	}
+	if n == 0 || med <= 0 {
+		return steps, out
+	}
+	out.Median, out.Limit = med, limit
+	kept := make([]Step, 0, len(steps)-n)
+	for i := range steps {
+		s := &steps[i]
+		if walls[i] <= limit {
+			kept = append(kept, *s)
+			continue
+		}
+		out.Steps = append(out.Steps, s.Index)
+		out.Wall += walls[i]
+		out.Idle += s.Exclusive[kernelclass.Idle]
+		out.Longest = max(out.Longest, walls[i])
+		out.Gaps.add(&s.Gaps)
+		if s.LongGap.Dur() > out.LongGap.Dur() {
+			out.LongGap = s.LongGap
+		}
+	}
+	return kept, out
+}
+
+// StallGap is the length from which a step's longest idle gap counts as a stall (Summary.Stall).
+const StallGap = time.Millisecond
+
+// stallOf finds the recurring stall of steps: among the steps whose longest idle gap is
+// StallGap or longer and ends at a kernel, the kernel that most of them wait for (ties:
+// the longer total, then the lower name id), with those gaps summed.
+func stallOf(steps []Step) Stall {
+	type acc struct {
+		n     int
+		total time.Duration
+	}
+	by := map[nsys.NameID]*acc{}
+	for i := range steps {
+		g := &steps[i].LongGap
+		if g.Dur() < StallGap || g.Next == NoKernel {
+			continue
+		}
+		a := by[g.Next]
+		if a == nil {
+			a = &acc{}
+			by[g.Next] = a
+		}
+		a.n++
+		a.total += g.Dur()
+	}
+	st := Stall{Kernel: NoKernel}
+	var best *acc
+	for k, a := range by {
+		if best == nil || a.n > best.n || (a.n == best.n && (a.total > best.total || (a.total == best.total && k < st.Kernel))) {
+			best, st.Kernel = a, k
+		}
+	}
+	if best == nil {
+		return st
+	}
+	for i := range steps {
+		g := &steps[i].LongGap
+		if g.Dur() < StallGap || g.Next != st.Kernel {
+			continue
+		}
+		st.Steps++
+		st.Total += g.Dur()
+		for j, x := range g.API {
+			st.API[j] += x
+		}
+	}
+	return st
+}
+
 func summarize(all []Step, opt Options) (Summary, error) {
 	steps, phase, err := SelectSteps(all, opt.Phase)
-	sum := Summary{Phase: phase, Steps: len(steps)}
+	steps, outliers := splitOutliers(steps)
+	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}}
 	if len(steps) == 0 {
 		return sum, err
 	}
@@ -97,6 +199,7 @@ func summarize(all []Step, opt Options) (Summary, error) {
 		totals[c] = excl
 	}
 	SetMeans(&sum, totals)
+	sum.Stall = stallOf(steps)
 	return sum, err
 }
 

@@ -92,6 +92,34 @@ type GapsJSON struct {
 	Sizes   GapSizesJSON `json:"sizes"`   // by breakdown.GapSizeNames
 	SizeNS  GapSizesJSON `json:"size_ns"` // by breakdown.GapSizeNames
 	HostNS  HostJSON     `json:"host_ns"` // by host activity: sync, copy, launch, none
+	// APINS is the idle time by what the launching threads were doing, by CUDA API group
+	// (breakdown.APIGroupKeys: launch, graph_launch, sync, copy, memory, module_load,
+	// other_api, none); it adds up to total_ns. host_ns folds it into four.
+	APINS APIJSON `json:"api_ns"`
+}
+
+// APIJSON holds idle time per API group; it marshals as an object keyed by
+// breakdown.APIGroupKeys in sorted order.
+type APIJSON [breakdown.NumAPIGroups]int64
+
+// OutliersJSON describes the steps a summary left out: longer than outlier_factor times
+// the phase's median step (breakdown.Outliers).
+type OutliersJSON struct {
+	Steps        []int    `json:"steps"` // their index, as in "steps"
+	Factor       int      `json:"outlier_factor"`
+	MedianNS     int64    `json:"phase_median_ns"` // outliers included
+	WallNS       int64    `json:"wall_ns"`         // summed
+	IdleNS       int64    `json:"idle_ns"`         // summed
+	LongestGapNS int64    `json:"longest_gap_ns"`
+	LongestGap   *APIJSON `json:"longest_gap_api_ns"` // what the host did in it
+}
+
+// StallJSON is the recurring long gap of the summarised steps (breakdown.Stall).
+type StallJSON struct {
+	Kernel  string  `json:"kernel"` // the kernel the gaps end at
+	Steps   int     `json:"steps"`  // summarised steps with such a gap
+	TotalNS int64   `json:"total_ns"`
+	APINS   APIJSON `json:"api_ns"`
 }
 
 // GapSizesJSON holds one number per gap size class; it marshals as an object keyed by the
@@ -115,6 +143,10 @@ type SummaryJSON struct {
 	GapsPerStep     float64                   `json:"gaps_per_step"`
 	Categories      map[string]SummaryCatJSON `json:"categories"`
 	Gaps            GapsJSON                  `json:"gaps"`
+	// Outliers is set when steps of the phase were left out of this summary.
+	Outliers *OutliersJSON `json:"outliers,omitempty"`
+	// Stall is set when some summarised step's longest gap is 1 ms or longer before a kernel.
+	Stall *StallJSON `json:"stall,omitempty"`
 }
 
 // SummaryCatJSON is one category's distribution over the summarised steps.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
@@ -86,6 +87,8 @@ func (g *GapsJSON) appendJSON(b []byte) []byte {
 	b = appendSorted(b, gapSizeKeys, g.SizeNS[:])
 	b = append(b, `,"host_ns":`...)
 	b = appendSorted(b, hostKeys, g.HostNS[:])
+	b = append(b, `,"api_ns":`...)
+	b = appendSorted(b, apiKeys, g.APINS[:])
 	return append(b, '}')
 }
 
@@ -101,6 +104,31 @@ var sortedCategories = func() []kernelclass.Category {
 
 func (g GapSizesJSON) MarshalJSON() ([]byte, error) { return sortedObject(gapSizeKeys, g[:]), nil }
 func (h HostJSON) MarshalJSON() ([]byte, error)     { return sortedObject(hostKeys, h[:]), nil }
+func (a APIJSON) MarshalJSON() ([]byte, error)      { return sortedObject(apiKeys, a[:]), nil }
+
+func apiJSON(a *[breakdown.NumAPIGroups]time.Duration) APIJSON {
+	var out APIJSON
+	for i, x := range a {
+		out[i] = int64(x)
+	}
+	return out
+}
+
+func outliersJSON(o *breakdown.Outliers) *OutliersJSON {
+	if len(o.Steps) == 0 {
+		return nil
+	}
+	lg := apiJSON(&o.LongGap.API)
+	return &OutliersJSON{Steps: o.Steps, Factor: breakdown.OutlierFactor, MedianNS: int64(o.Median), WallNS: int64(o.Wall),
+		IdleNS: int64(o.Idle), LongestGapNS: int64(o.LongGap.Dur()), LongestGap: &lg}
+}
+
+func stallJSON(s *breakdown.Stall) *StallJSON {
+	if s.Steps == 0 {
+		return nil
+	}
+	return &StallJSON{Kernel: s.Name, Steps: s.Steps, TotalNS: int64(s.Total), APINS: apiJSON(&s.API)}
+}
 
 // A keyOrder lists the keys of an object in sorted order, with the index of each value
 // and the key as a JSON string (HTML characters escaped, as encoding/json does).
@@ -124,6 +152,7 @@ var (
 	gapSizeKeys = newKeyOrder(breakdown.GapSizeNames[:])
 	hostKeys    = newKeyOrder([]string{breakdown.HostSync: "sync", breakdown.HostCopy: "copy",
 		breakdown.HostLaunch: "launch", breakdown.HostNone: "none"})
+	apiKeys = newKeyOrder(breakdown.APIGroupKeys[:])
 )
 
 // sortedObject writes {"key":value,...} in the key order; encoding/json escapes the result.
@@ -153,6 +182,7 @@ func gapsJSON(g *breakdown.Gaps) GapsJSON {
 	for i := range g.Host {
 		out.HostNS[i] = int64(g.Host[i])
 	}
+	out.APINS = apiJSON(&g.API)
 	return out
 }
 
@@ -180,7 +210,8 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		sm := &d.Summary
 		dj.Decode = SummaryJSON{Phase: sm.Phase.String(), Steps: sm.Steps, MedianNS: int64(sm.Median), P10NS: int64(sm.P10),
 			P90NS: int64(sm.P90), MeanNS: int64(sm.Mean), LaunchesPerStep: round3(sm.LaunchesPerStp), KernelsPerStep: round3(sm.KernelsPerStep),
-			GapsPerStep: round3(sm.GapsPerStep), Categories: map[string]SummaryCatJSON{}, Gaps: gapsJSON(&sm.Gaps)}
+			GapsPerStep: round3(sm.GapsPerStep), Categories: map[string]SummaryCatJSON{}, Gaps: gapsJSON(&sm.Gaps),
+			Outliers: outliersJSON(&sm.Outliers), Stall: stallJSON(&sm.Stall)}
 		for _, c := range kernelclass.Order {
 			cs := sm.Categories[c]
 			dj.Decode.Categories[c.String()] = SummaryCatJSON{MedianNS: int64(cs.Median), P90NS: int64(cs.P90), MeanNS: int64(cs.Mean),
@@ -491,6 +522,9 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		return
 	}
 	ew.printf("%s\n", SummaryLead(sm))
+	if l := OutlierLine(sm); l != "" {
+		ew.printf("%s\n", l)
+	}
 	rows := summaryRows(sm)
 	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
 	for _, r := range rows {
@@ -520,6 +554,31 @@ func SummaryLead(sm *breakdown.Summary) string {
 		breakdown.FormatDuration(int64(sm.Mean)), sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
 }
 
+// OutlierLine says which steps of the phase the summary left out (over
+// breakdown.OutlierFactor times the median step); "" when none.
+func OutlierLine(sm *breakdown.Summary) string {
+	o := &sm.Outliers
+	n := len(o.Steps)
+	if n == 0 {
+		return ""
+	}
+	idx := make([]string, 0, min(n, 8))
+	for i, s := range o.Steps {
+		if i == 8 {
+			idx = append(idx, fmt.Sprintf("… (%d in all)", n))
+			break
+		}
+		idx = append(idx, fmt.Sprint(s))
+	}
+	what := sm.Phase.String() + " "
+	if sm.Phase == breakdown.Unknown {
+		what = ""
+	}
+	return fmt.Sprintf("Outliers: %d %sstep%s over %dx the median step (%s) left out of this summary and the findings: step%s %s, %s in all",
+		n, what, plural(n), breakdown.OutlierFactor, breakdown.FormatDuration(int64(o.Median)), plural(n), strings.Join(idx, ", "),
+		breakdown.FormatDuration(int64(o.Wall)))
+}
+
 // SummaryCaption names the decode table's statistic: means per step, which add up to the
 // mean step (medians of categories do not add up to the median step).
 func SummaryCaption(sm *breakdown.Summary) string {
@@ -538,15 +597,15 @@ func IdleLine(sm *breakdown.Summary) string {
 		}
 	}
 	var host []string
-	for i, name := range breakdown.HostActivityNames {
-		if g.Host[i] > 0 {
-			host = append(host, fmt.Sprintf("%s %s", name, breakdown.FormatPercent(frac(int64(g.Host[i]), int64(g.Total)))))
+	for _, a := range breakdown.APIGroupOrder {
+		if g.API[a] > 0 {
+			host = append(host, fmt.Sprintf("%s %s", breakdown.APIGroupNames[a], breakdown.FormatPercent(frac(int64(g.API[a]), int64(g.Total)))))
 		}
 	}
 	if g.Count == 0 {
 		return "Idle: no gaps"
 	}
-	return fmt.Sprintf("Idle: %.1f gaps/step, %s/step (%s); host meanwhile: %s",
+	return fmt.Sprintf("Idle: %.1f gaps/step, %s/step (%s); the launching threads meanwhile: %s",
 		sm.GapsPerStep, breakdown.FormatDuration(int64(g.Total)/int64(n)), strings.Join(sizes, ", "), strings.Join(host, ", "))
 }
 

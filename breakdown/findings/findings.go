@@ -27,6 +27,9 @@ const (
 	MoERouting    = "moe_routing_overhead"
 	FarFromSOL    = "far_from_sol"
 	Coverage      = "coverage"
+	HostStall     = "host_stall"
+	GraphLaunch   = "graph_launch"
+	Outliers      = "outlier_steps"
 )
 
 // Severity ranks a finding by the share of the step at stake.
@@ -146,6 +149,9 @@ func device(r *breakdown.Report, d int, knobs map[string]string) []Finding {
 			out = append(out, *f)
 		}
 	}
+	add(outliers(dr))
+	add(hostStall(dr))
+	add(graphLaunch(dr))
 	add(launchBound(dr))
 	add(communication(r, d, knobs))
 	add(kernelStorm(dr))

@@ -79,14 +79,15 @@ func graphLaunched(sm *breakdown.Summary) bool {
 	return sm.KernelsPerStep > 0 && sm.LaunchesPerStp*4 <= sm.KernelsPerStep
 }
 
-// launchBound: the GPU idles while the host launches kernels or runs no CUDA call (Python,
-// scheduling) for at least LaunchBoundShare of the step. Headroom: the step's busy
+// launchBound: the GPU idles while the host launches ordinary kernels or runs no CUDA call
+// (Python, scheduling) for at least LaunchBoundShare of the step, outside the gaps of a
+// host stall (host_stall's) and not inside graph launch calls (graph_launch's), module
+// loading, memory management or other CUDA calls. Headroom: the step's busy
 // (non-idle) time, which CUDA graphs or a faster host would approach.
 func launchBound(dr *breakdown.DeviceReport) *Finding {
 	sm := &dr.Summary
 	g := &sm.Gaps
-	launch := perSteps(sm, g.Host[breakdown.HostLaunch])
-	none := perSteps(sm, g.Host[breakdown.HostNone])
+	launch, none := ordinaryIdle(dr)
 	stake := launch + none
 	if frac(stake, sm.Mean) < LaunchBoundShare {
 		return nil
@@ -369,4 +370,194 @@ func coverage(dr *breakdown.DeviceReport) *Finding {
 	}
 	f.Suggestion = strings.Join(tips, "; ")
 	return f
+}
+
+// Thresholds of the rules added for issue 22 (README "Findings" states each).
+const (
+	// host_stall: the longest gap of at least HostStallSteps of the summarised steps is
+	// breakdown.StallGap or longer and waits for the same kernel, and those gaps hold at
+	// least HostStallShare of the step.
+	HostStallSteps = 0.5
+	HostStallShare = 0.10
+	// graph_launch: idle while the host is inside a graph launch call, as a share of the step.
+	GraphLaunchShare = 0.05
+	// A rank's wait for another is material from MaterialShare of its step and MaterialWait
+	// per step on: below both, the communication finding and the rank view call the ranks
+	// balanced.
+	MaterialShare = 0.05
+	MaterialWait  = 50 * time.Microsecond
+)
+
+// apiPerStep is the summary's idle time per step while the host was in group g.
+func apiPerStep(sm *breakdown.Summary, g breakdown.APIGroup) time.Duration {
+	return perSteps(sm, sm.Gaps.API[g])
+}
+
+// apiClause words what the host did during some idle time, largest group first, groups
+// under 1% of total left out: "module loading 1.15ms, no CUDA call 37.6ms".
+func apiClause(api *[breakdown.NumAPIGroups]time.Duration, div time.Duration) string {
+	var total time.Duration
+	for _, x := range api {
+		total += x
+	}
+	type part struct {
+		g breakdown.APIGroup
+		d time.Duration
+	}
+	var ps []part
+	for _, g := range breakdown.APIGroupOrder {
+		if x := api[g]; x > 0 && frac(x, total) >= 0.01 {
+			ps = append(ps, part{g, x})
+		}
+	}
+	slices.SortStableFunc(ps, func(a, b part) int { return int(b.d - a.d) })
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s %s", breakdown.APIGroupNames[p.g], dur(p.d/div)))
+	}
+	if len(out) == 0 {
+		return "no CUDA call"
+	}
+	return strings.Join(out, ", ")
+}
+
+// clip shortens a kernel name for a claim.
+func clip(s string) string {
+	if r := []rune(s); len(r) > 90 {
+		return string(r[:60]) + " … " + string(r[len(r)-25:])
+	}
+	return s
+}
+
+// outliers: steps of the phase longer than breakdown.OutlierFactor times its median were
+// left out of the summary; this finding says how many, how long and what filled them.
+// Its time at stake is what they add per step of the phase (their time beyond the median,
+// spread over every step of the phase), at most the summarised step: a step that long is
+// not the usual step's cost, and no finding puts more than the step at stake.
+func outliers(dr *breakdown.DeviceReport) *Finding {
+	sm := &dr.Summary
+	o := &sm.Outliers
+	n := len(o.Steps)
+	if n == 0 {
+		return nil
+	}
+	all := time.Duration(sm.Steps + n)
+	excess := (o.Wall - time.Duration(n)*o.Median) / all
+	stake := min(excess, sm.Mean)
+	idx := make([]string, 0, min(n, 8))
+	for i, s := range o.Steps {
+		if i == 8 {
+			idx = append(idx, "…")
+			break
+		}
+		idx = append(idx, fmt.Sprint(s))
+	}
+	lg := &o.LongGap
+	f := &Finding{ID: Outliers, AtStake: stake, Evidence: []Fact{
+		cnt("outlier_steps", float64(n)),
+		cnt("phase_steps", float64(sm.Steps+n)),
+		text("outlier_indexes", strings.Join(idx, ",")),
+		ns("phase_median_ns", o.Median),
+		ns("limit_ns", o.Limit),
+		ns("outlier_wall_ns", o.Wall),
+		ns("longest_outlier_ns", o.Longest),
+		ns("outlier_idle_ns", o.Idle),
+		ns("longest_gap_ns", lg.Dur()),
+		ns("excess_per_step_ns", excess),
+	}}
+	f.Claim = fmt.Sprintf("%d of %d %s steps took over %dx the median step %s (step %s; %s in all, the longest %s, %s of it idle; "+
+		"its longest gap %s while the host was in %s); they are left out of the summary and the other findings; "+
+		"spread over all %d steps they add %s/step",
+		n, sm.Steps+n, sm.Phase, breakdown.OutlierFactor, dur(o.Median), strings.Join(idx, ", "), dur(o.Wall), dur(o.Longest),
+		dur(o.Idle), dur(lg.Dur()), apiClause(&lg.API, 1), sm.Steps+n, dur(excess))
+	f.Suggestion = "find what the host did in the slow steps (the gap above: a pause, a collection, a new shape compiled, " +
+		"a request arriving late); if it recurs in production, it is the latency users see: remove it or move it out of the loop"
+	return f
+}
+
+// hostStall: in at least HostStallSteps of the summarised steps, the longest idle gap is a
+// stall (breakdown.StallGap or longer) before the same kernel, and those gaps hold at least
+// HostStallShare of the step. The evidence says what the host was in meanwhile; module
+// loading or run-time compilation there is a library building code for a new shape.
+func hostStall(dr *breakdown.DeviceReport) *Finding {
+	sm := &dr.Summary
+	st := &sm.Stall
+	if st.Steps == 0 || float64(st.Steps) < HostStallSteps*float64(sm.Steps) {
+		return nil
+	}
+	stake := perSteps(sm, st.Total)
+	if frac(stake, sm.Mean) < HostStallShare {
+		return nil
+	}
+	per := st.Total / time.Duration(st.Steps)
+	f := &Finding{ID: HostStall, AtStake: stake, Evidence: []Fact{
+		cnt("stall_steps", float64(st.Steps)),
+		cnt("steps", float64(sm.Steps)),
+		text("kernel", st.Name),
+		ns("stall_ns", per),
+	}}
+	for _, g := range breakdown.APIGroupOrder {
+		f.Evidence = append(f.Evidence, ns("stall_"+breakdown.APIGroupKeys[g]+"_ns", perSteps(sm, st.API[g])))
+	}
+	f.Claim = fmt.Sprintf("in %d of %d steps the GPU waits %s in one gap before %s (%s/step over the summarised steps, %s of the step); "+
+		"the host meanwhile: %s per step", st.Steps, sm.Steps, dur(per), clip(st.Name), dur(stake), pct(frac(stake, sm.Mean)),
+		apiClause(&st.API, time.Duration(sm.Steps)))
+	var tips []string
+	if st.API[breakdown.APIModuleLoading] > 0 {
+		tips = append(tips, "the host loads or compiles device code in the gap every step: a library builds a kernel for a new "+
+			"shape (cuDNN SDPA builds and loads an attention plan per sequence length, Triton/inductor compiles per shape): warm up "+
+			"every shape before serving, pad shapes to a few sizes, pin the attention backend (e.g. FlashAttention instead of "+
+			"cuDNN SDPA) or keep its plan cache")
+	}
+	if st.API[breakdown.APIMemoryManagement] > 0 {
+		tips = append(tips, "memory is allocated or registered in the gap: keep the caching allocator warm, preallocate buffers")
+	}
+	if frac(st.API[breakdown.APINone], st.Total) >= 0.5 {
+		tips = append(tips, "most of the gap is the host's own code (no CUDA call): profile the launching thread in that gap "+
+			"(nsys --sample=cpu, py-spy) to see which library or Python code runs before this kernel")
+	}
+	if st.API[breakdown.APISynchronizing]+st.API[breakdown.APICopying] > 0 && frac(st.API[breakdown.APISynchronizing]+st.API[breakdown.APICopying], st.Total) >= 0.25 {
+		tips = append(tips, "the host synchronizes or copies in the gap: move the read-back or copy out of the step")
+	}
+	if len(tips) == 0 {
+		tips = append(tips, "find what the launching thread does in this gap each step and move it out of the loop")
+	}
+	f.Suggestion = strings.Join(tips, "; ")
+	return f
+}
+
+// graphLaunch: the GPU idles while the host is inside cudaGraphLaunch / cuGraphLaunch for
+// at least GraphLaunchShare of the step: the launch call's own cost (uploading the graph,
+// many nodes) is not hidden behind GPU work.
+func graphLaunch(dr *breakdown.DeviceReport) *Finding {
+	sm := &dr.Summary
+	gl := apiPerStep(sm, breakdown.APIGraphLaunching)
+	if frac(gl, sm.Mean) < GraphLaunchShare {
+		return nil
+	}
+	f := &Finding{ID: GraphLaunch, AtStake: gl, Evidence: []Fact{
+		ns("idle_in_graph_launch_ns", gl),
+		share("graph_launch_share", frac(gl, sm.Mean)),
+		cnt("launches_per_step", sm.LaunchesPerStp),
+		cnt("kernels_per_step", sm.KernelsPerStep),
+		ns("idle_ns", perStep(sm, kernelclass.Idle)),
+	}}
+	f.Claim = fmt.Sprintf("the GPU is idle %s/step (%s of the step) while the host is inside a CUDA graph launch call; %.1f host launches "+
+		"for %.1f kernels/step", dur(gl), pct(frac(gl, sm.Mean)), sm.LaunchesPerStp, sm.KernelsPerStep)
+	f.Suggestion = "the graph launch call itself costs time the GPU waits for: upload the graph once after instantiating it " +
+		"(cudaGraphUpload), make it smaller (fewer nodes: fuse kernels, torch.compile), and launch the next step's graph " +
+		"before the token read-back so the launch overlaps GPU work"
+	return f
+}
+
+// ordinaryIdle is the idle time per step that launch_bound counts: while the host launches
+// ordinary kernels or runs no CUDA call, outside the host stall's gaps (host_stall's own).
+func ordinaryIdle(dr *breakdown.DeviceReport) (launch, none time.Duration) {
+	sm := &dr.Summary
+	launch, none = sm.Gaps.API[breakdown.APILaunching], sm.Gaps.API[breakdown.APINone]
+	if hostStall(dr) != nil {
+		launch -= sm.Stall.API[breakdown.APILaunching]
+		none -= sm.Stall.API[breakdown.APINone]
+	}
+	return perSteps(sm, launch), perSteps(sm, none)
 }
