@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -53,16 +54,30 @@ func perStep[T ~int64](total T, n int) string {
 	return breakdown.FormatDuration(int64(total) / int64(max(n, 1)))
 }
 
-// StragglerLine names the rank that arrived last at most matched collectives, e.g.
-// "Straggler: rank 1 arrived last at 198 of 230 matched collectives (86.1%)"; "" when no
-// collective was matched.
+// StragglerLine names a straggler only when the waiting it causes is material
+// (findings.SkewOf: the largest wait of one rank for another, at least
+// findings.MaterialShare of the waiting rank's step and findings.MaterialWait per step),
+// e.g. "Straggler: rank 1 makes rank 0 wait 9.720ms/step (68.4% of its median step); rank 1
+// arrived last at 106 of 108 matched collectives (98.1%)"; otherwise it says the ranks are
+// balanced, with the largest wait. "" when no collective was matched.
 func StragglerLine(rr *breakdown.RankReport) string {
 	if rr == nil || rr.Straggler < 0 || len(rr.Calls) == 0 {
 		return ""
 	}
-	d := &rr.Devices[rr.Straggler]
-	return fmt.Sprintf("Straggler: rank %d arrived last at %d of %d matched collectives (%s)", d.Device, d.LastArrivals,
-		len(rr.Calls), breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
+	sk := findings.SkewOf(rr)
+	if sk.Waiter < 0 {
+		return ""
+	}
+	w, l := &rr.Devices[sk.Waiter], &rr.Devices[sk.Late]
+	if !sk.Material {
+		return fmt.Sprintf("Ranks balanced: the largest wait of one rank for another is rank %d's for rank %d, %s/step (%s of its median step), "+
+			"under %s of the step or %s", w.Device, l.Device, breakdown.FormatDuration(int64(sk.Wait)),
+			breakdown.FormatPercent(frac(int64(sk.Wait), int64(sk.Step))), breakdown.FormatPercent(findings.MaterialShare),
+			breakdown.FormatDuration(int64(findings.MaterialWait)))
+	}
+	return fmt.Sprintf("Straggler: rank %d makes rank %d wait %s/step (%s of its median step); rank %d arrived last at %d of %d matched collectives (%s)",
+		l.Device, w.Device, breakdown.FormatDuration(int64(sk.Wait)), breakdown.FormatPercent(frac(int64(sk.Wait), int64(sk.Step))),
+		l.Device, l.LastArrivals, len(rr.Calls), breakdown.FormatPercent(frac(int64(l.LastArrivals), int64(len(rr.Calls)))))
 }
 
 // DeviceSentences returns the canonical sentences of a device of the report: those of

@@ -18,8 +18,8 @@ import (
 const (
 	// launch_bound: idle while the host launches or runs no CUDA call, as a share of the step.
 	LaunchBoundShare = 0.30
-	// communication_bound: allreduce + collective exclusive time, as a share of the step.
-	CommShare = 0.15
+	// communication_bound: allreduce + collective exclusive time is material: at least
+	// MaterialShare of the step and MaterialWait per step (below).
 	// Waiting for the last rank at or above this share of the matched calls' time makes the
 	// communication finding a late-rank one; below it, a transfer one.
 	CommWaitShare = 0.5
@@ -136,7 +136,7 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 	sm := &dr.Summary
 	ar, coll := perStep(sm, kernelclass.AllReduce), perStep(sm, kernelclass.Collective)
 	stake := ar + coll
-	if frac(stake, sm.Mean) < CommShare {
+	if !material(stake, sm.Mean) {
 		return nil
 	}
 	calls := sm.Categories[kernelclass.AllReduce].KernelsPerStep + sm.Categories[kernelclass.Collective].KernelsPerStep
@@ -148,11 +148,11 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 	}}
 	claim := []string{fmt.Sprintf("allreduce %s + collective %s per step = %s of the step, %.1f calls/step", dur(ar), dur(coll),
 		pct(frac(stake, sm.Mean)), calls)}
-	tips, small := commRanks(f, &claim, r.Ranks, d)
-	if len(tips) == 0 {
+	tips, small, waiting := commRanks(f, &claim, r.Ranks, d)
+	if len(tips) == 0 && !waiting {
 		tips = append(tips, "the transfer itself is the cost: overlap communication with compute, or reduce what is communicated")
 	}
-	if small {
+	if small && !waiting {
 		tips = append(tips, "transfers are small (latency-bound): try NCCL_PROTO=LL or LL128, a custom all-reduce "+
 			"(vLLM/SGLang custom all-reduce, FlashInfer one-shot), or fuse the all-reduce with the following RMSNorm")
 	}
@@ -169,10 +169,11 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 // commRanks adds the rank view's evidence to the communication finding f of device d and
 // its clauses to claim: waiting and transfer time of the matched calls, the transfer per
 // call, and the rank this one waits for when waiting is most of it. It returns the tips
-// that follow and whether the transfers are small.
-func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (tips []string, small bool) {
+// that follow, whether the transfers are small, and whether waiting is most of the time
+// (then protocol and algorithm tips do not apply: the transfer is not the cost).
+func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (tips []string, small, waiting bool) {
 	if rk == nil || d >= len(rk.Devices) || len(rk.Steps) == 0 {
-		return nil, false
+		return nil, false, false
 	}
 	rd := &rk.Devices[d]
 	n := time.Duration(len(rk.Steps))
@@ -187,7 +188,8 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 		perCall = fmt.Sprintf("transfer %s per call", dur(pc))
 		small = pc < CommSmallTransfer
 	}
-	if waitShare >= CommWaitShare {
+	waiting = waitShare >= CommWaitShare
+	if waiting {
 		late, most := -1, time.Duration(0)
 		for i, w := range rd.WaitFor {
 			if w > most {
@@ -201,15 +203,21 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 				cnt("late_rank_last_arrivals", float64(ld.LastArrivals)), cnt("matched_calls", float64(matched)))
 			*claim = append(*claim, fmt.Sprintf("rank %d arrived last at %d of %d matched calls and this rank waited %s/step for it",
 				ld.Device, ld.LastArrivals, matched, dur(most/n)))
-			tips = append(tips, fmt.Sprintf("the time is spent waiting for rank %d, not transferring: find out why rank %d "+
-				"arrives late (its own findings: a launch-bound or busier rank; CPU affinity, the GIL, a slower host thread) "+
-				"and make the ranks arrive together (CUDA graphs on every rank)", ld.Device, ld.Device))
+			if material(most/n, rd.MedianStep) {
+				tips = append(tips, fmt.Sprintf("the time is spent waiting for rank %d, not transferring: find out why rank %d "+
+					"arrives late (its own findings: a launch-bound or busier rank; CPU affinity, the GIL, a slower host thread) "+
+					"and make the ranks arrive together (CUDA graphs on every rank)", ld.Device, ld.Device))
+			} else {
+				tips = append(tips, fmt.Sprintf("most of the time is waiting, but the wait for rank %d (%s/step) is under %s of the step "+
+					"or %s: the ranks are balanced; the collectives' own cost is their number: fewer, larger collectives (fusion)",
+					ld.Device, dur(most/n), pct(MaterialShare), dur(MaterialWait)))
+			}
 		}
 	}
 	if perCall != "" {
 		*claim = append(*claim, perCall)
 	}
-	return tips, small
+	return tips, small, waiting
 }
 
 // commKnobs lists the knobs that bear on communication, sorted: "NCCL_ALGO=Ring, NCCL_PROTO=LL".
