@@ -511,6 +511,28 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			// The decode table's statistic: the categories' means per step add up exactly
 			// to the mean step, each within a nanosecond of its total / steps.
 			steps, _, _ := SelectSteps(d.Steps, opt.Phase)
+			// Outliers (over 3x the phase's median step, from 4 steps on) are left out and
+			// listed apart.
+			var outIdx []int
+			if len(steps) >= 4 {
+				walls := make([]time.Duration, len(steps))
+				for i := range steps {
+					walls[i] = steps[i].Wall()
+				}
+				med := Quantile(walls, 0.5)
+				var kept []Step
+				for i := range steps {
+					if steps[i].Wall() > 3*med {
+						outIdx = append(outIdx, steps[i].Index)
+					} else {
+						kept = append(kept, steps[i])
+					}
+				}
+				steps = kept
+			}
+			if !slices.Equal(outIdx, sm.Outliers.Steps) {
+				t.Errorf("device %d: outliers %v, want %v", d.Device, sm.Outliers.Steps, outIdx)
+			}
 			var wall, sum time.Duration
 			for i := range steps {
 				wall += steps[i].Wall()
