@@ -511,25 +511,23 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			// The decode table's statistic: the categories' means per step add up exactly
 			// to the mean step, each within a nanosecond of its total / steps.
 			steps, _, _ := SelectSteps(d.Steps, opt.Phase)
-			// Outliers (over 3x the phase's median step, from 4 steps on) are left out and
-			// listed apart.
+			// Outliers (over 3x the median step of their phase, among 4 steps or more of
+			// it) are left out and listed apart.
 			var outIdx []int
-			if len(steps) >= 4 {
-				walls := make([]time.Duration, len(steps))
-				for i := range steps {
-					walls[i] = steps[i].Wall()
-				}
-				med := Quantile(walls, 0.5)
-				var kept []Step
-				for i := range steps {
-					if steps[i].Wall() > 3*med {
-						outIdx = append(outIdx, steps[i].Index)
-					} else {
-						kept = append(kept, steps[i])
-					}
-				}
-				steps = kept
+			walls := map[Phase][]time.Duration{}
+			for i := range steps {
+				walls[steps[i].Phase] = append(walls[steps[i].Phase], steps[i].Wall())
 			}
+			var kept []Step
+			for i := range steps {
+				ws := walls[steps[i].Phase]
+				if len(ws) >= 4 && steps[i].Wall() > 3*Quantile(ws, 0.5) {
+					outIdx = append(outIdx, steps[i].Index)
+				} else {
+					kept = append(kept, steps[i])
+				}
+			}
+			steps = kept
 			if !slices.Equal(outIdx, sm.Outliers.Steps) {
 				t.Errorf("device %d: outliers %v, want %v", d.Device, sm.Outliers.Steps, outIdx)
 			}

@@ -55,35 +55,51 @@ const OutlierFactor = 3
 // median of fewer says nothing about what is usual.
 const OutlierMinSteps = 4
 
-// splitOutliers returns the steps within OutlierFactor times their median, and what the
-// others held. steps is not modified.
+// splitOutliers returns the steps within OutlierFactor times the median step of their
+// phase (each phase apart: with every phase summarised, a prefill is measured against the
+// prefills), and what the others held. steps is not modified. Median and Limit are those of
+// the first outlier's phase.
 func splitOutliers(steps []Step) ([]Step, Outliers) {
 	var out Outliers
-	if len(steps) < OutlierMinSteps {
-		return steps, out
-	}
 	walls := make([]time.Duration, len(steps))
+	var byPhase [Decode + 2][]time.Duration
 	for i := range steps {
 		walls[i] = steps[i].Wall()
+		p := min(int(steps[i].Phase), len(byPhase)-1)
+		byPhase[p] = append(byPhase[p], walls[i])
 	}
-	med := Quantile(walls, 0.5)
-	limit := OutlierFactor * med
+	var limits [len(byPhase)]time.Duration
+	var medians [len(byPhase)]time.Duration
+	for p, ws := range byPhase {
+		limits[p] = -1 // no outliers among too few steps
+		if len(ws) >= OutlierMinSteps {
+			medians[p] = Quantile(ws, 0.5)
+			limits[p] = OutlierFactor * medians[p]
+		}
+	}
+	isOut := func(i int) bool {
+		p := min(int(steps[i].Phase), len(byPhase)-1)
+		return limits[p] > 0 && walls[i] > limits[p]
+	}
 	n := 0
-	for i := range walls {
-		if walls[i] > limit {
+	for i := range steps {
+		if isOut(i) {
 			n++
 		}
 	}
-	if n == 0 || med <= 0 {
+	if n == 0 {
 		return steps, out
 	}
-	out.Median, out.Limit = med, limit
 	kept := make([]Step, 0, len(steps)-n)
 	for i := range steps {
 		s := &steps[i]
-		if walls[i] <= limit {
+		if !isOut(i) {
 			kept = append(kept, *s)
 			continue
+		}
+		if len(out.Steps) == 0 {
+			p := min(int(s.Phase), len(byPhase)-1)
+			out.Median, out.Limit = medians[p], limits[p]
 		}
 		out.Steps = append(out.Steps, s.Index)
 		out.Wall += walls[i]

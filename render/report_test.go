@@ -142,6 +142,9 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 				Categories map[string]struct {
 					MeanNS int64 `json:"mean_ns"`
 				} `json:"categories"`
+				Outliers *struct {
+					Steps []int `json:"steps"`
+				} `json:"outliers"`
 			} `json:"decode"`
 		} `json:"devices"`
 	}
@@ -164,11 +167,24 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 		}
 		var wall int64
 		steps, _, _ := breakdown.SelectSteps(d.Steps, phaseSel(sm.Phase))
-		for i := range steps {
-			wall += int64(steps[i].Wall())
+		out := map[int]bool{} // the outliers the JSON lists are not in the summary
+		if o := js.Devices[di].Decode.Outliers; o != nil {
+			for _, i := range o.Steps {
+				out[i] = true
+			}
 		}
-		if mean := js.Devices[di].Decode.MeanNS; sum != mean || mean != wall/int64(len(steps)) {
-			t.Errorf("%s: JSON categories' mean_ns add up to %d, decode mean_ns %d, steps' mean wall %d", dw, sum, mean, wall/int64(len(steps)))
+		n := 0
+		for i := range steps {
+			if !out[steps[i].Index] {
+				wall += int64(steps[i].Wall())
+				n++
+			}
+		}
+		if n != sm.Steps {
+			t.Errorf("%s: %d steps less %d outliers, summary of %d", dw, len(steps), len(out), sm.Steps)
+		}
+		if mean := js.Devices[di].Decode.MeanNS; sum != mean || mean != wall/int64(n) {
+			t.Errorf("%s: JSON categories' mean_ns add up to %d, decode mean_ns %d, steps' mean wall %d", dw, sum, mean, wall/int64(n))
 		}
 		ht := summaryTable(sm)
 		var means, shares []string
