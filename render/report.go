@@ -201,7 +201,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		out.Kernels = append(out.Kernels, kj)
 	}
 	for _, w := range r.Warnings {
-		out.Warnings = append(out.Warnings, WarningText(w))
+		out.Warnings = append(out.Warnings, warningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
 	return out
@@ -391,10 +391,10 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 	ew := &errWriter{w: w}
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
-	if s := ConfigLine(r.Config); s != "" {
+	if s := configLine(r.Config); s != "" {
 		ew.printf("%s\n", TerminalSafe(s))
 	}
-	if s := NCCLProtoNote(r.Config, reportProtos(r.Report)); s != "" {
+	if s := ncclProtoNote(r.Config, reportProtos(r.Report)); s != "" {
 		ew.printf("NCCL protocol: %s\n", TerminalSafe(s))
 	}
 	for i := range r.Devices {
@@ -414,28 +414,28 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 				break
 			}
 			ew.printf("%10s %7s %7d %10s  %-12s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
-				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, ShortName(TerminalSafe(k.Name)))
+				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, shortName(TerminalSafe(k.Name)))
 		}
 	}
 	if len(r.Warnings) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, wn := range r.Warnings {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(WarningText(wn)))
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(warningText(wn)))
 		}
 	}
 	return ew.err
 }
 
-// MaxNameText is the longest kernel name the text report prints whole; longer names
+// maxNameText is the longest kernel name the text report prints whole; longer names
 // (templated kernels run to thousands of characters) keep their head and tail. JSON and
 // HTML keep every name whole.
-const MaxNameText = 160
+const maxNameText = 160
 
-// ShortName shortens a name longer than MaxNameText to its first 120 and last 36
+// shortName shortens a name longer than maxNameText to its first 120 and last 36
 // characters around " … ".
-func ShortName(s string) string {
+func shortName(s string) string {
 	r := []rune(s)
-	if len(r) <= MaxNameText {
+	if len(r) <= maxNameText {
 		return s
 	}
 	return string(r[:120]) + " … " + string(r[len(r)-36:])
@@ -455,8 +455,8 @@ func frac(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-// PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func PhaseCounts(steps []breakdown.Step) string {
+// phaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
+func phaseCounts(steps []breakdown.Step) string {
 	var n [3]int
 	for _, s := range steps {
 		n[s.Phase]++
@@ -477,7 +477,7 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		gpu = "GPU n/a"
 	}
 	n := len(d.Steps) + d.Skipped
-	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), PhaseCounts(d.Steps))
+	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), phaseCounts(d.Steps))
 	if d.Skipped > 0 {
 		ew.printf("; %d skipped", d.Skipped)
 	}
@@ -490,45 +490,45 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		ew.printf("  no steps to summarise\n")
 		return
 	}
-	ew.printf("%s\n", SummaryLead(sm))
+	ew.printf("%s\n", summaryLead(sm))
 	rows := summaryRows(sm)
 	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
 	for _, r := range rows {
 		w = max(w, len(r.cat.String()))
 	}
-	ew.printf("%s:\n", SummaryCaption(sm))
+	ew.printf("%s:\n", summaryCaption(sm))
 	ew.printf("%-*s %10s %7s %12s\n", w, "category", "mean/step", "share", "kernels/step")
 	for _, r := range rows {
 		ew.printf("%-*s %10s %7s %12s\n", w, r.cat, r.mean, r.share, r.kernels)
 	}
 	ew.printf("%-*s %10s %7s %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep)
-	ew.printf("%s\n", IdleLine(sm))
-	for _, s := range DeviceSentences(r.Report, d) {
+	ew.printf("%s\n", idleLine(sm))
+	for _, s := range deviceSentences(r.Report, d) {
 		ew.printf("  %s\n", s)
 	}
-	if s := SOLLine(d); s != "" {
+	if s := solLine(d); s != "" {
 		ew.printf("%s\n", s)
 	}
 	textFindings(ew, r.Findings[di])
 }
 
-// SummaryLead is the line over the decode table: the distribution of the whole step
+// summaryLead is the line over the decode table: the distribution of the whole step
 // (median, p10, p90, mean), the steps and the launches and kernels per step.
-func SummaryLead(sm *breakdown.Summary) string {
+func summaryLead(sm *breakdown.Summary) string {
 	return fmt.Sprintf("%s: median %s  p10 %s  p90 %s  mean %s  (%d step%s; %.1f host launches/step, %.1f kernels/step)",
 		capitalize(phaseWhat(sm)), breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)),
 		breakdown.FormatDuration(int64(sm.Mean)), sm.Steps, plural(sm.Steps), sm.LaunchesPerStp, sm.KernelsPerStep)
 }
 
-// SummaryCaption names the decode table's statistic: means per step, which add up to the
+// summaryCaption names the decode table's statistic: means per step, which add up to the
 // mean step (medians of categories do not add up to the median step).
-func SummaryCaption(sm *breakdown.Summary) string {
+func summaryCaption(sm *breakdown.Summary) string {
 	return fmt.Sprintf("By category, mean per %s (the rows add up to the mean step, %s; share = mean/step over the mean step)",
 		phaseWhat(sm), breakdown.FormatDuration(int64(sm.Mean)))
 }
 
-// IdleLine describes the idle gaps of a summary in one line.
-func IdleLine(sm *breakdown.Summary) string {
+// idleLine describes the idle gaps of a summary in one line.
+func idleLine(sm *breakdown.Summary) string {
 	g := &sm.Gaps
 	n := float64(max(sm.Steps, 1))
 	var sizes []string
@@ -550,11 +550,11 @@ func IdleLine(sm *breakdown.Summary) string {
 		sm.GapsPerStep, breakdown.FormatDuration(int64(g.Total)/int64(n)), strings.Join(sizes, ", "), strings.Join(host, ", "))
 }
 
-// Sentences returns the canonical sentences of a summary, one per category holding at
+// summarySentences returns the canonical sentences of a summary, one per category holding at
 // least 1% of the step, largest first, in the decode table's statistic (means per step), e.g.
 // "gemm: 104.7µs/step = 4.76% of the mean decode step; 21.0 calls/step x 4.994µs busy each"
 // (busy time can exceed the exclusive time when streams overlap).
-func Sentences(sm *breakdown.Summary) []string {
+func summarySentences(sm *breakdown.Summary) []string {
 	what := "the mean " + sm.Phase.String() + " step"
 	if sm.Phase == breakdown.Unknown {
 		what = "the mean step"
@@ -667,9 +667,9 @@ func summaryRows(sm *breakdown.Summary) []summaryRow {
 	return rows
 }
 
-// WarningText is the text of a report warning; a warning about an option names the flag
+// warningText is the text of a report warning; a warning about an option names the flag
 // that sets it.
-func WarningText(w error) string {
+func warningText(w error) string {
 	var ns *breakdown.NoStepsWarning
 	if errors.As(w, &ns) {
 		return fmt.Sprintf("device %d: --steps %s found no steps; the whole trace is one step", ns.Device, ns.Method)
