@@ -276,7 +276,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellText("phases"), cellNum("skipped"), cellText("method"), cellText("detail"), cellText("outside steps")}}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		phases := phaseCounts(d.Steps)
+		phases := breakdown.PhaseCounts(d.Steps)
 		if phases == "" {
 			phases = "none"
 		}

@@ -455,21 +455,6 @@ func frac(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-// phaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func phaseCounts(steps []breakdown.Step) string {
-	var n [3]int
-	for _, s := range steps {
-		n[s.Phase]++
-	}
-	var parts []string
-	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
-		if n[p] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
 func textDevice(ew *errWriter, r *findings.Report, di int) {
 	d := &r.Devices[di]
 	gpu := d.GPU
@@ -477,7 +462,7 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		gpu = "GPU n/a"
 	}
 	n := len(d.Steps) + d.Skipped
-	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), phaseCounts(d.Steps))
+	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), breakdown.PhaseCounts(d.Steps))
 	if d.Skipped > 0 {
 		ew.printf("; %d skipped", d.Skipped)
 	}
