@@ -109,7 +109,7 @@ type Comparison struct {
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
 	Options    Options
 	Warnings   []error
-	// Ranks compares each device position on its own (story.go); nil unless both sides
+	// Ranks compares each device position on its own (ranks.go); nil unless both sides
 	// have two or more devices per run.
 	Ranks []RankComparison
 	// Findings lines up the findings of the first run of each side, per device position.
