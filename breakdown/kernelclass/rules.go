@@ -148,8 +148,9 @@ func compileBuiltinRules() []Rule {
 	return rules
 }
 
-// ParseRules reads user rules in the rules-file format (README, "How steps and time are counted"; testdata/rules/example.rules) and returns them in file order;
-// source names the input in rule names and errors.
+// ParseRules reads user rules in the rules-file format (testdata/rules/example.rules; the
+// README's "How steps and time are counted") and returns them in file order; source names
+// the input in rule names and errors.
 //
 // The format is line-oriented. Blank lines and lines whose first non-blank character is
 // '#' are ignored. Every other line is a category identifier (as printed by
