@@ -331,6 +331,12 @@ func bruteForce(acts []act, calls []bruteCall, s, e nsys.Time) bruteStep {
 						if c.End.Sub(c.Start) >= time.Millisecond { // a launch that loads a module
 							hk, g = HostNone, APIModuleLoading
 						}
+					case nsys.APIModule:
+						hk, g = HostNone, APIModuleLoading
+					case nsys.APIMemMgmt:
+						hk, g = HostNone, APIMemoryManagement
+					case nsys.APIMisc:
+						hk, g = HostNone, APIOther
 					default:
 						hk, g = HostNone, APINone
 					}
@@ -378,9 +384,21 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 			procs[x.proc] = true
 			lastEnd = max(lastEnd, x.end)
 		}
+		// The launching threads: those of the device's processes that launch, copy,
+		// memset or synchronize; only their calls explain idle time.
+		launching := map[int64]bool{}
+		for _, c := range tr.APICalls {
+			w := tr.CallerOf(c)
+			switch w.Kind {
+			case nsys.APILaunch, nsys.APIGraphLaunch, nsys.APIMemcpy, nsys.APIMemset, nsys.APISync:
+				if procs[w.Proc] {
+					launching[w.Thread] = true
+				}
+			}
+		}
 		var calls []bruteCall
 		for _, c := range tr.APICalls {
-			if w := tr.CallerOf(c); procs[w.Proc] {
+			if w := tr.CallerOf(c); procs[w.Proc] && launching[w.Thread] {
 				calls = append(calls, bruteCall{c.Start, c.End, w.Kind})
 			}
 		}

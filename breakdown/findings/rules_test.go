@@ -175,16 +175,44 @@ func TestFindingsTP2(t *testing.T) {
 		t.Errorf("rank 1 findings %v; want launch_bound first", findingIDs(f1))
 	}
 
+	// Waiting is the cost, not the transfer: no protocol or custom all-reduce tip.
+	if strings.Contains(c.Suggestion, "NCCL_PROTO=LL or LL128") {
+		t.Errorf("rank 0 waits 99%% of its collective time, yet the suggestion names protocols: %s", c.Suggestion)
+	}
+	if sk := findings.SkewOf(rep.Ranks); !sk.Material || sk.Waiter != 0 || sk.Late != 1 {
+		t.Errorf("tp2-moe-eager skew %+v; want rank 0 waiting materially for rank 1", sk)
+	}
+
 	g := captureReport(t, "tp2-moe-graph", breakdown.Options{})
+	gr := findings.Of(g)
 	for d := range g.Devices {
-		fs := findings.Of(g).Findings[d]
+		fs := gr.Findings[d]
 		checkFindingsOrder(t, fs)
 		if len(fs) == 0 || fs[0].ID != findings.KernelStorm {
 			t.Errorf("tp2-moe-graph device %d findings %v; want kernel_storm first", d, findingIDs(fs))
 		}
-		if find(fs, findings.Communication) != nil || find(fs, findings.LaunchBound) != nil {
-			t.Errorf("tp2-moe-graph device %d findings %v: no communication or launch finding expected", d, findingIDs(fs))
+		if find(fs, findings.LaunchBound) != nil {
+			t.Errorf("tp2-moe-graph device %d findings %v: no launch finding expected", d, findingIDs(fs))
 		}
+		if find(fs, findings.GraphLaunch) == nil {
+			t.Errorf("tp2-moe-graph device %d findings %v: the GPU idles in cudaGraphLaunch (over 100µs/step); want graph_launch", d, findingIDs(fs))
+		}
+	}
+	// Rank 0 spends 142µs/step (10.3%) in collectives, 88µs of it waiting for rank 1 (6.6% of
+	// its step): material, so reported, with the late rank and no protocol tip; rank 1's
+	// 61µs/step (4.5%) is not.
+	c0 := find(gr.Findings[0], findings.Communication)
+	if c0 == nil {
+		t.Fatalf("tp2-moe-graph rank 0 findings %v; want communication_bound (10.3%% of the step)", findingIDs(gr.Findings[0]))
+	}
+	if stake := c0.AtStake; stake < 140*time.Microsecond || stake > 144*time.Microsecond {
+		t.Errorf("tp2-moe-graph rank 0 communication at stake %v; want 142µs", stake)
+	}
+	if late := fact(t, c0, "late_rank"); late != 1 || strings.Contains(c0.Suggestion, "NCCL_PROTO") {
+		t.Errorf("tp2-moe-graph rank 0: late rank %v, suggestion %s; want rank 1 and no protocol tip", late, c0.Suggestion)
+	}
+	if find(gr.Findings[1], findings.Communication) != nil {
+		t.Errorf("tp2-moe-graph rank 1 findings %v: 4.5%% in collectives is not material", findingIDs(gr.Findings[1]))
 	}
 }
 
