@@ -2,6 +2,8 @@ package findings_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,6 +16,8 @@ import (
 	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+
+	_ "github.com/mattn/go-sqlite3"
 )
 
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
@@ -294,6 +298,205 @@ func TestFindingsWorded(t *testing.T) {
 		findings.FarFromSOL, findings.Coverage} {
 		if held[id] == 0 {
 			t.Errorf("%s holds on no capture; the check of its wording is empty", id)
+		}
+	}
+}
+
+// captureDB summarises a capture and opens its SQLite copy for SQL checks.
+func captureDB(t *testing.T, name string, opt breakdown.Options) (*breakdown.Report, *sql.DB) {
+	t.Helper()
+	gz := filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz")
+	path := filepath.Join(t.TempDir(), name+".sqlite")
+	nsystest.Gunzip(t, gz, path)
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return rep, db
+}
+
+func sqlInt(t *testing.T, db *sql.DB, q string, args ...any) int64 {
+	t.Helper()
+	var n sql.NullInt64
+	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n.Int64
+}
+
+// gapsSQL makes the temporary table g(g0, g1, nx) of the GPU's idle gaps of minNS or
+// longer (between kernels, copies and memsets, by the running latest end), nx the kernel
+// name id that ends each (NULL after a copy or memset).
+func gapsSQL(t *testing.T, db *sql.DB, minNS int64) {
+	t.Helper()
+	for _, q := range []string{
+		`DROP TABLE IF EXISTS temp.g`,
+		`CREATE TEMP TABLE a AS SELECT start, end, shortName AS nm FROM CUPTI_ACTIVITY_KIND_KERNEL
+		 UNION ALL SELECT start, end, NULL FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION ALL SELECT start, end, NULL FROM CUPTI_ACTIVITY_KIND_MEMSET`,
+		fmt.Sprintf(`CREATE TEMP TABLE g AS SELECT pe AS g0, start AS g1, nm AS nx FROM (SELECT start, nm,
+		 max(end) OVER (ORDER BY start ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS pe FROM a) WHERE start - pe >= %d`, minNS),
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// TestFindingsHostStall: the cuDNN SDPA eager loop (the KV length grows each step) waits
+// 37-46ms before the cuDNN attention kernel in every decode step while cuDNN builds a plan
+// for the new length: host_stall first, its time the SQL sum of those gaps, with the
+// module loading (cuLibraryLoadData, cuKernelSetAttribute) inside them; launch_bound is
+// left with the ordinary launch gaps, under its threshold.
+func TestFindingsHostStall(t *testing.T) {
+	rep, db := captureDB(t, "sdpa-cudnn-eager", breakdown.Options{})
+	fs := findings.Of(rep).Findings[0]
+	checkFindingsOrder(t, fs)
+	if len(fs) == 0 || fs[0].ID != findings.HostStall {
+		t.Fatalf("findings %v; want host_stall first", findingIDs(fs))
+	}
+	f := &fs[0]
+	sm := &rep.Devices[0].Summary
+	gapsSQL(t, db, int64(breakdown.StallGap))
+	const before = `FROM g JOIN StringIds s ON s.id = g.nx WHERE s.value GLOB 'cudnn_generated_fort_native_sdpa_sm80*'`
+	n := sqlInt(t, db, `SELECT count(*) `+before)
+	total := sqlInt(t, db, `SELECT sum(g1 - g0) `+before)
+	if n != 24 || sm.Steps != 24 || sm.Stall.Steps != 24 || int64(sm.Stall.Total) != total {
+		t.Errorf("stall in %d of %d steps, %v; SQL: %d gaps of 1ms or more before the cuDNN kernel, %dns", sm.Stall.Steps, sm.Steps, sm.Stall.Total, n, total)
+	}
+	if want := time.Duration(total / 24); f.AtStake != want || fact(t, f, "stall_steps") != 24 {
+		t.Errorf("host_stall at stake %v in %v steps; want %v (SQL total / 24) in 24", f.AtStake, fact(t, f, "stall_steps"), want)
+	}
+	if k, _ := f.Fact("kernel"); !strings.HasPrefix(k.Text, "cudnn_generated_fort_native_sdpa_sm80") {
+		t.Errorf("stall before %q; want the cuDNN SDPA kernel", k.Text)
+	}
+	// Module loading in those gaps: cuLibraryLoad*, cuKernelSetAttribute (they nest in no
+	// other call of a higher group here).
+	mod := sqlInt(t, db, `SELECT sum(min(g.g1, r.end) - max(g.g0, r.start)) FROM g JOIN StringIds s ON s.id = g.nx
+		JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.start < g.g1 AND r.end > g.g0 JOIN StringIds c ON c.id = r.nameId
+		WHERE s.value GLOB 'cudnn_generated_fort_native_sdpa_sm80*' AND
+		(c.value GLOB 'cuLibraryLoad*' OR c.value GLOB 'cuKernelSetAttribute*' OR c.value GLOB 'cuLibraryGetKernel*')`)
+	if got := sm.Stall.API[breakdown.APIModuleLoading]; got != time.Duration(mod) || mod < 20_000_000 {
+		t.Errorf("module loading in the stalls %v; SQL %dns (want over 20ms in 24 steps)", got, mod)
+	}
+	if !strings.Contains(f.Suggestion, "warm up every shape") || !strings.Contains(f.Claim, "module loading") {
+		t.Errorf("claim %q / suggestion %q: want module loading named and shapes warmed up", f.Claim, f.Suggestion)
+	}
+	if lb := find(fs, findings.LaunchBound); lb != nil {
+		t.Errorf("launch_bound %v at stake: the ordinary gaps outside the stall are %v/step, under 30%% of the step", lb.AtStake, sm.Mean-f.AtStake)
+	}
+}
+
+// TestFindingsGraphLaunch: a 526-node CUDA graph launched once per step: the GPU waits in
+// each step's gap while the host is inside cudaGraphLaunch (about 0.8ms of a 2.4ms step);
+// graph_launch has the SQL time of the gaps of 10µs or more inside graph launch calls,
+// within the decode steps' windows.
+func TestFindingsGraphLaunch(t *testing.T) {
+	rep, db := captureDB(t, "graph-loop", breakdown.Options{})
+	d := &rep.Devices[0]
+	fs := findings.Of(rep).Findings[0]
+	checkFindingsOrder(t, fs)
+	g := find(fs, findings.GraphLaunch)
+	if g == nil {
+		t.Fatalf("findings %v; want graph_launch", findingIDs(fs))
+	}
+	gapsSQL(t, db, 10_000)
+	var want int64
+	for _, s := range d.Steps {
+		if s.Phase != breakdown.Decode {
+			continue
+		}
+		want += sqlInt(t, db, `SELECT sum(min(g.g1, r.end, ?2) - max(g.g0, r.start, ?1)) FROM g
+			JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.start < g.g1 AND r.end > g.g0 JOIN StringIds c ON c.id = r.nameId
+			WHERE c.value GLOB 'cudaGraphLaunch*' AND min(g.g1, r.end, ?2) > max(g.g0, r.start, ?1)`, int64(s.Start), int64(s.End))
+	}
+	sm := &d.Summary
+	if sm.Steps != 40 || g.AtStake != time.Duration(want/40) || g.AtStake < 700*time.Microsecond {
+		t.Errorf("graph_launch %v/step over %d steps; SQL %v/step over 40 (want over 0.7ms)", g.AtStake, sm.Steps, time.Duration(want/40))
+	}
+	if g.Severity != findings.High {
+		t.Errorf("graph_launch severity %v: %v of a %v step", g.Severity, g.AtStake, sm.Mean)
+	}
+	// The first finding: the 484 short kernels per step, their busy time at stake.
+	if fs[0].ID != findings.KernelStorm || fs[0].AtStake != sm.ShortBusyPerStep {
+		t.Errorf("first finding %s %v; want kernel_storm, %v", fs[0].ID, fs[0].AtStake, sm.ShortBusyPerStep)
+	}
+	if find(fs, findings.LaunchBound) != nil {
+		t.Errorf("findings %v: the graph launch's idle is graph_launch's, not launch_bound's", findingIDs(fs))
+	}
+}
+
+// TestFindingsOutlier: one decode step holds a 0.5s host pause (time.sleep in the loop):
+// it is left out of the summary and its own finding comes first; nothing else puts more
+// than the summarised step at stake.
+func TestFindingsOutlier(t *testing.T) {
+	rep, db := captureDB(t, "slow-step", breakdown.Options{})
+	d := &rep.Devices[0]
+	sm := &d.Summary
+	fs := findings.Of(rep).Findings[0]
+	checkFindingsOrder(t, fs)
+	if len(fs) == 0 || fs[0].ID != findings.Outliers {
+		t.Fatalf("findings %v; want outlier_steps first", findingIDs(fs))
+	}
+	if len(sm.Outliers.Steps) != 1 || sm.Steps != 15 {
+		t.Fatalf("outliers %v, %d steps summarised; want one of 16 decode steps out", sm.Outliers.Steps, sm.Steps)
+	}
+	var slow *breakdown.Step
+	for i := range d.Steps {
+		if d.Steps[i].Index == sm.Outliers.Steps[0] {
+			slow = &d.Steps[i]
+		}
+	}
+	// The GPU's longest gap (SQL) is the outlier's longest gap, and the host was in no CUDA call.
+	gapsSQL(t, db, 1_000_000)
+	longest := sqlInt(t, db, `SELECT max(g1 - g0) FROM g`)
+	if lg := sm.Outliers.LongGap; int64(lg.Dur()) != longest || lg.API[breakdown.APINone] < lg.Dur()*99/100 || slow == nil || slow.Wall() < 500*time.Millisecond {
+		t.Errorf("outlier's longest gap %v (no CUDA call %v); SQL longest GPU gap %dns; step %v", lg.Dur(), lg.API[breakdown.APINone], longest, slow)
+	}
+	f := &fs[0]
+	excess := (sm.Outliers.Wall - sm.Outliers.Median) / 16
+	if fact(t, f, "excess_per_step_ns") != float64(excess) || f.AtStake != sm.Mean || excess <= sm.Mean {
+		t.Errorf("outlier at stake %v, excess %v/step; want the excess (%v) capped at the step %v", f.AtStake, fact(t, f, "excess_per_step_ns"), excess, sm.Mean)
+	}
+	if sm.Mean > 3*time.Millisecond || sm.Median > 3*time.Millisecond {
+		t.Errorf("summarised step mean %v, median %v: the 0.5s step is still in", sm.Mean, sm.Median)
+	}
+}
+
+// TestFindingsAtStakeBounded: on every capture, no finding puts more time at stake than the
+// summarised step, and the stall's and the summary's idle attribution add up.
+func TestFindingsAtStakeBounded(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*.sqlite.gz"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("captures: %d, %v", len(files), err)
+	}
+	for _, gz := range files {
+		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
+		rep := captureReport(t, name, breakdown.Options{})
+		fr := findings.Of(rep)
+		for di := range rep.Devices {
+			sm := &rep.Devices[di].Summary
+			for _, f := range fr.Findings[di] {
+				if f.AtStake > sm.Mean || f.AtStake < 0 || f.Step != sm.Mean {
+					t.Errorf("%s device %d: %s puts %v at stake of a %v step (summary mean %v)", name, di, f.ID, f.AtStake, f.Step, sm.Mean)
+				}
+			}
+			var api, stall time.Duration
+			for g := range breakdown.NumAPIGroups {
+				api += sm.Gaps.API[g]
+				stall += sm.Stall.API[g]
+			}
+			if api != sm.Gaps.Total || stall != sm.Stall.Total {
+				t.Errorf("%s device %d: API groups %v of idle %v; stall groups %v of %v", name, di, api, sm.Gaps.Total, stall, sm.Stall.Total)
+			}
 		}
 	}
 }
