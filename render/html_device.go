@@ -445,12 +445,15 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		counts[i].Value = chartRound2(float64(g.Sizes[i]) / n)
 		times[i].Value = math.Round(float64(g.SizeNS[i])/n) / 1e3
 	}
-	hostColors := [breakdown.NumHostActivities]string{"#e15759", "#f28e2b", "#4e79a7", "#bab0ac"}
-	hostLabels := make([]string, breakdown.NumHostActivities)
-	host := make([]opts.BarData, breakdown.NumHostActivities)
-	for i := range breakdown.NumHostActivities {
-		hostLabels[i] = breakdown.HostActivityNames[i]
-		host[i] = opts.BarData{Value: chartRound2(100 * frac(int64(g.Host[i]), int64(g.Total))), ItemStyle: &opts.ItemStyle{Color: hostColors[i]}}
+	// What the launching threads were doing, by API group (breakdown.APIGroupOrder).
+	hostColors := [breakdown.NumAPIGroups]string{breakdown.APISynchronizing: "#e15759", breakdown.APICopying: "#f28e2b",
+		breakdown.APIGraphLaunching: "#76b7b2", breakdown.APILaunching: "#4e79a7", breakdown.APIModuleLoading: "#b07aa1",
+		breakdown.APIMemoryManagement: "#edc948", breakdown.APIOther: "#9c755f", breakdown.APINone: "#bab0ac"}
+	hostLabels := make([]string, breakdown.NumAPIGroups)
+	host := make([]opts.BarData, breakdown.NumAPIGroups)
+	for i, a := range breakdown.APIGroupOrder {
+		hostLabels[i] = breakdown.APIGroupNames[a]
+		host[i] = opts.BarData{Value: chartRound2(100 * frac(int64(g.API[a]), int64(g.Total))), ItemStyle: &opts.ItemStyle{Color: hostColors[a]}}
 	}
 	bar := charts.NewBar()
 	b := chartBlock{ID: fmt.Sprintf("gaps-%d", d.Device), Title: title, Height: 340, Units: "count,time,pct"}
@@ -464,7 +467,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 			AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 10}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "gaps/step"}),
 	)...)
-	bar.ExtendXAxis(opts.XAxis{Type: "value", GridIndex: 1, Max: 100, SplitNumber: 2, Name: "host meanwhile, % of idle time",
+	bar.ExtendXAxis(opts.XAxis{Type: "value", GridIndex: 1, Max: 100, SplitNumber: 2, Name: "launching threads meanwhile, % of idle time",
 		NameLocation: "middle", NameGap: 26, AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}})
 	bar.ExtendYAxis(
 		opts.YAxis{Type: "value", Name: "idle/step", SplitLine: &opts.SplitLine{Show: opts.Bool(false)}},

@@ -172,6 +172,10 @@ func synthReport(n, ndev int) *breakdown.Report {
 				Sizes:  [breakdown.NumGapSizes]int{9, 2, 1, 0},
 				SizeNS: [breakdown.NumGapSizes]time.Duration{idle / 10, idle / 5, idle - idle/10 - idle/5, 0},
 				Host:   [breakdown.NumHostActivities]time.Duration{idle / 20, idle / 4, idle / 2, idle - idle/20 - idle/4 - idle/2}}
+			s.Gaps.API[breakdown.APISynchronizing] = idle / 20
+			s.Gaps.API[breakdown.APICopying] = idle / 4
+			s.Gaps.API[breakdown.APILaunching] = idle / 2
+			s.Gaps.API[breakdown.APINone] = idle - idle/20 - idle/4 - idle/2
 			d.Steps = append(d.Steps, s)
 			at = s.End + nsys.Time(5*us)
 		}
