@@ -192,6 +192,18 @@ type RanksJSON struct {
 	Spread           SpreadJSON       `json:"spread"`
 	Devices          []RankDeviceJSON `json:"devices"`
 	Steps            []RankStepJSON   `json:"steps"`
+	// Skew is the largest wait of one rank for another (findings.SkewOf); material false
+	// means the ranks are balanced, whichever arrived last most often. Nil without matched calls.
+	Skew *SkewJSON `json:"skew,omitempty"`
+}
+
+// SkewJSON is findings.Skew: devices by number, the wait per aligned step.
+type SkewJSON struct {
+	Waiter   int   `json:"waiter"`
+	Late     int   `json:"late"`
+	WaitNS   int64 `json:"wait_ns"`
+	StepNS   int64 `json:"step_ns"`
+	Material bool  `json:"material"`
 }
 
 // StragglerJSON names the rank that arrived last at most matched calls.

@@ -248,6 +248,10 @@ func ranksJSON(rr *breakdown.RankReport) *RanksJSON {
 		out.Straggler = &StragglerJSON{Device: int(d.Device), LastArrivals: d.LastArrivals,
 			Share: round6(frac(int64(d.LastArrivals), int64(len(rr.Calls))))}
 	}
+	if sk := findings.SkewOf(rr); sk.Waiter >= 0 {
+		out.Skew = &SkewJSON{Waiter: int(rr.Devices[sk.Waiter].Device), Late: int(rr.Devices[sk.Late].Device), WaitNS: int64(sk.Wait),
+			StepNS: int64(sk.Step), Material: sk.Material}
+	}
 	for i := range rr.Devices {
 		d := &rr.Devices[i]
 		out.Devices = append(out.Devices, RankDeviceJSON{Device: int(d.Device), GPU: d.GPU, MedianStepNS: int64(d.MedianStep),
