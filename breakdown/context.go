@@ -13,13 +13,21 @@ import (
 //
 //   - After the step's last GEMM (the lm_head), top-k, sort, softmax, argmax and sampler
 //     kernels are sampling.
-//   - Before it, a top-k or sort (after an optional softmax or sigmoid) starts MoE routing;
-//     the kernels from there to the first GEMM are moe_routing (gating, top-k, sort, counts,
-//     scatter), and from that GEMM (or an inductor kernel that indexes the expert weights)
-//     on, expert work is moe_expert (per-expert or grouped
-//     GEMMs, weight and token gathers, activations, the weighted combine) until the next
-//     norm, attention or collective kernel. A top-k followed by attention instead of a
-//     GEMM picks tokens for sparse attention (DeepSeek/GLM-5's indexer): attention.
+//   - Before it, a top-k or sort (after an optional softmax or sigmoid) may start MoE
+//     routing; the kernels from there to the first GEMM are moe_routing (gating, top-k,
+//     sort, counts, scatter), but the gathers directly before that GEMM (vectorized_gather,
+//     index_select: the selected experts' weights or tokens) are expert work; from that GEMM
+//     (or an inductor kernel that indexes the expert weights) on, expert work is moe_expert
+//     (per-expert or grouped GEMMs, activations) up to the last combine (index_add_,
+//     scatter_add, the weighted sum, moe_sum/finalize) before the next norm, attention or
+//     collective kernel: the next layer's residual add, norm and RoPE after the combine are
+//     not experts. A run is routing only with a router: a softmax or sigmoid before the
+//     top-k or between it and the GEMM, and such runs at least twice in the step (once per
+//     MoE layer), or once with two expert GEMMs or more and a combine after it (a model of
+//     one MoE layer); a lone top-k/sort (a draft head's top-p sort in a dense model, whose
+//     next GEMM is followed by attention) is not.
+//     A top-k followed by attention instead of a GEMM picks tokens for sparse attention
+//     (DeepSeek/GLM-5's indexer): attention.
 //   - A sampling kernel before the last GEMM is not sampling the step's token: elementwise.
 //
 // Kernels moved by --nvtx-category keep the category the user gave them.
@@ -34,7 +42,16 @@ const (
 	roleSampler      // argmax, multinomial and other samplers
 	roleNorm         // layer or RMS norm (in PyTorch: the mean of squares)
 	roleGather       // an inductor kernel that indexes (after routing: expert weights)
+	// roleWeightGather is an eager gather or index_select: right before the first expert
+	// GEMM of a routed layer, it gathers the selected experts' weights (or tokens).
+	roleWeightGather
+	roleCombine // index_add_, scatter_add, a sum, moe_sum/finalize: may end expert work
+	// roleNormCombine is an inductor kernel of the weighted combine (a sum) fused with the
+	// next layer's norm (rsqrt): a norm that is also the combine.
+	roleNormCombine
 )
+
+func isNorm(r role) bool { return r == roleNorm || r == roleNormCombine }
 
 // nameRole reads a kernel name (inductor names list their fused ops: triton_per_fused__softmax_topk_3).
 func nameRole(name string) role {
@@ -42,6 +59,10 @@ func nameRole(name string) role {
 	switch {
 	case strings.Contains(s, "topk") || strings.Contains(s, "top_k") || strings.Contains(s, "sort"):
 		return roleTopK
+	case strings.HasPrefix(s, "triton_") && strings.Contains(s, "rsqrt") && strings.Contains(s, "_sum"):
+		// Inductor fuses the weighted combine (a sum, with the routing weights' sigmoid)
+		// with the next layer's norm: the combine, ending expert work.
+		return roleNormCombine
 	case strings.Contains(s, "argmax") || strings.Contains(s, "argmin") || strings.Contains(s, "multinomial") || strings.Contains(s, "sampl"):
 		return roleSampler
 	case strings.Contains(s, "softmax") || strings.Contains(s, "sigmoid"):
@@ -50,14 +71,18 @@ func nameRole(name string) role {
 		return roleGather
 	case strings.HasPrefix(s, "triton_"):
 		// Inductor fuses the next layer's norm into expert kernels: only the weighted
-		// combine (a sum) fused with the norm ends expert work.
-		if strings.Contains(s, "rsqrt") && strings.Contains(s, "_sum") {
-			return roleNorm
-		}
+		// combine (a sum) fused with the norm ends expert work (above).
 		return roleNone
 	case strings.Contains(s, "layer_norm") || strings.Contains(s, "rms_norm") || strings.Contains(s, "rmsnorm") ||
 		strings.Contains(s, "layernorm") || strings.Contains(s, "meanops") || (strings.Contains(s, "mean") && strings.Contains(s, "rsqrt")):
 		return roleNorm
+	case strings.Contains(s, "vectorized_gather_kernel") || strings.Contains(s, "indexselect") || strings.Contains(s, "index_select") ||
+		strings.Contains(s, "index_kernel_impl"):
+		return roleWeightGather
+	case (strings.Contains(s, "indexfunc") && strings.Contains(s, "reduceadd")) || strings.Contains(s, "index_add") ||
+		strings.Contains(s, "scatter_add") || strings.Contains(s, "sum_functor") || strings.Contains(s, "moe_sum") ||
+		strings.Contains(s, "moesum") || strings.Contains(s, "finalize"):
+		return roleCombine
 	}
 	return roleNone
 }
@@ -143,10 +168,42 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		gate
 		routing
 		expert
+		ungated // a top-k or sort without a router, past a GEMM: an indexer if attention follows
 	)
+	// MoE categories wait until the step is read: they apply only when the step has two
+	// routed layers or more.
+	type moeSet struct {
+		k   ctxKernel
+		cat kernelclass.Category
+	}
+	var moe, pending []moeSet // pending: regions kept only if the step has two or more
+	regions, whole := 0, 0 // routed regions; those with two expert GEMMs or more and a combine
+	var region []moeSet    // the current region's settings, kept in moe only when whole or not alone
 	state, from := normal, 0 // from: where the pending gate or routing run starts
+	gated := false           // a softmax or sigmoid belongs to the pending routing run
+	regionStart, lastCombine, gemms := 0, -1, 0
+	endExpert := func(end int) { // the region [regionStart, end): expert work up to its last combine
+		last := end - 1
+		if lastCombine >= 0 {
+			last = lastCombine
+		}
+		for _, r := range ks[regionStart : last+1] {
+			region = append(region, moeSet{r, kernelclass.MoEExpert})
+		}
+		if gemms >= 2 && (lastCombine >= 0 || (end < len(ks) && ks[end].role == roleNormCombine)) {
+			whole++
+			moe = append(moe, region...)
+		} else {
+			pending = append(pending, region...)
+		}
+		region = region[:0]
+	}
 	for i, k := range ks {
 		if i > lastGEMM {
+			if state == expert {
+				endExpert(i)
+				state = normal
+			}
 			if k.role == roleTopK || k.role == roleSampler || k.role == roleGate {
 				set(k, kernelclass.Sampling)
 			}
@@ -160,25 +217,40 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				if state != gate {
 					from = i
 				}
+				gated = state == gate
 				state = routing
 			case k.role == roleGate:
 				if state != gate {
 					from = i
 				}
 				state = gate
-			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || k.role == roleNorm):
+			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || isNorm(k.role)):
 				state = normal // a softmax of attention or of something else: no routing
 			}
 		case routing:
 			// Routing runs to the first expert work: inductor fuses the next norm into
 			// routing and expert kernels, so a norm does not end it.
 			switch {
+			case k.role == roleGate:
+				gated = true // top-k then softmax (GPT-OSS, Mixtral's renormalisation)
 			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == roleGather:
-				for _, r := range ks[from:i] {
-					set(r, kernelclass.MoERouting)
+				if !gated {
+					state = ungated // a top-k or sort without a router: not MoE routing
+					break
 				}
-				set(k, kernelclass.MoEExpert)
-				state = expert
+				start := i // the gathers directly before the GEMM are expert work
+				for start > from && ks[start-1].role == roleWeightGather {
+					start--
+				}
+				region = region[:0]
+				for _, r := range ks[from:start] {
+					region = append(region, moeSet{r, kernelclass.MoERouting})
+				}
+				regions++
+				state, regionStart, lastCombine, gemms = expert, start, -1, 0
+				if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
+					gemms = 1
+				}
 			case k.cat == kernelclass.Attention:
 				for _, r := range ks[from:i] {
 					if r.role == roleTopK {
@@ -189,16 +261,43 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 			case comm:
 				state = normal
 			}
-		case expert:
-			if k.cat == kernelclass.Attention || comm || k.role == roleNorm {
+		case ungated:
+			switch {
+			case k.cat == kernelclass.Attention:
+				for _, r := range ks[from:i] {
+					if r.role == roleTopK {
+						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
+					}
+				}
 				state = normal
-				continue
+			case comm || isNorm(k.role):
+				state = normal
 			}
-			set(k, kernelclass.MoEExpert)
+		case expert:
+			if k.cat == kernelclass.Attention || comm || isNorm(k.role) {
+				endExpert(i)
+				state = normal
+				break
+			}
+			if k.role == roleCombine {
+				lastCombine = i
+			}
+			if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
+				gemms++
+			}
 		}
 		if state == normal && k.cat == kernelclass.Sampling && c.cat[k.idx] == 0 {
 			set(k, kernelclass.Elementwise) // a sampler before the lm_head samples nothing
 		}
+	}
+	if state == expert {
+		endExpert(len(ks))
+	}
+	if regions >= 2 {
+		moe = append(moe, pending...)
+	}
+	for _, m := range moe {
+		set(m.k, m.cat)
 	}
 	return moved
 }
