@@ -173,11 +173,12 @@ func jnum(t *testing.T, v any) float64 {
 
 // TestReportNVTXCategory checks --nvtx-category on the MoE capture with NVTX. Without it,
 // context classification finds the router (softmax, top-k, sorts, ...) of each of the 4
-// layers: 52 moe_routing kernels a decode step, and the 64 expert GEMMs leave gemm (13
-// left). With it, the 13 kernels of each layer's moe_route range (the router GEMM and 12
-// torch ops) are moe_routing by the user's rule (52 a step, rule nvtx-category), the
-// router GEMMs leave gemm (9 left), and context adds the 2 router kernels a layer that run
-// after the range (60).
+// layers: 48 moe_routing kernels a decode step (the index_select right before each layer's
+// first expert GEMM is expert work, as before every other expert of the loop), and the 64
+// expert GEMMs leave gemm (13 left). With it, the 13 kernels of each layer's moe_route range
+// (the router GEMM and 12 torch ops) are moe_routing by the user's rule (52 a step, rule
+// nvtx-category), the router GEMMs leave gemm (9 left), and context adds the router kernel
+// a layer that runs after the range (56).
 func TestReportNVTXCategory(t *testing.T) {
 	inCaptureDir(t, "moe-eager-nvtx")
 	const trace = "moe-eager-nvtx.sqlite"
@@ -185,9 +186,9 @@ func TestReportNVTXCategory(t *testing.T) {
 		args                []string
 		routing, gemm, nvtx float64
 	}{
-		{nil, 52, 13, 0},
-		{[]string{"--nvtx-category", "moe_route=moe_routing"}, 60, 9, 52},
-		{[]string{"--nvtx-category", "^moe_route$=moe_routing", "--nvtx-category", "moe=moe_expert"}, 60, 9, 52},
+		{nil, 48, 13, 0},
+		{[]string{"--nvtx-category", "moe_route=moe_routing"}, 56, 9, 52},
+		{[]string{"--nvtx-category", "^moe_route$=moe_routing", "--nvtx-category", "moe=moe_expert"}, 56, 9, 52},
 	} {
 		v := reportJSON(t, append(slices.Clone(tc.args), trace)...)
 		what := fmt.Sprint(tc.args)
