@@ -19,9 +19,9 @@ import (
 //     index_select: the selected experts' weights or tokens) are expert work; from that GEMM
 //     (or an inductor kernel that indexes the expert weights) on, expert work is moe_expert
 //     (per-expert or grouped GEMMs, activations) up to the last combine (index_add_,
-//     scatter_add, the weighted sum, moe_sum/finalize) before the next norm, attention or
-//     collective kernel: the next layer's residual add, norm and RoPE after the combine are
-//     not experts. A run is routing only with a router: a softmax or sigmoid before the
+//     scatter_add, the weighted sum, moe_sum/finalize), or a shared expert's last GEMM
+//     after it, before the next norm, attention or collective kernel: the next layer's
+//     residual add, norm and RoPE after the combine are not experts. A run is routing only with a router: a softmax or sigmoid before the
 //     top-k or between it and the GEMM, and such runs at least twice in the step (once per
 //     MoE layer), or once with two expert GEMMs or more and a combine after it (a model of
 //     one MoE layer); a lone top-k/sort (a draft head's top-p sort in a dense model, whose
@@ -181,11 +181,11 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 	var region []moeSet    // the current region's settings, kept in moe only when whole or not alone
 	state, from := normal, 0 // from: where the pending gate or routing run starts
 	gated := false           // a softmax or sigmoid belongs to the pending routing run
-	regionStart, lastCombine, gemms := 0, -1, 0
+	regionStart, lastCombine, regionGEMM, gemms := 0, -1, -1, 0
 	endExpert := func(end int) { // the region [regionStart, end): expert work up to its last combine
 		last := end - 1
 		if lastCombine >= 0 {
-			last = lastCombine
+			last = max(lastCombine, regionGEMM) // a shared expert after the routed combine is expert work too
 		}
 		for _, r := range ks[regionStart : last+1] {
 			region = append(region, moeSet{r, kernelclass.MoEExpert})
@@ -247,9 +247,9 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 					region = append(region, moeSet{r, kernelclass.MoERouting})
 				}
 				regions++
-				state, regionStart, lastCombine, gemms = expert, start, -1, 0
+				state, regionStart, lastCombine, regionGEMM, gemms = expert, start, -1, -1, 0
 				if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
-					gemms = 1
+					gemms, regionGEMM = 1, i
 				}
 			case k.cat == kernelclass.Attention:
 				for _, r := range ks[from:i] {
@@ -284,6 +284,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 			}
 			if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
 				gemms++
+				regionGEMM = i
 			}
 		}
 		if state == normal && k.cat == kernelclass.Sampling && c.cat[k.idx] == 0 {

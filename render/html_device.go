@@ -54,12 +54,12 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
 	t := &htmlTable{Caption: summaryCaption(sm),
-		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
+		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step"), cellNum("memops/step")}}
 	for _, r := range summaryRows(sm) {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels), cellNum(r.memops)}})
 	}
 	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(breakdown.FormatDuration(int64(sm.Mean))), cellNum("100%"),
-		cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
+		cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep)), cellNum(fmt.Sprintf("%.1f", sm.Categories[kernelclass.Memory].KernelsPerStep))}})
 	return t
 }
 

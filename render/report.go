@@ -148,11 +148,12 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		w = max(w, len(r.cat.String()))
 	}
 	ew.printf("%s:\n", summaryCaption(sm))
-	ew.printf("%-*s %10s %7s %12s\n", w, "category", "mean/step", "share", "kernels/step")
+	ew.printf("%-*s %10s %7s %12s %12s\n", w, "category", "mean/step", "share", "kernels/step", "memops/step")
 	for _, r := range rows {
-		ew.printf("%-*s %10s %7s %12s\n", w, r.cat, r.mean, r.share, r.kernels)
+		ew.printf("%-*s %10s %7s %12s %12s\n", w, r.cat, r.mean, r.share, r.kernels, r.memops)
 	}
-	ew.printf("%-*s %10s %7s %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep)
+	ew.printf("%-*s %10s %7s %12.1f %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep,
+		sm.Categories[kernelclass.Memory].KernelsPerStep)
 	ew.printf("%s\n", idleLine(sm))
 	for _, s := range deviceSentences(r.Report, d) {
 		ew.printf("  %s\n", s)
@@ -322,8 +323,8 @@ func unsafeRune(r rune) bool {
 // summaryRow is one category line of the summary table, formatted: the display model that
 // the text and HTML reports share.
 type summaryRow struct {
-	cat                  kernelclass.Category
-	mean, share, kernels string
+	cat                          kernelclass.Category
+	mean, share, kernels, memops string
 }
 
 // summaryRows lists the categories present in the summary (idle always), in Order.
@@ -334,11 +335,16 @@ func summaryRows(sm *breakdown.Summary) []summaryRow {
 		if cs.Share == 0 && cs.KernelsPerStep == 0 && c != kernelclass.Idle {
 			continue
 		}
-		kps := fmt.Sprintf("%.1f", cs.KernelsPerStep)
-		if c == kernelclass.Idle {
+		// Kernels and memory operations (memcpy, memset) have columns of their own, so that
+		// each adds up to the total row (Summary.KernelsPerStep counts kernels only).
+		kps, mops := fmt.Sprintf("%.1f", cs.KernelsPerStep), "-"
+		switch c {
+		case kernelclass.Idle:
 			kps = "-"
+		case kernelclass.Memory:
+			kps, mops = "-", fmt.Sprintf("%.1f", cs.KernelsPerStep)
 		}
-		rows = append(rows, summaryRow{c, breakdown.FormatDuration(int64(cs.Mean)), breakdown.FormatPercent(cs.Share), kps})
+		rows = append(rows, summaryRow{c, breakdown.FormatDuration(int64(cs.Mean)), breakdown.FormatPercent(cs.Share), kps, mops})
 	}
 	return rows
 }

@@ -75,7 +75,7 @@ func textTables(t *testing.T, text string) (tables [][][]string, totals [][]stri
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
 		switch {
-		case len(f) > 0 && f[0] == "category" && len(f) == 4 && f[1] == "mean/step":
+		case len(f) > 0 && f[0] == "category" && len(f) == 5 && f[1] == "mean/step":
 			in, cur = true, nil
 		case in && len(f) > 0 && f[0] == "total":
 			tables, totals = append(tables, cur), append(totals, f[1:])
@@ -132,6 +132,24 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 		}
 		checkAddsUp(t, where+" text mean/step", means, totals[i][0])
 		checkAddsUp(t, where+" text share", shares, totals[i][1])
+		// The kernels and memory-operations columns add up to their totals ("-" is none).
+		for col := 3; col <= 4; col++ {
+			var sum float64
+			slack := 0.05 * float64(len(rows)+1)
+			for _, row := range rows {
+				if row[col] != "-" {
+					v, err := strconv.ParseFloat(row[col], 64)
+					if err != nil {
+						t.Fatalf("%s: cell %q: %v", where, row[col], err)
+					}
+					sum += v
+				}
+			}
+			tot, err := strconv.ParseFloat(totals[i][col-1], 64)
+			if err != nil || math.Abs(sum-tot) > slack {
+				t.Errorf("%s: column %d adds up to %g, total %s; more than the rounding apart", where, col, sum, totals[i][col-1])
+			}
+		}
 		if totals[i][1] != "100%" {
 			t.Errorf("%s: total share %s", where, totals[i][1])
 		}
