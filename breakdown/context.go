@@ -177,10 +177,10 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		cat kernelclass.Category
 	}
 	var moe, pending []moeSet // pending: regions kept only if the step has two or more
-	regions, whole := 0, 0 // routed regions; those with two expert GEMMs or more and a combine
-	var region []moeSet    // the current region's settings, kept in moe only when whole or not alone
-	state, from := normal, 0 // from: where the pending gate or routing run starts
-	gated := false           // a softmax or sigmoid belongs to the pending routing run
+	regions, whole := 0, 0    // routed regions; those with two expert GEMMs or more and a combine
+	var region []moeSet       // the current region's settings, kept in moe only when whole or not alone
+	state, from := normal, 0  // from: where the pending gate or routing run starts
+	gated := false            // a softmax or sigmoid belongs to the pending routing run
 	regionStart, lastCombine, regionGEMM, gemms := 0, -1, -1, 0
 	endExpert := func(end int) { // the region [regionStart, end): expert work up to its last combine
 		last := end - 1
