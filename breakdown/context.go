@@ -177,7 +177,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		cat kernelclass.Category
 	}
 	var moe, pending []moeSet // pending: regions kept only if the step has two or more
-	regions, whole := 0, 0    // routed regions; those with two expert GEMMs or more and a combine
+	regions := 0              // routed regions
 	var region []moeSet       // the current region's settings, kept in moe only when whole or not alone
 	state, from := normal, 0  // from: where the pending gate or routing run starts
 	gated := false            // a softmax or sigmoid belongs to the pending routing run
@@ -191,8 +191,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 			region = append(region, moeSet{r, kernelclass.MoEExpert})
 		}
 		if gemms >= 2 && (lastCombine >= 0 || (end < len(ks) && ks[end].role == roleNormCombine)) {
-			whole++
-			moe = append(moe, region...)
+			moe = append(moe, region...) // whole on its own: two expert GEMMs or more and a combine
 		} else {
 			pending = append(pending, region...)
 		}
