@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -46,59 +44,6 @@ type Options struct {
 	NoContext bool
 	// split, when not nil, replaces splitAt for account (tests of the split sweep).
 	split func(steps, kernels int) int
-}
-
-// A StepMethod says how Summarize finds steps.
-type StepMethod struct {
-	// Name is "auto" (nvtx, graph, sync and periodic in turn, the first that finds steps;
-	// "" means auto too), "nvtx", "graph", "sync", "periodic" or "whole".
-	Name string
-	// NVTX, with Name "nvtx", matches the NVTX ranges that are steps; nil: the ranges of
-	// the known step dialects.
-	NVTX *regexp.Regexp
-}
-
-// ParseStepMethod parses a step method: "auto" (or ""), "nvtx", "nvtx:REGEX", "graph",
-// "sync", "periodic" or "whole". Its errors are OptionErrors for OptSteps.
-func ParseStepMethod(s string) (StepMethod, error) {
-	switch {
-	case s == "" || s == "auto":
-		return StepMethod{Name: "auto"}, nil
-	case strings.HasPrefix(s, "nvtx:"):
-		re, err := regexp.Compile(strings.TrimPrefix(s, "nvtx:"))
-		if err != nil {
-			return StepMethod{}, &OptionError{OptSteps, fmt.Errorf("bad regular expression: %w", err)}
-		}
-		return StepMethod{Name: "nvtx", NVTX: re}, nil
-	case s == "nvtx", s == "graph", s == "sync", s == "periodic", s == "whole":
-		return StepMethod{Name: s}, nil
-	}
-	return StepMethod{}, &OptionError{OptSteps, fmt.Errorf("unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", s)}
-}
-
-// String returns the text form ParseStepMethod reads.
-func (m StepMethod) String() string {
-	switch {
-	case m.Name == "":
-		return "auto"
-	case m.NVTX != nil:
-		return m.Name + ":" + m.NVTX.String()
-	}
-	return m.Name
-}
-
-// check reports whether m is a method ParseStepMethod could return, and its name.
-func (m StepMethod) check() (string, error) {
-	switch m.Name {
-	case "", "auto":
-		return "auto", nil
-	case "nvtx", "graph", "sync", "periodic", "whole":
-		if m.NVTX != nil && m.Name != "nvtx" {
-			return "", &OptionError{OptSteps, fmt.Errorf("a regular expression needs method nvtx, not %s", m.Name)}
-		}
-		return m.Name, nil
-	}
-	return "", &OptionError{OptSteps, fmt.Errorf("unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", m.Name)}
 }
 
 // A PhaseSelection says which steps a summary covers.

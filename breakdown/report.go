@@ -43,27 +43,6 @@ func ParsePhase(s string) (Phase, error) {
 	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode or unknown)", s)
 }
 
-// Method is how steps were found on a device.
-type Method uint8
-
-// Step detection methods, in the order they are tried.
-const (
-	MethodNVTX     Method = iota // NVTX ranges mapped to the GPU work they launched
-	MethodGraph                  // one step per CUDA graph launch
-	MethodSync                   // host synchronisation points (device-to-host copy, synchronize calls)
-	MethodPeriodic               // periodicity of the kernel name sequence
-	MethodWhole                  // the whole trace is one step
-)
-
-var methodNames = [...]string{"nvtx", "graph", "sync", "periodic", "whole"}
-
-func (m Method) String() string {
-	if int(m) < len(methodNames) {
-		return methodNames[m]
-	}
-	return fmt.Sprintf("method(%d)", uint8(m))
-}
-
 // Gap size classes of the idle-gap histogram.
 const (
 	GapUnder10us  = iota // < 10 µs

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -119,7 +120,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		switch a.src {
 		case srcKernel:
 			s.kernels++
-			s.sampler = s.sampler || h.roles[a.name] == roleSampler
+			s.sampler = s.sampler || h.roles[a.name] == kernelclass.RoleSampler
 			if inGraph {
 				// A replayed kernel differs from the same kernel launched eagerly: warm-up
 				// steps before the first replay are not steps of the graph loop.
@@ -379,10 +380,9 @@ const maxStepSegments = 1024
 
 // findSteps finds a device's steps from the cut signals in use (cutSync|cutGraph|cutH2D
 // for auto), falling back, when no grouping of segments repeats, to one step per segment
-// (when most segments launch kernels) and then to the periodicity of the kernel sequence
-// (periodic: true allows it).
-func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bool) *detection {
-	if use != 0 {
+// (when most segments launch kernels); nil when neither finds steps.
+func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection {
+	{
 		raw, cc := segmentTimeline(t, h, tl, use)
 		segs := mergeEmpty(slices.Clone(raw))
 		if len(segs) >= 3 {
@@ -406,9 +406,6 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bo
 				return d
 			}
 		}
-	}
-	if periodic {
-		return periodicDetect(tl)
 	}
 	return nil
 }

@@ -476,7 +476,7 @@ func TestStepsOption(t *testing.T) {
 		}
 	}
 	// A user regex matching the ranges works, and auto mode finds the read-backs.
-	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
+	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodNVTX, NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
 		t.Errorf("nvtx:^forward$: method %v, %d steps", d.Method, len(d.Steps))
 	}
 	if d := devReport(t, mustSummarize(t, tr, Options{}), 0); d.Method != MethodSync || len(d.Steps) != 3 {
@@ -500,7 +500,7 @@ func TestNVTXSingleRangeAuto(t *testing.T) {
 		t.Errorf("method %v with %d steps, want sync with 4", d.Method, len(d.Steps))
 	}
 	// Asked for explicitly, the one range is the step.
-	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "nvtx"}}), 0)
+	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Method: MethodNVTX}}), 0)
 	if d.Method != MethodNVTX || len(d.Steps) != 1 || d.Steps[0].Phase != Decode {
 		t.Errorf("--steps nvtx: method %v with %d steps", d.Method, len(d.Steps))
 	}

@@ -21,10 +21,10 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if cls == nil {
 		cls = kernelclass.DefaultClassifier()
 	}
-	method, err := opt.Steps.check()
-	if err != nil {
+	if err := opt.Steps.check(); err != nil {
 		return nil, err
 	}
+	method := opt.Steps.Method
 	if err := checkSOL(opt); err != nil {
 		return nil, err
 	}
@@ -83,16 +83,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 // steps on any device, as --steps nvtx fails without a matching range: the whole trace as
 // one step is not what was asked for. A device where it found none while another found
 // some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
-func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method string) error {
-	var what string
-	switch method {
-	case "graph":
-		what = "no CUDA graph launch cuts the GPU work into repeating steps"
-	case "sync":
-		what = "no host synchronisation cuts the GPU work into repeating steps"
-	case "periodic":
-		what = "the kernel sequence does not repeat"
-	default:
+func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
+	spec, _ := method.spec()
+	if spec.none == "" {
 		return nil
 	}
 	for i := range drs {
@@ -100,13 +93,13 @@ func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method string) error {
 			return nil
 		}
 	}
-	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: what}}
+	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: spec.none}}
 }
 
 // A NoStepsError says that the step method asked for (graph, sync or periodic) found no
 // steps on any device.
 type NoStepsError struct {
-	Method string // the StepMethod's name
+	Method Method
 	What   string // why, e.g. "no CUDA graph launch cuts the GPU work into repeating steps"
 }
 
@@ -135,7 +128,7 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs deviceReport for each device; devices are independent once NVTX
 // ranges are matched: one goroutine each.
-func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method string, opt Options) ([]DeviceReport, error) {
+func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
@@ -159,7 +152,7 @@ func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[ns
 
 // deviceReport finds the steps of one device (nvtx: its NVTX detection, if any), accounts
 // them, infers their phases, and summarises them.
-func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method string, opt Options) (DeviceReport, error) {
+func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method Method, opt Options) (DeviceReport, error) {
 	dev := tl.dev
 	det, warn := detectSteps(t, h, tl, nvtx, method)
 	dr := DeviceReport{Device: dev}

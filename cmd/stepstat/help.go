@@ -1,5 +1,11 @@
 package main
 
+import (
+	"strings"
+
+	"github.com/stepstat/stepstat/breakdown"
+)
+
 // commandHelp holds each command's long help, shown by 'stepstat help COMMAND'. The README
 // says the same at more length; keep the two in step.
 var commandHelp = map[string]string{
@@ -11,10 +17,7 @@ wall time; where streams overlap, the higher-priority category owns the instant
 (allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
 elementwise > other > memory).
 
-Steps (--steps auto tries these in order): NVTX ranges (TensorRT-LLM, vLLM, or plain
-prefill/decode/step names; nvtx:REGEX for your own), mapped to the GPU work their thread
-launched; CUDA graph launches; host synchronisation each step (device-to-host copy or a
-synchronize call); periodicity of the kernel sequence; else the whole trace.
+` + wrap("Steps (--steps auto tries these in order): "+breakdown.StepMethodsHelp(), 90) + `
 
 With two or more GPUs in the trace, collectives are matched across ranks and split into
 time waiting for the last rank and transfer time. --sol-step or --sol-bytes give a
@@ -41,4 +44,22 @@ Shows what an export holds: nsys and export-schema versions, GPUs with activity,
 time span of GPU activity, every table with its row count, kernel, memcpy and memset
 counts per device, and warnings that matter for analysis (no kernel table, CUDA graphs
 traced at graph level, no NVTX ranges, no GPU activity).`,
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(text) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
