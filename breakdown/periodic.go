@@ -2,7 +2,6 @@ package breakdown
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -53,13 +52,32 @@ func periodicDetect(tl *timeline) *detection {
 }
 
 // repeatStart returns the first index e at which names[e:e+p] equals names[e+p:e+2p], or -1.
+// It slides a window of p over the positions where the sequence differs from itself p
+// later, so it takes time linear in len(names) whatever p is.
 func repeatStart(names []nsys.NameID, p int) int {
-	for e := 0; e+2*p <= len(names); e++ {
-		if slices.Equal(names[e:e+p], names[e+p:e+2*p]) {
+	n := len(names)
+	if p < 1 || 2*p > n {
+		return -1
+	}
+	differs := func(i int) int {
+		if names[i] != names[i+p] {
+			return 1
+		}
+		return 0
+	}
+	bad := 0 // positions in [e, e+p) that differ from p later
+	for i := range p {
+		bad += differs(i)
+	}
+	for e := 0; ; e++ {
+		if bad == 0 {
 			return e
 		}
+		if e+2*p >= n {
+			return -1
+		}
+		bad += differs(e+p) - differs(e)
 	}
-	return -1
 }
 
 // findPeriod returns the smallest period of names with at least two repetitions and a 90%
