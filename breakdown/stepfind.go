@@ -42,6 +42,14 @@ type segment struct {
 	kernels int32
 	cut     uint8 // why the segment starts; 0 for the first
 	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
+	// fwd: a forward of the model ends in it: a sampler after a GEMM (the lm_head), with no
+	// GEMM or attention kernel after it before the segment ends (forwards.go).
+	fwd         bool
+	attn, norms int32 // attention and norm kernels: a forward's depth (its layers)
+	// kstart is the first kernel's start (0 without kernels); leadEnd the latest end of the
+	// activities before it (copies: a read-back that ends the previous iteration; 0 when
+	// the segment starts with a kernel).
+	kstart, leadEnd nsys.Time
 }
 
 // syncAfter returns the launch keys of the first launch-like call of each process after
@@ -87,6 +95,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	seenGraph := map[uint64]bool{}
 	var lastGraphKey uint64
 	keyOf, inGraph := uint64(0), false // the last key looked up, and whether a graph launch has it
+	var fw forwardEnds
 	tl.each(func(a *activity) bool {
 		var why uint8
 		k := a.key()
@@ -113,14 +122,32 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 			if why&cutSync != 0 {
 				d2h = false
 			}
+			if len(segs) > 0 {
+				segs[len(segs)-1].fwd = fw.close()
+			}
 			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
 		}
 		s := &segs[len(segs)-1]
 		s.end = max(s.end, a.end)
+		if s.kernels == 0 {
+			if a.src == srcMemop {
+				s.leadEnd = max(s.leadEnd, a.end)
+			} else {
+				s.kstart = a.start
+			}
+		}
 		switch a.src {
 		case srcKernel:
 			s.kernels++
-			s.sampler = s.sampler || h.roles[a.name] == kernelclass.RoleSampler
+			role := h.roles[a.name]
+			s.sampler = s.sampler || role == kernelclass.RoleSampler
+			fw.add(a.cat, role)
+			if a.cat == kernelclass.Attention {
+				s.attn++
+			}
+			if role == kernelclass.RoleNorm {
+				s.norms++
+			}
 			if inGraph {
 				// A replayed kernel differs from the same kernel launched eagerly: warm-up
 				// steps before the first replay are not steps of the graph loop.
@@ -140,6 +167,9 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		}
 		return true
 	})
+	if len(segs) > 0 {
+		segs[len(segs)-1].fwd = fw.close()
+	}
 	return segs, cc
 }
 
@@ -152,8 +182,14 @@ func mergeEmpty(segs []segment) []segment {
 	for _, s := range segs {
 		if pending >= 0 {
 			p := &out[pending]
+			p.leadEnd = max(p.end, s.leadEnd)
+			if s.kernels > 0 {
+				p.kstart = s.kstart
+			}
 			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
 			p.sampler = p.sampler || s.sampler
+			p.fwd = p.fwd || s.fwd
+			p.attn, p.norms = p.attn+s.attn, p.norms+s.norms
 			if s.kernels > 0 {
 				pending = -1
 			}
@@ -382,32 +418,37 @@ const maxStepSegments = 1024
 // for auto), falling back, when no grouping of segments repeats, to one step per segment
 // (when most segments launch kernels); nil when neither finds steps.
 func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection {
-	{
-		raw, cc := segmentTimeline(t, h, tl, use)
-		segs := mergeEmpty(slices.Clone(raw))
-		if len(segs) >= 3 {
-			sigs := make([]uint64, len(segs))
-			for i, s := range segs {
-				sigs[i] = s.sig
-			}
-			k, ok := findRepeat(sigs, maxStepSegments)
-			var e, end int
-			if ok {
-				e, end, ok = alignRepeat(segs, sigs, k)
-			}
-			if ok {
-				d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end)}
-				d.detail = cc.describe(k)
-				if d.steps() >= 2 {
-					return d
-				}
-			}
-			if d := oneStepPerSegment(raw, cc); d != nil {
-				return d
-			}
+	raw, cc := segmentTimeline(t, h, tl, use)
+	segs := mergeEmpty(slices.Clone(raw))
+	if len(segs) < 3 {
+		return nil
+	}
+	fwds := countForwards(segs)
+	sigs := make([]uint64, len(segs))
+	for i, s := range segs {
+		sigs[i] = s.sig
+	}
+	k, ok := findRepeat(sigs, maxStepSegments)
+	var e, end int
+	if ok {
+		e, end, ok = alignRepeat(segs, sigs, k)
+	}
+	if ok {
+		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k)}
+		if fwds >= 2 {
+			d.bounds = separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start))
+		}
+		if d.steps() >= 2 {
+			return d
 		}
 	}
-	return nil
+	if fwds >= 2 {
+		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: separateRequests(segs, forwardSteps(segs))}
+		if d.steps() >= 2 {
+			return d
+		}
+	}
+	return oneStepPerSegment(raw, cc)
 }
 
 // segmentMethod names the signal that starts most steps of k segments from e on: graph

@@ -1,0 +1,225 @@
+package breakdown
+
+import (
+	"slices"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// The model's own structure is a signal of the serving loop: every forward of a language
+// model ends with its last large GEMM (the lm_head) and the sampler that picks the tokens
+// from its logits (argmax, multinomial, a top-k/top-p sampler; XLA's reduction fusion),
+// whatever the batch, the prompt chunk or the host loop. The finder cuts one step per
+// forward: a step group of segments (stepfind.go) that holds several forward ends is split
+// after each, so that no run of iterations is folded into one step, and windows after the
+// loop body that hold forwards become steps again. A speculative round (the draft model's
+// shallower forwards, then the target's verify forward) is one step with DraftForwards.
+
+// forwardEnds follows a device's kernels in order and says, per segment, whether a forward
+// ends in it: a sampler after a GEMM, with no GEMM or attention kernel after the sampler
+// before the segment ends (a top-1 router's argmax is followed by expert GEMMs).
+type forwardEnds struct {
+	armed   bool // a GEMM ran since the last sampler
+	pending bool // a sampler ran after a GEMM, and no GEMM or attention since
+}
+
+func (f *forwardEnds) add(cat kernelclass.Category, role kernelclass.Role) {
+	switch {
+	case cat == kernelclass.GEMM:
+		f.armed, f.pending = true, false
+	case cat == kernelclass.Attention:
+		f.pending = false
+	case role == kernelclass.RoleSampler || role == kernelclass.RoleReduce:
+		if f.armed {
+			f.armed, f.pending = false, true
+		}
+	}
+}
+
+// close ends a segment and reports whether a forward ended in it.
+func (f *forwardEnds) close() bool {
+	p := f.pending
+	f.pending = false
+	return p
+}
+
+// countForwards counts the segments that end a forward.
+func countForwards(segs []segment) int {
+	n := 0
+	for _, s := range segs {
+		if s.fwd {
+			n++
+		}
+	}
+	return n
+}
+
+// forwardSteps makes the steps of segments from their forward ends: each step runs from the
+// segment after a forward's end to the segment that ends the next forward. The segments
+// before the first forward's end belong to the first step; those after the last one, to no
+// step (work after the loop). It is used when no grouping of segments repeats.
+func forwardSteps(segs []segment) []boundary {
+	var b []boundary
+	open := false
+	for i, s := range segs {
+		if !open {
+			b = append(b, boundary{start: s.start})
+			open = true
+		}
+		if s.fwd {
+			open = false
+		} else if i == len(segs)-1 || !slices.ContainsFunc(segs[i+1:], func(s segment) bool { return s.fwd }) {
+			// No forward ends after here: the rest is no step's.
+			if len(b) > 0 && b[len(b)-1].start == s.start {
+				b[len(b)-1].outside = true
+			} else {
+				b = append(b, boundary{start: s.start, outside: true})
+			}
+			break
+		}
+	}
+	return b
+}
+
+// splitForwards splits the steps of bounds (boundaries at segment starts, or outside windows
+// that start where a step's work ended) that hold several forward ends: after each forward's
+// end but the last, a new step starts at the next segment. Outside windows from body on
+// (after the loop body began: work after it, or later requests) that hold forward ends
+// become steps the same way; those before it (setup, warm-up before the first graph
+// replay) stay outside.
+func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary {
+	var out []boundary
+	si := 0
+	for bi, b := range bounds {
+		end := nsys.Time(1<<63 - 1)
+		if bi+1 < len(bounds) {
+			end = bounds[bi+1].start
+		}
+		for si < len(segs) && segs[si].start < b.start {
+			si++
+		}
+		j := si
+		for j < len(segs) && segs[j].start < end {
+			j++
+		}
+		in := segs[si:j]
+		out = append(out, b)
+		if b.outside && b.start < body {
+			continue
+		}
+		var ends []int
+		for k, s := range in {
+			if s.fwd {
+				ends = append(ends, k)
+			}
+		}
+		if b.outside && len(ends) > 0 {
+			// An outside window after the loop body that holds forwards: its work up to the
+			// last forward's end is steps again, the rest stays outside.
+			first := 0
+			for first < len(in) && in[first].kernels == 0 {
+				first++
+			}
+			if first <= ends[0] {
+				out[len(out)-1] = boundary{start: in[first].start}
+				if first > 0 {
+					out[len(out)-1] = b
+					out = append(out, boundary{start: in[first].start})
+				}
+				last := ends[len(ends)-1]
+				for _, k := range ends[:len(ends)-1] {
+					out = append(out, boundary{start: in[k+1].start})
+				}
+				if last+1 < len(in) {
+					out = append(out, boundary{start: in[last+1].start, outside: true})
+				}
+			}
+			continue
+		}
+		if len(ends) < 2 {
+			continue
+		}
+		for _, k := range ends[:len(ends)-1] {
+			if k+1 < len(in) {
+				out = append(out, boundary{start: in[k+1].start, phase: b.phase})
+			}
+		}
+	}
+	return sortBounds(out)
+}
+
+// A pause between requests is idle time in no step: when the device idles after a step's
+// last work for more than pauseSteps median steps (and at least minPause), the step ends
+// with its work and the pause is outside steps.
+const (
+	pauseSteps = 2
+	minPause   = 2_000_000 // ns
+)
+
+// separateRequests puts the long idle windows between steps (the pause between a request's
+// last step and the next request's prefill) outside steps.
+func separateRequests(segs []segment, bounds []boundary) []boundary {
+	type win struct {
+		bi      int
+		workEnd nsys.Time
+	}
+	var wins []win
+	var walls []int64
+	si := 0
+	for bi, b := range bounds {
+		if b.outside || bi+1 >= len(bounds) {
+			continue
+		}
+		next := bounds[bi+1].start
+		for si < len(segs) && segs[si].start < b.start {
+			si++
+		}
+		var workEnd nsys.Time
+		for j := si; j < len(segs) && segs[j].start < next; j++ {
+			workEnd = max(workEnd, segs[j].end)
+		}
+		wins = append(wins, win{bi, workEnd})
+		walls = append(walls, int64(next-b.start))
+	}
+	if len(walls) < 2 {
+		return bounds
+	}
+	slices.Sort(walls)
+	limit := max(nsys.Time(minPause), nsys.Time(pauseSteps*walls[len(walls)/2]))
+	var extra []boundary
+	for _, w := range wins {
+		next := bounds[w.bi+1].start
+		if w.workEnd > bounds[w.bi].start && next-w.workEnd > limit {
+			extra = append(extra, boundary{start: w.workEnd, outside: true})
+		}
+	}
+	// A pause inside a step's first segment, between copies that end the previous
+	// iteration (its read-back) and the step's first kernel: the copies go to the step
+	// before (outside when there is none), the pause outside, and the step starts with its
+	// first kernel.
+	si = 0
+	for bi := range bounds {
+		b := &bounds[bi]
+		for si < len(segs) && segs[si].start < b.start {
+			si++
+		}
+		if b.outside || si == len(segs) || segs[si].start != b.start {
+			continue
+		}
+		sg := segs[si]
+		if sg.leadEnd == 0 || sg.kstart == 0 || sg.kstart-sg.leadEnd <= limit {
+			continue
+		}
+		extra = append(extra, boundary{start: sg.kstart, phase: b.phase, label: b.label})
+		if bi == 0 {
+			*b = boundary{start: b.start, outside: true}
+		} else {
+			*b = boundary{start: sg.leadEnd, outside: true}
+		}
+	}
+	if len(extra) == 0 {
+		return bounds
+	}
+	return sortBounds(append(bounds, extra...))
+}
