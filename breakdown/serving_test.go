@@ -45,18 +45,49 @@ func craftedReport(t *testing.T, name string, stmts ...string) *breakdown.Report
 	return rep
 }
 
-// activityTables are the tables a run's rows live in, with their time columns and whether
-// they have a correlation id.
-var activityTables = []struct {
-	name string
-	cols string // every column but start, end and correlationId, as the repeat copies them
-	corr bool
-}{
-	{"CUPTI_ACTIVITY_KIND_KERNEL", "", true},
-	{"CUPTI_ACTIVITY_KIND_MEMCPY", "", true},
-	{"CUPTI_ACTIVITY_KIND_MEMSET", "", true},
-	{"CUPTI_ACTIVITY_KIND_RUNTIME", "", true},
-	{"CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "", true},
+// activityTables are the tables a run's rows live in.
+var activityTables = []string{
+	"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+	"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+}
+
+// captureDB opens a decompressed copy of a capture to read what crafting statements need
+// (column lists, time spans).
+func captureDB(t *testing.T, name string) *sql.DB {
+	t.Helper()
+	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// copyRows returns an INSERT that copies the rows of table matching where, with the
+// columns in set replaced by their expressions (over the copied row's columns).
+func copyRows(t *testing.T, db *sql.DB, table, where string, set map[string]string) string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols, sel []string
+	for rows.Next() {
+		var c string
+		rows.Scan(&c)
+		cols = append(cols, `"`+c+`"`)
+		if e, ok := set[c]; ok {
+			sel = append(sel, e)
+		} else {
+			sel = append(sel, `"`+c+`"`)
+		}
+	}
+	if len(cols) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s`, table, strings.Join(cols, ", "), strings.Join(sel, ", "), table, where)
 }
 
 // repeatRun returns the statements that append copies of a capture's activity to itself:
@@ -64,49 +95,29 @@ var activityTables = []struct {
 // every id used, as a server answering the same request again after a pause.
 func repeatRun(t *testing.T, name string, copies int, gapNS int64) []string {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := captureDB(t, name)
 	var lo, hi, corr int64
-	if err := db.QueryRow(`SELECT min(start), max(end), max(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME`).Scan(&lo, &hi, &corr); err != nil {
-		t.Fatal(err)
+	for _, tab := range activityTables {
+		var l, h, c sql.NullInt64
+		db.QueryRow(`SELECT min(start), max(end), max(correlationId) FROM ` + tab).Scan(&l, &h, &c)
+		if l.Valid && (lo == 0 || l.Int64 < lo) {
+			lo = l.Int64
+		}
+		hi, corr = max(hi, h.Int64), max(corr, c.Int64)
 	}
 	var stmts []string
 	for _, tab := range activityTables {
-		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, tab.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cols []string
-		for rows.Next() {
-			var c string
-			rows.Scan(&c)
-			cols = append(cols, c)
-		}
-		rows.Close()
-		if len(cols) == 0 {
-			continue
-		}
 		var maxRow int64
-		db.QueryRow(`SELECT COALESCE(max(rowid), 0) FROM ` + tab.name).Scan(&maxRow)
+		db.QueryRow(`SELECT COALESCE(max(rowid), 0) FROM ` + tab).Scan(&maxRow)
 		for i := 1; i < copies; i++ {
 			shift, cshift := int64(i)*(hi-lo+gapNS), int64(i)*(corr+1)
-			var sel []string
-			for _, c := range cols {
-				switch c {
-				case "start", "end":
-					sel = append(sel, fmt.Sprintf("%s + %d", c, shift))
-				case "correlationId":
-					sel = append(sel, fmt.Sprintf("%s + %d", c, cshift))
-				default:
-					sel = append(sel, `"`+c+`"`)
-				}
+			q := copyRows(t, db, tab, fmt.Sprintf("rowid <= %d", maxRow), map[string]string{
+				"start": fmt.Sprintf("start + %d", shift), "end": fmt.Sprintf("end + %d", shift),
+				"correlationId": fmt.Sprintf("correlationId + %d", cshift),
+			})
+			if q != "" {
+				stmts = append(stmts, q)
 			}
-			stmts = append(stmts, fmt.Sprintf(`INSERT INTO %s ("%s") SELECT %s FROM %s WHERE rowid <= %d`,
-				tab.name, strings.Join(cols, `", "`), strings.Join(sel, ", "), tab.name, maxRow))
 		}
 	}
 	return stmts
@@ -173,5 +184,131 @@ func TestRepeatedRuns(t *testing.T) {
 			}
 			silentSelfChecks(t, rep)
 		})
+	}
+}
+
+// TestKernelMixChange: from the middle of the run on, every step launches one more kernel
+// (a cast before the sampler, as when cuBLAS picks another algorithm for a larger batch):
+// the steps are the same, the later ones a kernel longer; no step before the change is
+// folded into the prefill.
+func TestKernelMixChange(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		decode, kernels int
+	}{
+		{"dense-eager", 12, 62},
+		{"hf-qwen3moe-eager", 15, 307},
+		{"loop-2sync", 15, 361},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := captureDB(t, tc.name)
+			var mid int64
+			db.QueryRow(`SELECT (min(start) + max(start)) / 2 FROM CUPTI_ACTIVITY_KIND_KERNEL`).Scan(&mid)
+			const extra = `(SELECT id FROM StringIds WHERE value = 'void at::native::vectorized_elementwise_kernel<4, extra_cast_functor>')`
+			argmax := fmt.Sprintf(`demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%%ArgMaxOps%%') AND start > %d`, mid)
+			stmts := []string{
+				`INSERT INTO StringIds (id, value) SELECT max(id) + 1, 'void at::native::vectorized_elementwise_kernel<4, extra_cast_functor>' FROM StringIds`,
+				// The extra kernel runs right before the sampler, launched just before it.
+				copyRows(t, db, "CUPTI_ACTIVITY_KIND_RUNTIME", "correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "+argmax+")",
+					map[string]string{"start": "start - 2", "end": "start - 1", "correlationId": "correlationId + 100000000"}),
+				copyRows(t, db, "CUPTI_ACTIVITY_KIND_KERNEL", argmax,
+					map[string]string{"start": "start - 3", "end": "start - 2", "correlationId": "correlationId + 100000000",
+						"demangledName": extra, "shortName": extra, "mangledName": "NULL"}),
+			}
+			rep := craftedReport(t, tc.name, stmts...)
+			d := &rep.Devices[0]
+			got := phaseCounts(d)
+			if got[breakdown.Prefill] != 1 || got[breakdown.Decode] != tc.decode || len(d.Steps) != tc.decode+1 {
+				t.Fatalf("%d steps by %v (%s): %v; want 1 prefill and %d decode", len(d.Steps), d.Method, d.MethodDetail, got, tc.decode)
+			}
+			more := 0
+			for _, s := range d.Steps[1:] {
+				switch s.TotalKernels() {
+				case tc.kernels + 1:
+					more++
+				case tc.kernels:
+				default:
+					t.Errorf("decode step %d: %d kernels, want %d or %d", s.Index, s.TotalKernels(), tc.kernels, tc.kernels+1)
+				}
+			}
+			if more < tc.decode/3 || more > 2*tc.decode/3+1 {
+				t.Errorf("%d decode steps with the extra kernel, want about half of %d", more, tc.decode)
+			}
+			silentSelfChecks(t, rep)
+		})
+	}
+}
+
+// TestMissingLaunchRows: nsys drops API records under load. With 10% of the runtime rows
+// deleted (launches, synchronize calls and copies' calls alike; the GPU's rows all kept),
+// the steps are still the run's (the acceptance asks for that or a self-check warning,
+// never a silent giant prefill).
+func TestMissingLaunchRows(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		decode, kernels int
+	}{
+		{"dense-eager", 12, 62},
+		{"hf-qwen3moe-eager", 15, 307},
+		{"hf-mixtral-eager", 15, 359},
+		{"loop-h2d", 15, 360},
+		{"moe-graph", 12, 322},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := craftedReport(t, tc.name, `DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE (rowid * 48271) % 2147483647 % 10 = 3`)
+			d := &rep.Devices[0]
+			got := phaseCounts(d)
+			// The GPU's rows are all there: the read-backs' copies and the forwards' samplers
+			// still cut every step, so the count is right (the acceptance allows a warning
+			// instead; this capture needs none).
+			if got[breakdown.Prefill] != 1 || got[breakdown.Decode] != tc.decode || len(d.Steps) != tc.decode+1 {
+				t.Fatalf("%d steps by %v (%s): %v; want 1 prefill and %d decode", len(d.Steps), d.Method, d.MethodDetail, got, tc.decode)
+			}
+			for _, s := range d.Steps[1:] {
+				if s.TotalKernels() != tc.kernels {
+					t.Errorf("decode step %d: %d kernels, want %d", s.Index, s.TotalKernels(), tc.kernels)
+				}
+			}
+			silentSelfChecks(t, rep)
+		})
+	}
+}
+
+// TestMarkersAreNotSignals: the hf-* and loop-* workloads call cudaMemGetInfo in a forward
+// pre-hook for their own ground truth; real servers make no such call. Deleting those rows
+// from a copy changes no step.
+func TestMarkersAreNotSignals(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "traces", "*.sqlite.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tested := 0
+	for _, gz := range files {
+		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
+		db := captureDB(t, name)
+		var markers int
+		db.QueryRow(`SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN (SELECT id FROM StringIds WHERE value LIKE 'cudaMemGetInfo%')`).Scan(&markers)
+		if markers == 0 {
+			continue
+		}
+		tested++
+		t.Run(name, func(t *testing.T) {
+			with := craftedReport(t, name)
+			without := craftedReport(t, name, `DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN (SELECT id FROM StringIds WHERE value LIKE 'cudaMemGetInfo%')`)
+			for di := range with.Devices {
+				a, b := with.Devices[di].Steps, without.Devices[di].Steps
+				if len(a) != len(b) {
+					t.Fatalf("device %d: %d steps with the markers, %d without", di, len(a), len(b))
+				}
+				for i := range a {
+					if a[i].Start != b[i].Start || a[i].End != b[i].End || a[i].Phase != b[i].Phase || a[i].DraftForwards != b[i].DraftForwards {
+						t.Errorf("device %d step %d: %v %d..%d with the markers, %v %d..%d without", di, i, a[i].Phase, a[i].Start, a[i].End, b[i].Phase, b[i].Start, b[i].End)
+					}
+				}
+			}
+		})
+	}
+	if tested < 10 {
+		t.Errorf("%d captures with cudaMemGetInfo markers, want the hf-* and loop-* ones (at least 10)", tested)
 	}
 }

@@ -375,12 +375,12 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 // once per layer repeats too, but with other units than the loop body's.
 func warmupStart(segs []segment, k, first, e int) int {
 	kernels := func(i int) int32 { return kernelsIn(segs[i : i+k]) }
-	if e+k > len(segs) {
-		return e
+	if e+k > len(segs) || segs[e].cut&cutGraph == 0 {
+		return e // warm-up is eager work before the first graph replay: an eager loop has none
 	}
 	body := kernels(e) // a warm-up step runs the loop body's kernels, launched eagerly
 	same := func(i, j int) bool {
-		if kernels(i) != body {
+		if kernels(i) != body || segs[i].cut&cutGraph != 0 {
 			return false
 		}
 		for d := range k {

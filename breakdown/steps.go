@@ -15,6 +15,8 @@ type boundary struct {
 	phase   Phase
 	label   string
 	outside bool // the activity from here to the next boundary belongs to no step
+	batch   int  // sequences in the step, when its NVTX text says
+	drafts  int  // draft forwards of a speculative round
 }
 
 // A detection is the result of one step-detection method on one device.
