@@ -98,9 +98,9 @@ func (g *Gaps) add(o *Gaps) {
 
 // A Step is one step on one device: a wall-clock window [Start, End).
 type Step struct {
-	Index      int // position among all steps found on the device, before Options.Skip
-	Phase      Phase
-	Label      string // the NVTX text that defined the step, if any
+	Index int // position among all steps found on the device, before Options.Skip
+	Phase Phase
+	Label string // the NVTX text that defined the step, if any
 	// DraftForwards is the number of the draft model's forwards in a speculative round (a
 	// decode step of draft forwards and the target's verify forward); 0 otherwise.
 	DraftForwards int
@@ -109,7 +109,7 @@ type Step struct {
 	Batch int
 	// forwards counts the ends of the model's forwards (a sampler after the lm_head) in the
 	// step, when the finder could see them; the self-checks read it.
-	forwards int
+	forwards   int
 	Start, End nsys.Time
 	// Exclusive time per category. These never overlap: at each instant the running
 	// activity with the highest-priority category owns it, and instants with no activity

@@ -99,7 +99,7 @@ func repeatRun(t *testing.T, name string, copies int, gapNS int64) []string {
 	var lo, hi, corr int64
 	for _, tab := range activityTables {
 		var l, h, c sql.NullInt64
-		db.QueryRow(`SELECT min(start), max(end), max(correlationId) FROM ` + tab).Scan(&l, &h, &c)
+		db.QueryRow(`SELECT min(start), max(end), max(correlationId) FROM `+tab).Scan(&l, &h, &c)
 		if l.Valid && (lo == 0 || l.Int64 < lo) {
 			lo = l.Int64
 		}
