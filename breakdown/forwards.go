@@ -20,28 +20,63 @@ import (
 // ends in it: a sampler after a GEMM, with no GEMM or attention kernel after the sampler
 // before the segment ends (a top-1 router's argmax is followed by expert GEMMs).
 type forwardEnds struct {
-	armed   bool // a GEMM ran since the last sampler
-	pending bool // a sampler ran after a GEMM, and no GEMM or attention since
+	armed   bool      // a GEMM ran since the last sampler
+	pending bool      // a sampler ran after a GEMM, and no GEMM or attention since
+	at      nsys.Time // the pending sampler's start
 }
 
-func (f *forwardEnds) add(cat kernelclass.Category, role kernelclass.Role) {
+func (f *forwardEnds) add(a *activity, role kernelclass.Role) {
 	switch {
-	case cat == kernelclass.GEMM:
+	case a.cat == kernelclass.GEMM:
 		f.armed, f.pending = true, false
-	case cat == kernelclass.Attention:
+	case a.cat == kernelclass.Attention:
 		f.pending = false
 	case role == kernelclass.RoleSampler || role == kernelclass.RoleReduce:
 		if f.armed {
-			f.armed, f.pending = false, true
+			f.armed, f.pending, f.at = false, true, a.start
 		}
 	}
 }
 
-// close ends a segment and reports whether a forward ended in it.
-func (f *forwardEnds) close() bool {
-	p := f.pending
+// close ends a segment and returns the start of the sampler that ends a forward in it, or 0.
+func (f *forwardEnds) close() nsys.Time {
+	if !f.pending {
+		return 0
+	}
 	f.pending = false
-	return p
+	return f.at
+}
+
+// forwardTimes returns the starts of the samplers that end the forwards of segments.
+func forwardTimes(segs []segment) []nsys.Time {
+	var out []nsys.Time
+	for _, s := range segs {
+		if s.fwd {
+			out = append(out, s.fwdAt)
+		}
+	}
+	return out
+}
+
+// deviceForwards returns the forward ends of a device's timeline, cut by every host signal.
+func deviceForwards(t *nsys.Trace, h *hostIndex, tl *timeline) []nsys.Time {
+	segs, _ := segmentTimeline(t, h, tl, cutSync|cutGraph|cutH2D)
+	return forwardTimes(segs)
+}
+
+// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
+func countStepForwards(steps []Step, ends []nsys.Time) {
+	j := 0
+	for i := range steps {
+		s := &steps[i]
+		for j < len(ends) && ends[j] < s.Start {
+			j++
+		}
+		for j < len(ends) && ends[j] < s.End {
+			s.forwards++
+			j++
+		}
+	}
 }
 
 // countForwards counts the segments that end a forward.

@@ -45,6 +45,7 @@ type segment struct {
 	// fwd: a forward of the model ends in it: a sampler after a GEMM (the lm_head), with no
 	// GEMM or attention kernel after it before the segment ends (forwards.go).
 	fwd         bool
+	fwdAt       nsys.Time // the start of the sampler that ends the forward
 	attn, norms int32 // attention and norm kernels: a forward's depth (its layers)
 	// kstart is the first kernel's start (0 without kernels); leadEnd the latest end of the
 	// activities before it (copies: a read-back that ends the previous iteration; 0 when
@@ -123,7 +124,9 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 				d2h = false
 			}
 			if len(segs) > 0 {
-				segs[len(segs)-1].fwd = fw.close()
+				last := &segs[len(segs)-1]
+				last.fwdAt = fw.close()
+				last.fwd = last.fwdAt != 0
 			}
 			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
 		}
@@ -141,7 +144,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 			s.kernels++
 			role := h.roles[a.name]
 			s.sampler = s.sampler || role == kernelclass.RoleSampler
-			fw.add(a.cat, role)
+			fw.add(a, role)
 			if a.cat == kernelclass.Attention {
 				s.attn++
 			}
@@ -168,7 +171,9 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		return true
 	})
 	if len(segs) > 0 {
-		segs[len(segs)-1].fwd = fw.close()
+		last := &segs[len(segs)-1]
+		last.fwdAt = fw.close()
+		last.fwd = last.fwdAt != 0
 	}
 	return segs, cc
 }
@@ -188,7 +193,9 @@ func mergeEmpty(segs []segment) []segment {
 			}
 			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
 			p.sampler = p.sampler || s.sampler
-			p.fwd = p.fwd || s.fwd
+			if s.fwd {
+				p.fwd, p.fwdAt = true, s.fwdAt
+			}
 			p.attn, p.norms = p.attn+s.attn, p.norms+s.norms
 			if s.kernels > 0 {
 				pending = -1
@@ -424,6 +431,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		return nil
 	}
 	fwds := countForwards(segs)
+	ends := forwardTimes(segs)
 	sigs := make([]uint64, len(segs))
 	for i, s := range segs {
 		sigs[i] = s.sig
@@ -434,7 +442,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		e, end, ok = alignRepeat(segs, sigs, k)
 	}
 	if ok {
-		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k)}
+		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k), forwards: ends}
 		if fwds >= 2 {
 			d.bounds = separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start))
 		}
@@ -443,7 +451,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		}
 	}
 	if fwds >= 2 {
-		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: separateRequests(segs, forwardSteps(segs))}
+		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: separateRequests(segs, forwardSteps(segs)), forwards: ends}
 		if d.steps() >= 2 {
 			return d
 		}

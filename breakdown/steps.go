@@ -24,6 +24,9 @@ type detection struct {
 	method Method
 	detail string
 	bounds []boundary // sorted by start, distinct
+	// forwards are the starts of the samplers that end the model's forwards on the device
+	// (forwards.go), when the detection read them; nil otherwise.
+	forwards []nsys.Time
 }
 
 // hostIndex gives fast access to the API calls of the trace.

@@ -725,3 +725,41 @@ func mustParseSteps(t testing.TB, s string) StepMethod {
 	}
 	return m
 }
+
+// TestFoldedForwardsCheck: NVTX step ranges that each hold two forwards of the model (two
+// samplers after the lm_head, each with its read-back) are taken as the steps asked for,
+// with a self-check that they hold several iterations; without the ranges, the finder makes
+// one step per forward.
+func TestFoldedForwardsCheck(t *testing.T) {
+	g := newTGen(t)
+	l := newLoop(g, 1, 0, 1000)
+	var forwards []nsys.Time
+	for i := 0; i < 4; i++ {
+		rs := l.h
+		for range 2 {
+			forwards = append(forwards, l.step(decodeMix...))
+			l.readBack()
+		}
+		g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
+		l.idle(20_000)
+	}
+	tr := g.trace()
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodNVTX}})
+	if d := devReport(t, rep, 0); len(d.Steps) != 4 {
+		t.Fatalf("--steps nvtx: %d steps, want the 4 ranges", len(d.Steps))
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		var sc *SelfCheckWarning
+		if errors.As(w, &sc) && strings.Contains(sc.Text, "4 steps hold several forwards of the model") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings %v, want a self-check that the steps hold several forwards", rep.Warnings)
+	}
+	d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodSync}}), 0)
+	if got := starts(d.Steps); !slices.Equal(got, forwards) {
+		t.Errorf("--steps sync: starts %v, want one step per forward %v", got, forwards)
+	}
+}

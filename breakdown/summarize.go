@@ -168,6 +168,11 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
+	fwds := det.forwards
+	if fwds == nil && det.method != MethodWhole {
+		fwds = deviceForwards(t, h, tl)
+	}
+	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
 		inferPhases(steps, shapes)
 	}
@@ -176,7 +181,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		steps = steps[dr.Skipped:]
 	}
 	dr.Steps = steps
-	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps)...)
+	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps, len(fwds) >= 2)...)
 	var err error
 	dr.Summary, err = summarize(steps, opt)
 	if err != nil {
