@@ -46,7 +46,7 @@ type segment struct {
 	// GEMM or attention kernel after it before the segment ends (forwards.go).
 	fwd         bool
 	fwdAt       nsys.Time // the start of the sampler that ends the forward
-	attn, norms int32 // attention and norm kernels: a forward's depth (its layers)
+	attn, norms int32     // attention and norm kernels: a forward's depth (its layers)
 	// kstart is the first kernel's start (0 without kernels); leadEnd the latest end of the
 	// activities before it (copies: a read-back that ends the previous iteration; 0 when
 	// the segment starts with a kernel).
