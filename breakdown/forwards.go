@@ -258,3 +258,68 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 	}
 	return sortBounds(append(bounds, extra...))
 }
+
+// groupRounds joins speculative rounds: when some steps run a shallower forward (fewer
+// attention kernels: fewer layers, at most 3/4 of the deepest) than the others, they are the
+// draft model's, and each run of them is one step with the deeper (target) forward that
+// follows, its DraftForwards the run's length. Steps must hold one forward each (the finder's
+// cuts); without two depths, bounds are returned as they are.
+func groupRounds(segs []segment, bounds []boundary) []boundary {
+	depth := make([]int32, len(bounds))
+	fwds := make([]int, len(bounds))
+	si := 0
+	var deepest int32
+	for bi, b := range bounds {
+		end := nsys.Time(1<<63 - 1)
+		if bi+1 < len(bounds) {
+			end = bounds[bi+1].start
+		}
+		for si < len(segs) && segs[si].start < b.start {
+			si++
+		}
+		for j := si; j < len(segs) && segs[j].start < end; j++ {
+			depth[bi] += segs[j].attn
+			if segs[j].fwd {
+				fwds[bi]++
+			}
+		}
+		if !b.outside {
+			deepest = max(deepest, depth[bi])
+		}
+	}
+	shallow := func(bi int) bool {
+		return !bounds[bi].outside && fwds[bi] == 1 && depth[bi] > 0 && 4*depth[bi] <= 3*deepest
+	}
+	drafts := 0
+	for bi := range bounds {
+		if shallow(bi) {
+			drafts++
+		}
+	}
+	if drafts < 2 {
+		return bounds
+	}
+	var out []boundary
+	for bi := 0; bi < len(bounds); {
+		if !shallow(bi) {
+			out = append(out, bounds[bi])
+			bi++
+			continue
+		}
+		j := bi
+		for j < len(bounds) && shallow(j) {
+			j++
+		}
+		// A run of draft forwards, then the target's forward: one round.
+		if j < len(bounds) && !bounds[j].outside && fwds[j] == 1 {
+			b := bounds[bi]
+			b.drafts = j - bi
+			out = append(out, b)
+			bi = j + 1
+			continue
+		}
+		out = append(out, bounds[bi:j]...)
+		bi = j
+	}
+	return out
+}

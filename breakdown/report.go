@@ -10,7 +10,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// Phase says whether a step processed prompts (prefill) or generated tokens (decode).
+// Phase says whether a step processed prompts (prefill), generated tokens (decode), or both
+// in one batch (mixed: a prompt chunk beside decoding sequences, as continuous batching runs).
 type Phase uint8
 
 // Phases.
@@ -18,29 +19,27 @@ const (
 	Unknown Phase = iota
 	Prefill
 	Decode
+	Mixed
+	numPhases
 )
 
+var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed"}
+
 func (p Phase) String() string {
-	switch p {
-	case Prefill:
-		return "prefill"
-	case Decode:
-		return "decode"
+	if p < numPhases {
+		return phaseNames[p]
 	}
 	return "unknown"
 }
 
-// ParsePhase parses "prefill", "decode" or "unknown".
+// ParsePhase parses "prefill", "decode", "mixed" or "unknown".
 func ParsePhase(s string) (Phase, error) {
-	switch s {
-	case "prefill":
-		return Prefill, nil
-	case "decode":
-		return Decode, nil
-	case "unknown":
-		return Unknown, nil
+	for p, n := range phaseNames {
+		if n == s {
+			return Phase(p), nil
+		}
 	}
-	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode or unknown)", s)
+	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode, mixed or unknown)", s)
 }
 
 // Gap size classes of the idle-gap histogram.

@@ -444,14 +444,14 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 	if ok {
 		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k), forwards: ends}
 		if fwds >= 2 {
-			d.bounds = separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start))
+			d.bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start)))
 		}
 		if d.steps() >= 2 {
 			return d
 		}
 	}
 	if fwds >= 2 {
-		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: separateRequests(segs, forwardSteps(segs)), forwards: ends}
+		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), forwards: ends}
 		if d.steps() >= 2 {
 			return d
 		}

@@ -62,14 +62,18 @@ type FindingJSON struct {
 
 // StepJSON is one step.
 type StepJSON struct {
-	Index      int                `json:"index"`
-	Phase      string             `json:"phase"`
-	Label      string             `json:"label,omitempty"`
-	StartNS    int64              `json:"start_ns"`
-	EndNS      int64              `json:"end_ns"`
-	Launches   int                `json:"launches"`
-	Categories StepCategoriesJSON `json:"categories"`
-	Gaps       GapsJSON           `json:"gaps"`
+	Index    int    `json:"index"`
+	Phase    string `json:"phase"`
+	Label    string `json:"label,omitempty"`
+	StartNS  int64  `json:"start_ns"`
+	EndNS    int64  `json:"end_ns"`
+	Launches int    `json:"launches"`
+	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
+	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
+	DraftForwards int                `json:"draft_forwards,omitempty"`
+	Batch         int                `json:"batch,omitempty"`
+	Categories    StepCategoriesJSON `json:"categories"`
+	Gaps          GapsJSON           `json:"gaps"`
 }
 
 // StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals

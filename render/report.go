@@ -63,6 +63,14 @@ func (s *StepJSON) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, s.EndNS, 10)
 	b = append(b, `,"launches":`...)
 	b = strconv.AppendInt(b, int64(s.Launches), 10)
+	if s.DraftForwards != 0 {
+		b = append(b, `,"draft_forwards":`...)
+		b = strconv.AppendInt(b, int64(s.DraftForwards), 10)
+	}
+	if s.Batch != 0 {
+		b = append(b, `,"batch":`...)
+		b = strconv.AppendInt(b, int64(s.Batch), 10)
+	}
 	b = append(b, `,"categories":`...)
 	b = s.Categories.appendJSON(b)
 	b = append(b, `,"gaps":`...)
@@ -157,7 +165,7 @@ func gapsJSON(g *breakdown.Gaps) GapsJSON {
 // set makes sj the JSON contract of step s (idle's gap count points into sj.Gaps).
 func (sj *StepJSON) set(s *breakdown.Step) {
 	*sj = StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
-		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps)}
+		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch}
 	for _, c := range kernelclass.Order {
 		sj.Categories[c] = StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
 	}
@@ -426,12 +434,12 @@ func frac(a, b int64) float64 {
 
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
 func PhaseCounts(steps []breakdown.Step) string {
-	var n [3]int
+	n := map[breakdown.Phase]int{}
 	for _, s := range steps {
 		n[s.Phase]++
 	}
 	var parts []string
-	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
+	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Mixed, breakdown.Decode, breakdown.Unknown} {
 		if n[p] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
 		}
