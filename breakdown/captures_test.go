@@ -23,7 +23,11 @@ import (
 // thirdParty reports whether a capture in testdata/traces is of a stack we did not write
 // (hf_workload.py: transformers' generate() and hand-written loops), checked by
 // TestThirdPartyCaptures, or of our workload in --serve-order (TestServeOrderCaptures).
+// Captures with a ground-truth sidecar (NAME.truth.json) are checked by TestTruthCaptures.
 func thirdParty(base string) bool {
+	if _, err := os.Stat(filepath.Join("..", "testdata", "traces", strings.TrimSuffix(base, ".sqlite.gz")+".truth.json")); err == nil {
+		return true
+	}
 	return strings.HasPrefix(base, "hf-") || strings.HasPrefix(base, "loop-") || strings.Contains(base, "-serve")
 }
 

@@ -24,16 +24,36 @@ func (s *stepShape) add(a *activity) {
 }
 
 // inferPhases gives a phase to steps whose detection gave none, from their shape: the most
-// common kernel mix is decode; a step with another mix is prefill when it runs attention
-// kernels that decode steps never run, or takes at least three times the decode median.
-func inferPhases(steps []Step, shapes []stepShape) {
+// common kernel mix is decode; a step with another mix is a prefill candidate when it runs
+// attention kernels that decode steps never run, or takes at least three times the decode
+// median. A candidate that starts a request (starts[i]: the device's first step, or the
+// first after a window outside steps, a pause between requests) is a prefill. Inside a
+// request, a candidate is a prefill only when its GEMMs differ in number from the decode
+// steps' (a new prompt's GEMMs run other shapes); one that runs the decode steps' GEMMs is
+// a multi-token decode: the verify forward of prompt-lookup or speculative decoding, whose
+// attention is a prefill's. Speculative rounds (DraftForwards) are decode steps but at a
+// request's start, where the round holds the prompt.
+func inferPhases(steps []Step, shapes []stepShape, starts []bool) {
 	unknown := 0
+	rounds := false
 	for _, s := range steps {
 		if s.Phase == Unknown {
 			unknown++
 		}
+		rounds = rounds || s.DraftForwards > 0
 	}
 	if unknown == 0 || len(steps) < 2 {
+		return
+	}
+	if rounds {
+		for i := range steps {
+			if steps[i].Phase == Unknown {
+				steps[i].Phase = Decode
+				if starts[i] {
+					steps[i].Phase = Prefill
+				}
+			}
+		}
 		return
 	}
 	count := map[uint64]int{}
@@ -49,12 +69,14 @@ func inferPhases(steps []Step, shapes []stepShape) {
 	}
 	decodeAttn := map[nsys.NameID]bool{}
 	var walls []time.Duration
+	decodeGEMM := -1
 	for i, s := range shapes {
 		if s.sig == modal {
 			for _, n := range s.attn {
 				decodeAttn[n] = true
 			}
 			walls = append(walls, steps[i].Wall())
+			decodeGEMM = steps[i].Kernels[kernelclass.GEMM]
 		}
 	}
 	med := quantile(walls, 0.5)
@@ -71,6 +93,9 @@ func inferPhases(steps []Step, shapes []stepShape) {
 			if !decodeAttn[n] {
 				prefill = true
 			}
+		}
+		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM {
+			prefill = false // a multi-token decode inside the request
 		}
 		if prefill {
 			steps[i].Phase = Prefill

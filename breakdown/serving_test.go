@@ -3,8 +3,10 @@ package breakdown_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -310,5 +312,119 @@ func TestMarkersAreNotSignals(t *testing.T) {
 	}
 	if tested < 10 {
 		t.Errorf("%d captures with cudaMemGetInfo markers, want the hf-* and loop-* ones (at least 10)", tested)
+	}
+}
+
+// truthStep is one iteration of a capture's serving loop as its workload recorded it.
+type truthStep struct {
+	Phase  string
+	Drafts int
+}
+
+// captureTruth reads NAME.truth.json (testdata/traces or testdata/traces/runs): the
+// workload's record of every forward (model, phase) and, for speculative decoding, of its
+// rounds (draft forwards, then the verify forward). The steps it implies are its rounds when
+// it has them, else its target model's forwards.
+func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		Rounds []struct {
+			Phase         string `json:"phase"`
+			DraftForwards int    `json:"draft_forwards"`
+		} `json:"rounds"`
+		Forwards []struct {
+			Model string `json:"model"`
+			Phase string `json:"phase"`
+		} `json:"forwards"`
+		Requests []json.RawMessage `json:"requests"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, r := range tr.Rounds {
+		steps = append(steps, truthStep{r.Phase, r.DraftForwards})
+	}
+	if len(tr.Rounds) == 0 {
+		for _, f := range tr.Forwards {
+			if f.Model == "target" {
+				steps = append(steps, truthStep{f.Phase, 0})
+			}
+		}
+	}
+	return steps, len(tr.Requests)
+}
+
+// TestTruthCaptures checks the steps of every capture with a ground-truth sidecar against
+// it (testdata/traces/README.md): one step per iteration of the serving loop, in order, each
+// with the phase and draft forwards the workload recorded: several generate() requests with
+// pauses between them (their idle outside steps), continuous batching, assisted and
+// prompt-lookup decoding, a batch that grows mid-run, an OLMoE eager loop, a cuDNN SDPA loop
+// with a growing KV length, a host pause in one step, a 526-node CUDA graph, JAX's jitted
+// step and lax.fori_loop, and four runs each of the dense eager and graph loops.
+func TestTruthCaptures(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"", "runs"} {
+		fs, err := filepath.Glob(filepath.Join("..", "testdata", "traces", dir, "*.truth.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, fs...)
+	}
+	if len(files) < 19 {
+		t.Fatalf("%d captures with a truth sidecar, want the 19 of testdata/traces/README.md", len(files))
+	}
+	for _, truth := range files {
+		name := strings.TrimSuffix(filepath.Base(truth), ".truth.json")
+		t.Run(name, func(t *testing.T) {
+			want, requests := captureTruth(t, truth)
+			gz := strings.TrimSuffix(truth, ".truth.json") + ".sqlite.gz"
+			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Phase: breakdown.AllSteps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &rep.Devices[0]
+			var got []truthStep
+			for _, s := range d.Steps {
+				got = append(got, truthStep{s.Phase.String(), s.DraftForwards})
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d steps by %v (%s), want %d: got %v, want %v", len(got), d.Method, d.MethodDetail, len(want), got, want)
+			}
+			for i := range want {
+				if got[i].Drafts != want[i].Drafts {
+					t.Errorf("step %d: %d draft forwards, want %d", i, got[i].Drafts, want[i].Drafts)
+				}
+				if name == "serve-cb" {
+					continue // phases: see TestContinuousBatchingPhases
+				}
+				if got[i].Phase != want[i].Phase {
+					t.Errorf("step %d: %s, want %s", i, got[i].Phase, want[i].Phase)
+				}
+			}
+			if requests > 1 && name == "serve-multireq" && d.Outside.Windows < requests-1 {
+				t.Errorf("%d windows outside steps, want the %d pauses between requests", d.Outside.Windows, requests-1)
+			}
+			silentSelfChecksBut(t, rep, name == "slow-step")
+		})
+	}
+}
+
+// silentSelfChecksBut fails on any self-check warning, but for the one outlier-step warning
+// when slow is set (slow-step sleeps 0.5 s on the host inside one decode step, by design).
+func silentSelfChecksBut(t *testing.T, rep *breakdown.Report, slow bool) {
+	t.Helper()
+	for _, w := range selfChecks(rep) {
+		if slow && strings.Contains(w, "more than 10x away from the median step") {
+			continue
+		}
+		t.Errorf("warning: %v", w)
 	}
 }

@@ -167,6 +167,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		classifyContext(tl, det, tl.ctx) // the whole trace as one step has no place in a step
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
+	starts := requestStarts(det)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
 	fwds := det.forwards
 	if fwds == nil && det.method != MethodWhole {
@@ -174,7 +175,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
-		inferPhases(steps, shapes)
+		inferPhases(steps, shapes, starts)
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))
@@ -216,4 +217,20 @@ func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []s
 		}
 	}
 	return steps[:n], shapes[:n], out
+}
+
+// requestStarts says, for each step of det (in order, outside windows left out), whether it
+// starts a request: the first step, and each step right after a window outside steps.
+func requestStarts(det *detection) []bool {
+	var out []bool
+	after := true
+	for _, b := range det.bounds {
+		if b.outside {
+			after = true
+			continue
+		}
+		out = append(out, after)
+		after = false
+	}
+	return out
 }
