@@ -108,7 +108,8 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 	state, from := normal, 0 // from: where the pending gate or routing run starts
 	for i, k := range ks {
 		if i > lastGEMM {
-			if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate {
+			// XLA's argmax is a reduction fusion after the lm_head.
+			if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate || k.role == kernelclass.RoleReduce {
 				set(k, kernelclass.Sampling)
 			}
 			continue

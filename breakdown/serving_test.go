@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -426,5 +428,32 @@ func silentSelfChecksBut(t *testing.T, rep *breakdown.Report, slow bool) {
 			continue
 		}
 		t.Errorf("warning: %v", w)
+	}
+}
+
+// TestXLACaptures: JAX decode loops (a jitted step per token with a host read-back, and a
+// lax.fori_loop on the device) are classified by XLA's fusion names: under 1% of kernel
+// time is other, every decode step runs GEMMs (gemm_fusion_dot*) and samples its token
+// (the reduction fusion of argmax after the lm_head).
+func TestXLACaptures(t *testing.T) {
+	for _, name := range []string{"jax-step", "jax-fori"} {
+		t.Run(name, func(t *testing.T) {
+			rep := craftedReport(t, name)
+			var other, all time.Duration
+			for _, k := range rep.Kernels {
+				all += k.Total
+				if k.Category == kernelclass.Other {
+					other += k.Total
+				}
+			}
+			if all == 0 || 100*other > all {
+				t.Errorf("other is %v of %v kernel time, want under 1%%", other, all)
+			}
+			for _, s := range rep.Devices[0].Steps {
+				if s.Phase == breakdown.Decode && (s.Kernels[kernelclass.Sampling] == 0 || s.Kernels[kernelclass.GEMM] == 0) {
+					t.Errorf("decode step %d: %d sampling, %d gemm kernels; want both", s.Index, s.Kernels[kernelclass.Sampling], s.Kernels[kernelclass.GEMM])
+				}
+			}
+		})
 	}
 }
