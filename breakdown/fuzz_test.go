@@ -64,8 +64,8 @@ func FuzzStepRanges(f *testing.F) {
 			}
 			for _, d := range dialects {
 				if m := d.re.FindStringSubmatch(s); m != nil {
-					if p := d.phase(m); p > Decode {
-						t.Fatalf("%s phase of %q = %v", d.name, s, p)
+					if st := d.read(m); st.phase > Mixed || st.batch < 0 {
+						t.Fatalf("%s reads %q as %+v", d.name, s, st)
 					}
 				}
 			}
@@ -116,8 +116,8 @@ func FuzzStepRanges(f *testing.F) {
 				if sub == nil {
 					t.Fatalf("%s step range %q does not match the dialect", dl.name, m.text)
 				}
-				if p := dl.phase(sub); p != m.phase {
-					t.Fatalf("%s step range %q: phase %v, dialect says %v", dl.name, m.text, m.phase, p)
+				if st := dl.read(sub); st.phase != m.phase || st.batch != m.batch || st.idle {
+					t.Fatalf("%s step range %q: phase %v batch %d, dialect says %+v", dl.name, m.text, m.phase, m.batch, st)
 				}
 			}
 		}
@@ -131,8 +131,8 @@ func FuzzStepRanges(f *testing.F) {
 				}
 				// A user regex picks the ranges; the phase comes from the range's whole text
 				// (a regex "step" on "decode step 3" still gives decode).
-				if p := textPhase(m.text); p != m.phase {
-					t.Fatalf("step range %q: phase %v, want %v", m.text, m.phase, p)
+				if st := readText(m.text); st.phase != m.phase || st.idle {
+					t.Fatalf("step range %q: phase %v, want %+v", m.text, m.phase, st)
 				}
 			}
 		}
@@ -173,7 +173,7 @@ func checkStepRanges(t *testing.T, tr *nsys.Trace, ms []matchedRange) {
 		if tr.RangeTexts[m.r.Text] != m.text {
 			t.Fatalf("matched range text %q, trace says %q", m.text, tr.RangeTexts[m.r.Text])
 		}
-		if m.phase > Decode {
+		if m.phase > Mixed {
 			t.Fatalf("range %q: phase %v", m.text, m.phase)
 		}
 		if e, ok := lastEnd[m.r.Thread]; ok && m.r.Start < e {

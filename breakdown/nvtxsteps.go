@@ -8,42 +8,75 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// A dialect is a family of NVTX step ranges emitted by a serving framework.
+// A dialect is a family of NVTX step ranges emitted by a serving framework; read says what
+// a matching text tells of its step.
 type dialect struct {
-	name  string
-	re    *regexp.Regexp
-	phase func(m []string) Phase
+	name string
+	re   *regexp.Regexp
+	read func(m []string) stepText
+}
+
+// stepText is what a step range's text says: the phase, the sequences in the batch (0:
+// not said), and whether the step is idle (SGLang's step[idle]: no request scheduled; its
+// work, if any, is in no step).
+type stepText struct {
+	phase Phase
+	batch int
+	idle  bool
+}
+
+// requestsPhase is the phase of a batch of ctx requests in their prompt and gen requests
+// generating: mixed when it holds both.
+func requestsPhase(ctx, gen int) stepText {
+	t := stepText{batch: ctx + gen}
+	switch {
+	case ctx > 0 && gen > 0:
+		t.phase = Mixed
+	case ctx > 0:
+		t.phase = Prefill
+	case gen > 0:
+		t.phase = Decode
+	}
+	return t
 }
 
 var dialects = []dialect{
 	{"TensorRT-LLM", regexp.MustCompile(`^\[Executor\] _forward_step (\d+): (\d+) ctx reqs, (\d+) gen reqs`),
-		func(m []string) Phase {
-			if atoi(m[2]) > 0 {
-				return Prefill
-			}
-			if atoi(m[3]) > 0 {
-				return Decode
-			}
-			return Unknown
-		}},
+		func(m []string) stepText { return requestsPhase(atoi(m[2]), atoi(m[3])) }},
 	{"vLLM", regexp.MustCompile(`execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)`),
-		func(m []string) Phase {
-			if atoi(m[1]) > 0 {
-				return Prefill
+		func(m []string) stepText { return requestsPhase(atoi(m[1]), atoi(m[3])) }},
+	// SGLang's forward modes: step[DECODE bs=64], step[prefill ...], step[mixed ...],
+	// step[idle], step[target_verify ...] (a speculative round's verify: decode),
+	// step[draft_extend ...] (the draft's catch-up in a round: decode).
+	{"SGLang", regexp.MustCompile(`(?i)^\s*step\[\s*(extend|prefill|decode|mixed|idle|target[_ -]?verify|draft[_ -]?extend|dummy[_ -]?first)\b([^\]]*)\]`),
+		func(m []string) stepText {
+			t := stepText{}
+			if bs := sglangBatch.FindStringSubmatch(m[2]); bs != nil {
+				t.batch = atoi(bs[1])
 			}
-			if atoi(m[3]) > 0 {
-				return Decode
+			switch mode := strings.ToLower(m[1]); {
+			case mode == "extend" || mode == "prefill":
+				t.phase = Prefill
+			case mode == "decode" || strings.HasPrefix(mode, "target") || strings.HasPrefix(mode, "draft"):
+				t.phase = Decode
+			case mode == "mixed":
+				t.phase = Mixed
+			case mode == "idle":
+				t.idle = true
 			}
-			return Unknown
+			return t
 		}},
 	{"plain", regexp.MustCompile(`(?i)^\s*(prefill|decode|extend|step)([^a-z].*)?$`),
-		func(m []string) Phase { return phaseFromText(m[0]) }},
+		func(m []string) stepText { return stepText{phase: phaseFromText(m[0])} }},
 }
+
+var sglangBatch = regexp.MustCompile(`(?i)\bbs\s*=\s*(\d+)`)
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
@@ -64,48 +97,51 @@ func phaseFromText(s string) Phase {
 	return Unknown
 }
 
-// textPhase returns the phase a step range's text gives: by the first dialect that matches
-// it, else by its words.
-func textPhase(text string) Phase {
+// readText returns what a step range's text says: by the first dialect that matches it,
+// else its phase by its words.
+func readText(text string) stepText {
 	for _, d := range dialects {
 		if m := d.re.FindStringSubmatch(text); m != nil {
-			return d.phase(m)
+			return d.read(m)
 		}
 	}
-	return phaseFromText(text)
+	return stepText{phase: phaseFromText(text)}
 }
 
 // matchedRange is an NVTX range chosen as a step.
 type matchedRange struct {
 	r     nsys.Range
 	phase Phase
+	batch int
 	text  string
 }
 
 // stepRanges picks the NVTX ranges that are steps: those matching re (or, with re nil, the
 // first known dialect that matches), outermost only on each thread.
 func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
-	try := func(re *regexp.Regexp, phase func([]string) Phase) []matchedRange {
+	try := func(re *regexp.Regexp, read func([]string) stepText) []matchedRange {
 		var out []matchedRange
 		lastEnd := map[int64]nsys.Time{}
 		// Each distinct text is matched once (a trace repeats a few texts in many ranges):
-		// 0 not yet, 1 no match, 2+p matched with phase p.
-		seen := make([]uint8, len(t.RangeTexts))
+		// state 0 not yet, 1 no match (or an idle step), 2 matched, saying said.
+		state := make([]uint8, len(t.RangeTexts))
+		said := make([]stepText, len(t.RangeTexts))
 		for _, r := range t.Ranges {
 			text := t.RangeTexts[r.Text]
-			if seen[r.Text] == 0 {
-				seen[r.Text] = 1
+			if state[r.Text] == 0 {
+				state[r.Text] = 1
 				if m := re.FindStringSubmatch(text); m != nil {
-					var p Phase
-					if phase != nil {
-						p = phase(m)
+					if read != nil {
+						said[r.Text] = read(m)
 					} else {
-						p = textPhase(text) // a user regex: the whole text, not only the match
+						said[r.Text] = readText(text) // a user regex: the whole text, not only the match
 					}
-					seen[r.Text] = 2 + uint8(p)
+					if !said[r.Text].idle {
+						state[r.Text] = 2
+					}
 				}
 			}
-			if seen[r.Text] == 1 {
+			if state[r.Text] == 1 {
 				continue
 			}
 			if e, ok := lastEnd[r.Thread]; ok && r.Start < e {
@@ -116,7 +152,7 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 				end = 1<<63 - 1
 			}
 			lastEnd[r.Thread] = end
-			out = append(out, matchedRange{r: r, phase: Phase(seen[r.Text] - 2), text: text})
+			out = append(out, matchedRange{r: r, phase: said[r.Text].phase, batch: said[r.Text].batch, text: text})
 		}
 		return out
 	}
@@ -124,7 +160,7 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 		return try(re, nil), "nvtx /" + re.String() + "/"
 	}
 	for _, d := range dialects {
-		if ms := try(d.re, d.phase); len(ms) > 0 {
+		if ms := try(d.re, d.read); len(ms) > 0 {
 			return ms, d.name + " NVTX ranges"
 		}
 	}
@@ -183,7 +219,7 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 	type span struct{ start, end nsys.Time }
 	spans := make([]span, 0, len(owners))
 	for _, i := range owners {
-		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text})
+		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text, batch: ranges[i].batch})
 		spans = append(spans, span{sc.first[i], sc.lastEnd[i]})
 	}
 	d.bounds = sortBounds(d.bounds)
