@@ -79,7 +79,7 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool) {
 			decodeGEMM = steps[i].Kernels[kernelclass.GEMM]
 		}
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue

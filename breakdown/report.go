@@ -1,7 +1,6 @@
 package breakdown
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 
@@ -30,16 +29,6 @@ func (p Phase) String() string {
 		return phaseNames[p]
 	}
 	return "unknown"
-}
-
-// ParsePhase parses "prefill", "decode", "mixed" or "unknown".
-func ParsePhase(s string) (Phase, error) {
-	for p, n := range phaseNames {
-		if n == s {
-			return Phase(p), nil
-		}
-	}
-	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode, mixed or unknown)", s)
 }
 
 // Gap size classes of the idle-gap histogram.

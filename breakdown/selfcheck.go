@@ -69,7 +69,7 @@ func longPrefillCheck(dev nsys.DeviceID, steps []Step) error {
 	if len(walls) < 3 {
 		return nil
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	for _, s := range steps {
 		if s.Phase == Prefill && med > 0 && s.Wall() > 10*med {
 			return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: prefill step %d takes %v, more than 10x the median prefill (%v); it likely holds other iterations' work", dev, s.Index, s.Wall(), med)}
@@ -119,7 +119,7 @@ func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	for i, s := range dec {
 		walls[i] = s.Wall()
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	var far []int
 	for _, s := range dec {
 		if med > 0 && (s.Wall() > 10*med || 10*s.Wall() < med) {
