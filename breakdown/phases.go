@@ -32,8 +32,11 @@ func (s *stepShape) add(a *activity) {
 // steps' (a new prompt's GEMMs run other shapes); one that runs the decode steps' GEMMs is
 // a multi-token decode: the verify forward of prompt-lookup or speculative decoding, whose
 // attention is a prefill's. Speculative rounds (DraftForwards) are decode steps but at a
-// request's start, where the round holds the prompt.
-func inferPhases(steps []Step, shapes []stepShape, starts []bool) {
+// request's start, where the round holds the prompt. On a device that runs a language
+// model's forwards (llm: the finder saw a sampler after the lm_head end them), a request's
+// first step with another mix than decode's is its prefill even with decode's attention
+// (continuous batching packs a prompt into the same kernels as decoding).
+func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 	unknown := 0
 	rounds := false
 	for _, s := range steps {
@@ -96,6 +99,9 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool) {
 		}
 		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM {
 			prefill = false // a multi-token decode inside the request
+		}
+		if llm && starts[i] {
+			prefill = true
 		}
 		if prefill {
 			steps[i].Phase = Prefill

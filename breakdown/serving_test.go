@@ -457,3 +457,38 @@ func TestXLACaptures(t *testing.T) {
 		})
 	}
 }
+
+// TestContinuousBatchingPhases: transformers' continuous batching packs prompt chunks and
+// decoding sequences into one flat batch run by the same kernels (serve-cb: 39 scheduler
+// iterations, 7 requests arriving mid-run). Its 33 decode iterations are decode steps and
+// the first iteration (a request's start) the prefill. Not told apart yet: the second
+// prefill iteration and the 4 mixed ones (a prompt chunk beside decoding sequences) look
+// like decode steps by shape; NVTX step ranges that say mixed (SGLang, vLLM, TensorRT-LLM)
+// give the phase exactly.
+func TestContinuousBatchingPhases(t *testing.T) {
+	want, _ := captureTruth(t, filepath.Join("..", "testdata", "traces", "serve-cb.truth.json"))
+	d := &craftedReport(t, "serve-cb").Devices[0]
+	if len(d.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(d.Steps), len(want))
+	}
+	decode, open := 0, 0
+	for i, w := range want {
+		got := d.Steps[i].Phase.String()
+		switch {
+		case w.Phase == "decode":
+			decode++
+			if got != "decode" {
+				t.Errorf("iteration %d: %s, want decode", i, got)
+			}
+		case i == 0:
+			if got != "prefill" {
+				t.Errorf("iteration 0: %s, want prefill", got)
+			}
+		default:
+			open++
+		}
+	}
+	if decode != 33 || open != 5 {
+		t.Errorf("truth: %d decode iterations and %d others after the first, want 33 and 5", decode, open)
+	}
+}
