@@ -14,12 +14,22 @@ import (
 type stepShape struct {
 	sig  uint64
 	attn []nsys.NameID // distinct
+	// first is the step's first kernel (a forward's embedding), lastGEMM its last GEMM (the
+	// lm_head): the recurring pattern of a forward, counted by foldedPatternCheck.
+	first, lastGEMM nsys.NameID
+	started         bool
 }
 
 func (s *stepShape) add(a *activity) {
 	s.sig += mix64(uint64(a.name) + 1)
 	if a.cat == kernelclass.Attention && !slices.Contains(s.attn, a.name) {
 		s.attn = append(s.attn, a.name)
+	}
+	if !s.started {
+		s.first, s.started = a.name, true
+	}
+	if a.cat == kernelclass.GEMM {
+		s.lastGEMM = a.name
 	}
 }
 

@@ -186,3 +186,68 @@ func cutEdgeCheck(dev nsys.DeviceID, dec []*Step, fwdKnown bool) error {
 	}
 	return nil
 }
+
+// foldedPatternCheck is the check of folded iterations where no sampler marks the forwards'
+// ends: the most common decode step's first kernel (a forward's embedding) and last GEMM (its
+// lm_head) recur once per forward, so a step (any phase) that runs both at least twice as
+// often as the decode steps do holds several iterations. One more pass over the timeline,
+// counting the two names per step.
+func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
+	count := map[uint64]int{}
+	modal, best := -1, 0
+	for i, s := range shapes {
+		if steps[i].Phase != Decode || !s.started || s.lastGEMM == s.first {
+			continue
+		}
+		count[s.sig]++
+		if c := count[s.sig]; c > best {
+			modal, best = i, c
+		}
+	}
+	if best < 3 {
+		return nil
+	}
+	first, last := shapes[modal].first, shapes[modal].lastGEMM
+	n := make([][2]int, len(steps))
+	j := 0
+	tl.each(func(a *activity) bool {
+		if a.src != srcKernel || (a.name != first && a.name != last) {
+			return true
+		}
+		for j < len(steps) && a.start >= steps[j].End {
+			j++
+		}
+		if j == len(steps) {
+			return false
+		}
+		if a.start >= steps[j].Start {
+			if a.name == first {
+				n[j][0]++
+			}
+			if a.name == last {
+				n[j][1]++
+			}
+		}
+		return true
+	})
+	per := n[modal] // the pattern's count in one iteration
+	if per[0] == 0 || per[1] == 0 {
+		return nil
+	}
+	var folded []int
+	worst := -1
+	for i := range steps {
+		if n[i][0] >= 2*per[0] && n[i][1] >= 2*per[1] {
+			folded = append(folded, steps[i].Index)
+			if worst < 0 || n[i][1] > n[worst][1] {
+				worst = i
+			}
+		}
+	}
+	if len(folded) == 0 {
+		return nil
+	}
+	w := &steps[worst]
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several iterations' worth of forwards (the decode step's first kernel and last GEMM recur %dx and %dx in step %d, %v): iterations are likely folded together: steps %v",
+		tl.dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
+}

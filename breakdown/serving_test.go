@@ -492,3 +492,26 @@ func TestContinuousBatchingPhases(t *testing.T) {
 		t.Errorf("truth: %d decode iterations and %d others after the first, want 33 and 5", decode, open)
 	}
 }
+
+// TestFoldedPatternCheck: where no sampler marks the forwards' ends (here every argmax row
+// deleted from three copies of a run in one file), the repeat of the decode steps cannot be
+// split into forwards, and the steps before the last run's loop fold into one; the decode
+// step's first kernel and last GEMM recurring many times in it say so.
+func TestFoldedPatternCheck(t *testing.T) {
+	name := "hf-qwen3moe-eager"
+	stmts := append(repeatRun(t, name, 3, 20_000_000),
+		`DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%ArgMaxOps%')`)
+	rep := craftedReport(t, name, stmts...)
+	d := &rep.Devices[0]
+	got := phaseCounts(d)
+	if got[breakdown.Prefill] == 3 && got[breakdown.Decode] == 45 {
+		t.Logf("found right: %v", got)
+		return // found right without the samplers
+	}
+	for _, w := range selfChecks(rep) {
+		if strings.Contains(w, "hold several iterations' worth of forwards") {
+			return
+		}
+	}
+	t.Errorf("%d steps (%v) by %v (%s), no self-check on folded iterations; warnings %v", len(d.Steps), got, d.Method, d.MethodDetail, rep.Warnings)
+}

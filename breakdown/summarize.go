@@ -183,6 +183,11 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	dr.Steps = steps
 	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps, len(fwds) >= 2)...)
+	if len(fwds) < 2 && det.method != MethodWhole {
+		if w := foldedPatternCheck(tl, steps, shapes[dr.Skipped:]); w != nil {
+			dr.Warnings = append(dr.Warnings, w)
+		}
+	}
 	var err error
 	dr.Summary, err = summarize(steps, opt)
 	if err != nil {
