@@ -515,3 +515,43 @@ func TestFoldedPatternCheck(t *testing.T) {
 	}
 	t.Errorf("%d steps (%v) by %v (%s), no self-check on folded iterations; warnings %v", len(d.Steps), got, d.Method, d.MethodDetail, rep.Warnings)
 }
+
+// TestFirstDecodeNotInPrefill (issue 21, item 5): when the first decode step differs from
+// the others (here 3 more kernels, as a first call that builds a plan), the repeat of decode
+// steps starts one step later, and the first decode step used to join the prefill (1
+// prefill of two forwards, 11 decode steps). Each forward ends with its sampler: the prefill
+// is one forward and the first decode step a step of its own.
+func TestFirstDecodeNotInPrefill(t *testing.T) {
+	for _, name := range []string{"dense-eager", "hf-qwen3moe-eager"} {
+		t.Run(name, func(t *testing.T) {
+			db := captureDB(t, name)
+			// The first decode step: between the ends of the first two device-to-host copies
+			// that follow an argmax.
+			var lo, hi int64
+			q := `SELECT end FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2 AND start > (SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL
+				WHERE demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%ArgMaxOps%')) ORDER BY start LIMIT 1 OFFSET ?`
+			if err := db.QueryRow(q, 0).Scan(&lo); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRow(q, 1).Scan(&hi); err != nil {
+				t.Fatal(err)
+			}
+			first3 := fmt.Sprintf(`rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start > %d AND start < %d ORDER BY start LIMIT 3)`, lo, hi)
+			stmts := []string{
+				copyRows(t, db, "CUPTI_ACTIVITY_KIND_RUNTIME", "correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "+first3+")",
+					map[string]string{"correlationId": "correlationId + 100000000"}),
+				copyRows(t, db, "CUPTI_ACTIVITY_KIND_KERNEL", first3,
+					map[string]string{"start": "start + 1", "end": "end + 1", "correlationId": "correlationId + 100000000"}),
+			}
+			rep := craftedReport(t, name, stmts...)
+			d := &rep.Devices[0]
+			decode := map[string]int{"dense-eager": 12, "hf-qwen3moe-eager": 15}[name]
+			if got := phaseCounts(d); got[breakdown.Prefill] != 1 || got[breakdown.Decode] != decode || len(d.Steps) != decode+1 {
+				t.Fatalf("%d steps by %v (%s): %v; want 1 prefill and %d decode", len(d.Steps), d.Method, d.MethodDetail, got, decode)
+			}
+			if k0, k1, k2 := d.Steps[0].TotalKernels(), d.Steps[1].TotalKernels(), d.Steps[2].TotalKernels(); k1 != k2+3 || k0 >= k1+k2 {
+				t.Errorf("prefill %d, first decode %d, second %d kernels; want the first decode step 3 kernels longer than the second, on its own", k0, k1, k2)
+			}
+		})
+	}
+}
