@@ -1,7 +1,9 @@
 package breakdown
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -128,4 +130,21 @@ func mix64(x uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x
+}
+
+// PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
+func PhaseCounts(steps []Step) string {
+	var n [numPhases]int
+	for _, s := range steps {
+		if s.Phase < numPhases {
+			n[s.Phase]++
+		}
+	}
+	var parts []string
+	for _, p := range []Phase{Prefill, Mixed, Decode, Unknown} {
+		if n[p] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
