@@ -13,12 +13,12 @@
 //  4. steps.go: the one dispatcher of step detection per device, running the detectors of
 //     the method asked for (method.go: the one table of methods and auto's chain): NVTX
 //     ranges (nvtxsteps.go, with the work outside them), else the iterations of the serving
-//     loop from host signals (stepfind.go: syncs, graph launches, input copies) cut at the
-//     ends of the model's forwards (forwards.go: the sampler after the lm_head; speculative
-//     rounds; pauses between requests), else periodicity (periodic.go), else the whole
-//     trace; owners.go maps host ranges to the GPU work they launched; selfcheck.go warns
-//     when the steps look wrong; context.go then classifies kernels by their place in their
-//     step.
+//     loop from host signals (cuts.go: syncs, graph launches, input copies; stepfind.go
+//     groups the segments they cut), split at the ends of the model's forwards
+//     (forwards.go: the sampler after the lm_head; speculative rounds; pauses between
+//     requests), else periodicity (periodic.go), else the whole trace; owners.go maps host
+//     ranges to the GPU work they launched; selfcheck.go warns when the steps look wrong;
+//     context.go then classifies kernels by their place in their step.
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
