@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -257,6 +258,22 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 		return bounds
 	}
 	return sortBounds(append(bounds, extra...))
+}
+
+// roundsDetail says how many speculative rounds and draft forwards bounds hold, for the
+// method's detail; "" without rounds.
+func roundsDetail(bounds []boundary) string {
+	rounds, drafts := 0, 0
+	for _, b := range bounds {
+		if b.drafts > 0 {
+			rounds++
+			drafts += b.drafts
+		}
+	}
+	if rounds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d draft forwards in %d speculative rounds, each ending with the target's verify forward", drafts, rounds)
 }
 
 // groupRounds joins speculative rounds: when some steps run a shallower forward (fewer

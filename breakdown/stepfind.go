@@ -256,12 +256,14 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		if fwds >= 2 {
 			d.bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start)))
 		}
+		d.detail += roundsDetail(d.bounds)
 		if d.steps() >= 2 {
 			return d
 		}
 	}
 	if fwds >= 2 {
 		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), forwards: ends}
+		d.detail += roundsDetail(d.bounds)
 		if d.steps() >= 2 {
 			return d
 		}
