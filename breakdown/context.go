@@ -53,11 +53,12 @@ type ctxKernel struct {
 }
 
 // classifyContext runs the context rules over each of the device's steps and windows
-// outside steps.
+// outside steps (over each forward of a speculative round).
 func classifyContext(tl *timeline, det *detection, c *contextCats) {
 	var buf []ctxKernel
 	moved := false
 	bi := -1 // the boundary the activity falls in
+	fi := 0  // the next forward end (det.forwards) at or after the activity
 	flush := func() {
 		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
 			moved = true
@@ -77,6 +78,14 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
 		}
 		buf = append(buf, k)
+		// A speculative round is several forwards, each ending with its own lm_head and
+		// sampler (the drafts sample the draft tokens): the rules read each forward apart.
+		for fi < len(det.forwards) && det.forwards[fi] < a.start {
+			fi++
+		}
+		if det.bounds[bi].drafts > 0 && fi < len(det.forwards) && det.forwards[fi] == a.start {
+			flush()
+		}
 		return true
 	})
 	flush()

@@ -404,6 +404,11 @@ func TestTruthCaptures(t *testing.T) {
 				if got[i].Drafts != want[i].Drafts {
 					t.Errorf("step %d: %d draft forwards, want %d", i, got[i].Drafts, want[i].Drafts)
 				}
+				// Every forward of a round samples (the drafts their draft tokens): context
+				// reads each forward apart.
+				if s := &d.Steps[i]; want[i].Drafts > 0 && s.Kernels[kernelclass.Sampling] < 1+want[i].Drafts {
+					t.Errorf("round %d: %d sampling kernels, want one per forward (%d)", i, s.Kernels[kernelclass.Sampling], 1+want[i].Drafts)
+				}
 				if name == "serve-cb" {
 					continue // phases: see TestContinuousBatchingPhases
 				}
