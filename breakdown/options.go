@@ -54,28 +54,33 @@ const (
 	DecodeSteps  PhaseSelection = iota // the steps of phase Decode (the default)
 	PrefillSteps                       // the steps of phase Prefill
 	AllSteps                           // every step, whatever its phase
+	MixedSteps                         // the steps of phase Mixed (prompt chunks beside decoding sequences)
 )
 
-// ParsePhaseSelection parses "decode", "prefill" or "all".
+// ParsePhaseSelection parses "decode", "prefill", "mixed" or "all".
 func ParsePhaseSelection(s string) (PhaseSelection, error) {
 	switch s {
 	case "decode":
 		return DecodeSteps, nil
 	case "prefill":
 		return PrefillSteps, nil
+	case "mixed":
+		return MixedSteps, nil
 	case "all":
 		return AllSteps, nil
 	}
-	return DecodeSteps, fmt.Errorf("unknown phase %q (want decode, prefill or all)", s)
+	return DecodeSteps, fmt.Errorf("unknown phase %q (want decode, prefill, mixed or all)", s)
 }
 
-// Phase returns the phase selected: Decode, Prefill, or Unknown for AllSteps.
+// Phase returns the phase selected: Decode, Prefill, Mixed, or Unknown for AllSteps.
 func (s PhaseSelection) Phase() Phase {
 	switch s {
 	case DecodeSteps:
 		return Decode
 	case PrefillSteps:
 		return Prefill
+	case MixedSteps:
+		return Mixed
 	}
 	return Unknown
 }

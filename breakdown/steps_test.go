@@ -781,3 +781,25 @@ func TestFoldedForwardsCheck(t *testing.T) {
 		t.Errorf("--steps sync: starts %v, want one step per forward %v", got, forwards)
 	}
 }
+
+// TestMixedSelection: --phase mixed summarises the steps whose NVTX text says they batch
+// prompt and generating requests together.
+func TestMixedSelection(t *testing.T) {
+	g := newTGen(t)
+	l := newLoop(g, 1, 0, 1000)
+	for i, text := range []string{"execute_context_4(512)_generation_0(0)", "execute_context_1(64)_generation_3(3)",
+		"execute_context_0(0)_generation_4(4)", "execute_context_1(80)_generation_4(4)", "execute_context_0(0)_generation_5(5)"} {
+		rs := l.h
+		l.step(decodeMix...)
+		l.readBack()
+		g.nvtx(1, rs, l.h, text)
+		l.idle(nsys.Time(10_000 + i))
+	}
+	if _, err := ParsePhaseSelection("mixed"); err != nil {
+		t.Fatal(err)
+	}
+	d := devReport(t, mustSummarize(t, g.trace(), Options{Phase: MixedSteps}), 0)
+	if d.Summary.Phase != Mixed || d.Summary.Steps != 2 || !slices.Equal(phases(d.Steps), []string{"prefill", "mixed", "decode", "mixed", "decode"}) {
+		t.Errorf("summary of %d %v steps, phases %v; want 2 mixed", d.Summary.Steps, d.Summary.Phase, phases(d.Steps))
+	}
+}

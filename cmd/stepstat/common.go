@@ -42,7 +42,7 @@ type analysisFlags struct {
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.device, "device", -1, "analyse only this CUDA device; -1 means every device")
 	fs.StringVar(&f.steps, "steps", "auto", "step detection: "+breakdown.StepMethodChoices())
-	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill or all")
+	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill, mixed or all")
 	fs.IntVar(&f.skip, "skip", 0, "drop the first N steps of each device (warm-up)")
 	fs.StringVar(&f.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 	fs.StringArrayVar(&f.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
