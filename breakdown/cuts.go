@@ -151,8 +151,11 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 			}
 			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
 		}
-		s := &segs[len(segs)-1]
-		s.add(a, h.roles[a.name], inGraph, &fw)
+		role := kernelclass.RoleNone
+		if a.src == srcKernel {
+			role = h.roles[a.name] // only kernels have names
+		}
+		segs[len(segs)-1].add(a, role, inGraph, &fw)
 		if a.src == srcMemop && use&cutSync != 0 && a.memKind == nsys.MemcpyDtoH {
 			d2h, d2hEnd = true, a.end
 			cc.d2h++

@@ -118,14 +118,11 @@ func forwardSteps(segs []segment) []boundary {
 	return b
 }
 
-// splitForwards splits the steps of bounds (boundaries at segment starts, or outside windows
-// that start where a step's work ended) that hold several forward ends: after each forward's
-// end but the last, a new step starts at the next segment. Outside windows from body on
-// (after the loop body began: work after it, or later requests) that hold forward ends
-// become steps the same way; those before it (setup, warm-up before the first graph
-// replay) stay outside.
-func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary {
-	var out []boundary
+// windowSegments returns, for each boundary of bounds, the segments whose start lies in its
+// window (from its start to the next boundary's), as index ranges [lo, hi) into segs; one
+// pass over both, both being sorted by start.
+func windowSegments(segs []segment, bounds []boundary) [][2]int {
+	out := make([][2]int, len(bounds))
 	si := 0
 	for bi, b := range bounds {
 		end := nsys.Time(1<<63 - 1)
@@ -139,7 +136,21 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 		for j < len(segs) && segs[j].start < end {
 			j++
 		}
-		in := segs[si:j]
+		out[bi] = [2]int{si, j}
+	}
+	return out
+}
+
+// splitForwards splits the steps of bounds (boundaries at segment starts, or outside windows
+// that start where a step's work ended) that hold several forward ends: after each forward's
+// end but the last, a new step starts at the next segment. Outside windows from body on
+// (after the loop body began: work after it, or later requests) that hold forward ends
+// become steps the same way; those before it (setup, warm-up before the first graph
+// replay) stay outside.
+func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary {
+	var out []boundary
+	for bi, w := range windowSegments(segs, bounds) {
+		b, in := bounds[bi], segs[w[0]:w[1]]
 		out = append(out, b)
 		if b.outside && b.start < body {
 			continue
@@ -202,21 +213,17 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 	}
 	var wins []win
 	var walls []int64
-	si := 0
+	ws := windowSegments(segs, bounds)
 	for bi, b := range bounds {
 		if b.outside || bi+1 >= len(bounds) {
 			continue
 		}
-		next := bounds[bi+1].start
-		for si < len(segs) && segs[si].start < b.start {
-			si++
-		}
 		var workEnd nsys.Time
-		for j := si; j < len(segs) && segs[j].start < next; j++ {
-			workEnd = max(workEnd, segs[j].end)
+		for _, s := range segs[ws[bi][0]:ws[bi][1]] {
+			workEnd = max(workEnd, s.end)
 		}
 		wins = append(wins, win{bi, workEnd})
-		walls = append(walls, int64(next-b.start))
+		walls = append(walls, int64(bounds[bi+1].start-b.start))
 	}
 	if len(walls) < 2 {
 		return bounds
@@ -234,13 +241,9 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 	// iteration (its read-back) and the step's first kernel: the copies go to the step
 	// before (outside when there is none), the pause outside, and the step starts with its
 	// first kernel.
-	si = 0
 	for bi := range bounds {
-		b := &bounds[bi]
-		for si < len(segs) && segs[si].start < b.start {
-			si++
-		}
-		if b.outside || si == len(segs) || segs[si].start != b.start {
+		b, si := &bounds[bi], ws[bi][0]
+		if b.outside || si == ws[bi][1] || segs[si].start != b.start {
 			continue
 		}
 		sg := segs[si]
@@ -284,22 +287,15 @@ func roundsDetail(bounds []boundary) string {
 func groupRounds(segs []segment, bounds []boundary) []boundary {
 	depth := make([]int32, len(bounds))
 	fwds := make([]int, len(bounds))
-	si := 0
 	var deepest int32
-	for bi, b := range bounds {
-		end := nsys.Time(1<<63 - 1)
-		if bi+1 < len(bounds) {
-			end = bounds[bi+1].start
-		}
-		for si < len(segs) && segs[si].start < b.start {
-			si++
-		}
-		for j := si; j < len(segs) && segs[j].start < end; j++ {
-			depth[bi] += segs[j].attn
-			if segs[j].fwd {
+	for bi, w := range windowSegments(segs, bounds) {
+		for _, s := range segs[w[0]:w[1]] {
+			depth[bi] += s.attn
+			if s.fwd {
 				fwds[bi]++
 			}
 		}
+		b := bounds[bi]
 		if !b.outside {
 			deepest = max(deepest, depth[bi])
 		}
