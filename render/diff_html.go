@@ -39,7 +39,13 @@ const (
 
 // htmlDiff is the content of a diff page.
 type htmlDiff struct {
-	Lead     string
+	// What changed: the rows a side cannot measure, the changes of the mean (with the
+	// ranks that differ and why the views disagree), and for 2+ GPUs each rank's wait and
+	// transfer with the straggler.
+	NotComparable *htmlTable
+	Story         *htmlTable
+	RankWait      *htmlTable
+	Lead          string
 	Charts   []chartBlock
 	Table    *htmlTable // the benchstat table
 	Means    *htmlTable // means per step, adding up to the mean step
@@ -97,10 +103,10 @@ func diffFacts(c *compare.Comparison) []htmlFact {
 	if c.Options.PerRun {
 		unit = "run (each run's median per step is a sample)"
 	}
-	test := fmt.Sprintf("Mann-Whitney U at α=%g; ± is the %g%% confidence interval of the median",
-		c.Options.Alpha, 100*c.Options.Confidence)
-	if c.Options.MinChange > 0 {
-		test += fmt.Sprintf("; changes under %g%% show as ~", 100*c.Options.MinChange)
+	test := fmt.Sprintf("means: permutation test on the difference of means, medians: Mann-Whitney U; both at α=%g, ± the %g%% interval; changes under %s/step show as ~",
+		c.Options.Alpha, 100*c.Options.Confidence, breakdown.FormatDurationF(c.MinChangeNS))
+	if !c.Tested {
+		test = c.Untested
 	}
 	return []htmlFact{
 		{"Base", c.Base.Label},
@@ -131,10 +137,13 @@ func diffSides(c *compare.Comparison) *htmlTable {
 
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: DiffCaveat}
+	out := &htmlDiff{Caveat: DiffCaveat(c)}
 	r := &c.Step
-	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
-		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
+	out.Lead = fmt.Sprintf("%s: mean %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDurationF(r.Mean.Base),
+		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), meanPN(c, r))
+	out.NotComparable = notComparableTable(c)
+	out.Story = storyTable(c, bl, nl)
+	out.RankWait = diffRankWaitTable(c)
 	cats, err := diffCatsChart(c)
 	if err != nil {
 		return nil, err
@@ -162,6 +171,125 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 		out.NoChange = "No kernel family appeared, vanished or changed variant (names normalised, so tile and template variants of one kernel are one family)."
 	}
 	return out, nil
+}
+
+// meanWords says the change of the mean of a row in the lead line.
+func meanWords(c *compare.Comparison, r *compare.Row) string {
+	switch v := meanVerdict(c, r); v {
+	case "~":
+		return "no significant change"
+	case "?":
+		return "not tested: " + meanPct(&r.Mean)
+	case "n/c":
+		return "not comparable"
+	default:
+		return v
+	}
+}
+
+// notComparableTable lists the rows (pooled, then ranks) that a side cannot measure, with
+// the reason; nil when every row can be compared.
+func notComparableTable(c *compare.Comparison) *htmlTable {
+	t := &htmlTable{ID: "diff-not-comparable", Caption: "Not comparable: no verdict, and no -100% change (a side cannot measure these)",
+		Head: []htmlCell{cellText("rows"), cellText("why")}}
+	for _, g := range c.NotComparableRows() {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(strings.Join(g.Rows, ", ")), cellName(g.Reason)}})
+	}
+	for _, rk := range c.Ranks {
+		if rk.NotComparable != "" {
+			t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprintf("rank %d", rk.Rank)), cellName(rk.NotComparable)}})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// storyTable is DiffText's what changed: the whole step and each category whose mean per
+// step changed significantly, biggest first, each with the ranks whose change differs from
+// the pooled one, and why the median disagrees where it does.
+func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
+	t := &htmlTable{ID: "diff-story",
+		Caption: fmt.Sprintf("What changed: the mean per %s step (adds up), tested by a permutation test on the difference of means; biggest change first", c.Phase),
+		Head: []htmlCell{cellText(""), cellText("rank"), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
+	row := func(name htmlCell, rank string, r *compare.Row, class string) {
+		delta := cellNum(meanVerdict(c, r))
+		if r.Mean.Significant {
+			if r.Mean.Delta > 0 {
+				delta.Class += " worse"
+			} else {
+				delta.Class += " better"
+			}
+		}
+		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText(rank), cellNum(breakdown.FormatDurationF(r.Mean.Base)),
+			cellNum(breakdown.FormatDurationF(r.Mean.New)), cellNum(signedDuration(r.Mean.Delta)), cellNum(meanRange(c, r)), delta, cellText(meanPN(c, r))}})
+	}
+	changed := 0
+	for _, it := range c.Story() {
+		name := cellText(it.Row.Name)
+		if cat, ok := rowCategory(it.Row); ok {
+			name = catCell(cat)
+			changed++
+		}
+		class := ""
+		if it.Row == &c.Step {
+			class = "total"
+		}
+		if it.Row.NotComparable == "" {
+			row(name, "all", it.Row, class)
+		} else {
+			t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText("all"), cellText("not comparable pooled; per rank below")}})
+		}
+		for _, l := range it.Ranks {
+			row(cellText(""), strconv.Itoa(l.Rank), l.Row, "rank")
+		}
+		for _, w := range whyLines(it) {
+			t.Rows = append(t.Rows, htmlRow{Span: 8, Class: "why", Cells: []htmlCell{cellName(w)}})
+		}
+	}
+	if changed == 0 && c.Tested {
+		t.Note = capitalize(noChangeLine(c)) + "."
+	}
+	if t.Note == "" {
+		t.Note = fmt.Sprintf("Verdict at p < %g and a change of at least %s per step (--min-change); ± is the %g%% interval of the change.",
+			c.Options.Alpha, breakdown.FormatDurationF(c.MinChangeNS), 100*c.Options.Confidence)
+	}
+	return t
+}
+
+// whyLines are the reasons the mean and the median disagree for a story item: pooled, then
+// each rank shown.
+func whyLines(it compare.StoryItem) []string {
+	var out []string
+	if it.Row.Why != "" {
+		out = append(out, "why: "+it.Row.Why)
+	}
+	for _, l := range it.Ranks {
+		if l.Row.Why != "" {
+			out = append(out, fmt.Sprintf("why (rank %d): %s", l.Rank, l.Row.Why))
+		}
+	}
+	return out
+}
+
+// diffRankWaitTable compares each rank's wait and transfer in matched collectives per aligned
+// step, and the calls at which it arrived last; nil below 2 GPUs.
+func diffRankWaitTable(c *compare.Comparison) *htmlTable {
+	if len(c.Ranks) == 0 || (c.Base.Ranks == nil && c.New.Ranks == nil) {
+		return nil
+	}
+	t := &htmlTable{ID: "diff-ranks",
+		Caption: "Per rank: wait vs transfer in matched collectives, per aligned step (wait + transfer = the rank's matched allreduce + collective time)",
+		Head: []htmlCell{cellNum("rank"), cellNum("wait/step"), cellNum("→"), cellNum("transfer/step"), cellNum("→"), cellNum("times last"), cellNum("→")}}
+	for _, rk := range c.Ranks {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellNum(strconv.Itoa(rk.Rank)),
+			cellNum(rankTimeText(rk.Base, true)), cellNum(rankTimeText(rk.New, true)),
+			cellNum(rankTimeText(rk.Base, false)), cellNum(rankTimeText(rk.New, false)),
+			cellNum(lastText(rk.Base)), cellNum(lastText(rk.New))}})
+	}
+	t.Note = "Straggler: " + stragglerWords(c.Base.Ranks) + " → " + stragglerWords(c.New.Ranks)
+	return t
 }
 
 // deltaWords says the delta of a row in the lead line.
@@ -239,20 +367,26 @@ func diffTable(c *compare.Comparison, bl, nl string) *htmlTable {
 }
 
 // diffMeansTable is DiffText's means table: each category's mean per step on both sides,
-// adding up to the mean step, and the change.
+// adding up to the mean step, and the change with the permutation test's interval and
+// verdict.
 func diffMeansTable(c *compare.Comparison, bl, nl string) *htmlTable {
-	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step)", c.Phase),
-		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step")}}
-	for _, cat := range kernelclass.Order {
-		b, n := c.Base.Means[cat], c.New.Means[cat]
-		if b == 0 && n == 0 {
+	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step; each change tested by a permutation test)", c.Phase),
+		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
+	line := func(name htmlCell, r *compare.Row, class string) {
+		v := cellNum(meanVerdict(c, r))
+		if r.Mean.Significant {
+			v.Class += map[bool]string{true: " worse", false: " better"}[r.Mean.Delta > 0]
+		}
+		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellNum(breakdown.FormatDurationF(r.Mean.Base)), cellNum(breakdown.FormatDurationF(r.Mean.New)),
+			cellNum(meanDelta(r)), cellNum(meanRange(c, r)), v, cellText(meanPN(c, r))}})
+	}
+	for i, cat := range kernelclass.Order {
+		if c.Base.Means[cat] == 0 && c.New.Means[cat] == 0 {
 			continue
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(cat), cellNum(breakdown.FormatDuration(int64(b))), cellNum(breakdown.FormatDuration(int64(n))),
-			cellNum(signedDuration(float64(n - b)))}})
+		line(catCell(cat), &c.Categories[i], "")
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("mean step"), cellNum(breakdown.FormatDuration(int64(c.Base.MeanStep))),
-		cellNum(breakdown.FormatDuration(int64(c.New.MeanStep))), cellNum(signedDuration(float64(c.New.MeanStep - c.Base.MeanStep)))}})
+	line(cellText("mean step"), &c.Step, "total")
 	return t
 }
 
