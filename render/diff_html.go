@@ -46,14 +46,14 @@ type htmlDiff struct {
 	Story         *htmlTable
 	RankWait      *htmlTable
 	Lead          string
-	Charts   []chartBlock
-	Table    *htmlTable // the benchstat table
-	Means    *htmlTable // means per step, adding up to the mean step
-	Caveat   string
-	Counts   *htmlTable
-	NCCL     *htmlTable
-	Changes  []*htmlTable // appeared, vanished, changed variants (only those with rows)
-	NoChange string       // set when no kernel family changed
+	Charts        []chartBlock
+	Table         *htmlTable // the benchstat table
+	Means         *htmlTable // means per step, adding up to the mean step
+	Caveat        string
+	Counts        *htmlTable
+	NCCL          *htmlTable
+	Changes       []*htmlTable // appeared, vanished, changed variants (only those with rows)
+	NoChange      string       // set when no kernel family changed
 }
 
 // DiffHTML writes a comparison as one self-contained HTML file: the header facts of both
@@ -101,7 +101,7 @@ func sideNames(c *compare.Comparison) (string, string) {
 func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
 	if c.Options.PerRun {
-		unit = "run (each run's median per step is a sample)"
+		unit = "run (each run's mean and median per step are its samples)"
 	}
 	test := fmt.Sprintf("means: permutation test on the difference of means, medians: Mann-Whitney U; both at α=%g, ± the %g%% interval; changes under %s/step show as ~",
 		c.Options.Alpha, 100*c.Options.Confidence, breakdown.FormatDurationF(c.MinChangeNS))
@@ -212,7 +212,7 @@ func notComparableTable(c *compare.Comparison) *htmlTable {
 func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-story",
 		Caption: fmt.Sprintf("What changed: the mean per %s step (adds up), tested by a permutation test on the difference of means; biggest change first", c.Phase),
-		Head: []htmlCell{cellText(""), cellText("rank"), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
+		Head:    []htmlCell{cellText(""), cellText("rank"), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
 	row := func(name htmlCell, rank string, r *compare.Row, class string) {
 		delta := cellNum(meanVerdict(c, r))
 		if r.Mean.Significant {
@@ -281,7 +281,7 @@ func diffRankWaitTable(c *compare.Comparison) *htmlTable {
 	}
 	t := &htmlTable{ID: "diff-ranks",
 		Caption: "Per rank: wait vs transfer in matched collectives, per aligned step (wait + transfer = the rank's matched allreduce + collective time)",
-		Head: []htmlCell{cellNum("rank"), cellNum("wait/step"), cellNum("→"), cellNum("transfer/step"), cellNum("→"), cellNum("times last"), cellNum("→")}}
+		Head:    []htmlCell{cellNum("rank"), cellNum("wait/step"), cellNum("→"), cellNum("transfer/step"), cellNum("→"), cellNum("times last"), cellNum("→")}}
 	for _, rk := range c.Ranks {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellNum(strconv.Itoa(rk.Rank)),
 			cellNum(rankTimeText(rk.Base, true)), cellNum(rankTimeText(rk.New, true)),

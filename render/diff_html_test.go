@@ -183,7 +183,8 @@ func TestDiffHTMLTable(t *testing.T) {
 				t.Errorf("last row %q, want the whole step", rows[len(rows)-1])
 			}
 			// Every row of DiffText's table is in the page.
-			if got := strings.Count(text.String(), "(p="); got != nrows {
+			medians := text.String()[strings.Index(text.String(), "Medians per"):strings.Index(text.String(), "Means per")]
+			if got := strings.Count(medians, "(p="); got != nrows {
 				t.Errorf("DiffText has %d rows, the page %d", got, nrows)
 			}
 			counts := tables["diff-counts"]
@@ -197,7 +198,7 @@ func TestDiffHTMLTable(t *testing.T) {
 func fmtDiffLine(r []string) string {
 	var b bytes.Buffer
 	ew := &errWriter{w: &b}
-	ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s", 12, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s", 12, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
 	return b.String()
 }
 
@@ -418,8 +419,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 	if len(steps.Series) != 1 || steps.Series[0].Name != "a" {
 		t.Errorf("one side without steps: series %v", steps.Series)
 	}
-	if !strings.Contains(page, "no comparison") {
-		t.Error("the lead does not say there is nothing to compare")
+	if !strings.Contains(page, "not comparable") || !strings.Contains(page, "b has no decode steps") {
+		t.Error("the page does not say there is nothing to compare")
 	}
 
 	runs := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{findings.Of(a), findings.Of(synthReport(4, 2))}},
@@ -429,7 +430,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 	if len(steps.Series[0].Data) != 5+3*2 {
 		t.Errorf("two runs (one of two devices): %d base points, want 11", len(steps.Series[0].Data))
 	}
-	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s median per step is a sample)", "changes under 1% show as ~"} {
+	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s mean and median per step are its samples)",
+		"cannot test: one sample per run, 2 on a and 1 on b"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -93,7 +93,7 @@ type MeanChange struct {
 // sample is one sample of the mean test: a step's value (or a run's mean per step) with
 // the device position and run it comes from.
 type sample struct {
-	v         float64
+	v        float64
 	dev, run int
 }
 

@@ -19,7 +19,7 @@ import (
 // applies the findings.
 func captureReport(t *testing.T, name string) *findings.Report {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name+".sqlite")
+	path := filepath.Join(t.TempDir(), filepath.Base(name)+".sqlite")
 	nsystest.Gunzip(t, filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz"), path)
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {

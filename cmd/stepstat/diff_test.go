@@ -87,13 +87,15 @@ func TestDiffSelf(t *testing.T) {
 		rows[k] = v
 	}
 	for name, r := range rows {
-		if r["significant"] != false || r["p_value"] != 1.0 {
-			t.Errorf("%s: significant %v, p %v; want ~ with p = 1", name, r["significant"], r["p_value"])
+		if r["significant"] != false || r["p_value"] != 1.0 || r["mean_significant"] != false || r["mean_p_value"] != 1.0 ||
+			r["mean_change_ns"] != 0.0 || r["comparable"] != true {
+			t.Errorf("%s: significant %v/%v, p %v/%v, mean change %v, comparable %v; want ~ with p = 1 in both views, no change",
+				name, r["significant"], r["mean_significant"], r["p_value"], r["mean_p_value"], r["mean_change_ns"], r["comparable"])
 		}
 	}
 	_, text, _ := stepstat("diff", "moe-eager-nvtx.sqlite", "moe-eager-nvtx.sqlite")
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, "(p=") && !strings.Contains(line, " ~ (p=1.000 ") {
+		if strings.Contains(line, "(p=") && !(strings.Contains(line, " ~ ") && strings.Contains(line, "(p=1.000 ")) {
 			t.Errorf("row not ~ with p=1: %q", line)
 		}
 	}
@@ -125,7 +127,12 @@ func TestDiffUsage(t *testing.T) {
 		}
 	}
 	code, out, _ := solRun(t, "diff", "--unit", "run", "dense-eager.sqlite", "dense-graph.sqlite")
-	if code != 0 || !strings.Contains(out, "one sample per run with 1 run(s) on dense-eager and 1 on dense-graph") {
+	if code != 0 || !strings.Contains(out, "\n\nCannot test: one sample per run, 1 on dense-eager and 1 on dense-graph") {
 		t.Errorf("--unit run, one file per side: exit %d, no warning in:\n%s", code, out)
+	}
+	for _, bad := range []string{"--min-change=-1%", "--min-change=fast", "--min-change=-2us"} {
+		if code, _, e := solRun(t, "diff", bad, "dense-eager.sqlite", "dense-graph.sqlite"); code != 2 || !strings.Contains(e, "--min-change") {
+			t.Errorf("diff %s: exit %d, stderr %q", bad, code, e)
+		}
 	}
 }
