@@ -6,6 +6,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
@@ -301,7 +302,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 		ew.printf("Cannot test: %s.\n\n", TerminalSafe(strings.TrimPrefix(c.Untested, "cannot test: ")))
 	}
 	if nc := c.NotComparableRows(); len(nc) > 0 {
-		ew.printf("Not comparable (no verdict, never a -100%% change):\n")
+		ew.printf("Not comparable (a side cannot measure these; no verdict and no change shown):\n")
 		for _, g := range nc {
 			ew.printf("  %s: %s\n", strings.Join(g.Rows, ", "), TerminalSafe(g.Reason))
 		}
@@ -401,8 +402,8 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s\n    %s: %s\n    %s: %s\n", k.Category, TerminalSafe(ShortName(k.Family)), bl, variantNames(k.Family, k.BaseNames),
-				nl, variantNames(k.Family, k.NewNames))
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(ShortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
 	ew.printf("\nNote: %s\n", DiffCaveat(c))
@@ -418,18 +419,28 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 // maxVariantNames is how many names of a changed variant the text lists per side.
 const maxVariantNames = 3
 
-// variantNames lists the names of a kernel family on one side, shortened as in the kernel
-// tables (ShortName); at most maxVariantNames, then how many more.
-func variantNames(family string, names []string) string {
+// variantNames lists the names of a kernel family on one side that the other side lacks,
+// shortened as in the kernel tables (ShortName); at most maxVariantNames, then how many
+// more; "none" when there are none.
+func variantNames(names, other []string) string {
+	var only []string
+	for _, n := range names {
+		if !slices.Contains(other, n) {
+			only = append(only, n)
+		}
+	}
+	if len(only) == 0 {
+		return "none"
+	}
 	var out []string
-	for i, n := range names {
+	for i, n := range only {
 		if i == maxVariantNames {
-			out = append(out, fmt.Sprintf("and %d more", len(names)-i))
+			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
 			break
 		}
 		out = append(out, TerminalSafe(ShortName(n)))
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "; ")
 }
 
 // DiffCaveat explains what the p-values mean, and recommends runs per side only where

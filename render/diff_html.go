@@ -190,7 +190,7 @@ func meanWords(c *compare.Comparison, r *compare.Row) string {
 // notComparableTable lists the rows (pooled, then ranks) that a side cannot measure, with
 // the reason; nil when every row can be compared.
 func notComparableTable(c *compare.Comparison) *htmlTable {
-	t := &htmlTable{ID: "diff-not-comparable", Caption: "Not comparable: no verdict, and no -100% change (a side cannot measure these)",
+	t := &htmlTable{ID: "diff-not-comparable", Caption: "Not comparable: a side cannot measure these (no verdict, no change shown)",
 		Head: []htmlCell{cellText("rows"), cellText("why")}}
 	for _, g := range c.NotComparableRows() {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(strings.Join(g.Rows, ", ")), cellName(g.Reason)}})
