@@ -1,9 +1,11 @@
 // Package compare compares two sides, each the reports (with their findings) of one or
-// more runs of one configuration: per category and for the whole step, medians with
-// confidence intervals and a Mann-Whitney U test (benchmath), the kernels that appeared,
-// vanished or changed variant, and the side summaries (compare.go); the same per device
-// position of multi-GPU traces (ranks.go); the findings that appeared, vanished or changed
-// (findings.go); and the run configuration of each side and what differs (config.go).
+// more runs of one configuration: per category and for the whole step, the change of the
+// mean per step with a permutation test (permute.go) and medians with confidence intervals
+// and a Mann-Whitney U test (benchmath), the kernels that appeared, vanished or changed
+// variant, and the side summaries (compare.go); what cannot be compared, why the two views
+// disagree, and what changed (story.go); the same per device position of multi-GPU traces,
+// with each rank's wait and transfer (ranks.go); the findings that appeared, vanished or
+// changed (findings.go); and the run configuration of each side and what differs (config.go).
 package compare
 
 import (
