@@ -57,8 +57,10 @@ type htmlDiff struct {
 }
 
 // DiffHTML writes a comparison as one self-contained HTML file: the header facts of both
-// sides, the benchstat-style table (the same strings as DiffText), grouped bars of each
-// category's median per step on both sides, both sides' step time over the run, the counts
+// sides, what changed (the rows not comparable, the changes of the mean with the ranks that
+// differ, and per rank wait vs transfer), the benchstat-style table (the same strings as
+// DiffText), grouped bars of each category's mean per step on both sides, both sides' step
+// time over the run, the counts
 // per step, NCCL kernels, the kernels that appeared, vanished or changed variant, the
 // caveat and the warnings. Like HTML it loads nothing from the network, and the same
 // comparison and options give the same bytes.
@@ -484,18 +486,19 @@ func namesCell(names []string) htmlCell {
 	return htmlCell{Text: strings.Join(names, "\n"), Class: "name names"}
 }
 
-// diffCatsChart: grouped bars, base vs new, of each category's median exclusive time per
-// step (the categories either side has), and of the whole step on an axis of its own; the
-// new side's bars are labelled with the change, coloured where it is significant.
+// diffCatsChart: grouped bars, base vs new, of each category's mean exclusive time per
+// step (the categories either side has; they add up to the mean step), and of the whole
+// step on an axis of its own; the new side's bars are labelled with the change of the
+// mean, coloured where it is significant.
 func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	bl, nl := sideNames(c)
-	title := fmt.Sprintf("Median time per %s step by category: %s vs %s", c.Phase, bl, nl)
-	sub := "labels: the change of the median where significant (red slower, green faster), else ~; right: the whole step"
+	title := fmt.Sprintf("Mean time per %s step by category: %s vs %s", c.Phase, bl, nl)
+	sub := "the means add up to the mean step; labels: the change of the mean where significant (red slower, green faster), else ~, n/c not comparable; right: the whole step"
 	var labels []string
 	var base, nw []opts.BarData
 	var totalBase, totalNew []opts.BarData
 	for _, r := range shownRows(c) {
-		b, n := barPair(r)
+		b, n := barPair(c, r)
 		if r == &c.Step {
 			totalBase, totalNew = append(totalBase, b), append(totalNew, n)
 			continue
@@ -512,7 +515,7 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 			opts.Grid{Top: "96", Left: "8", Right: "20%", Bottom: "16", ContainLabel: opts.Bool(true)},
 			opts.Grid{Top: "96", Left: "83%", Right: "16", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "median/step"}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "mean/step"}),
 	)...)
 	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"whole step"}})
 	bar.ExtendYAxis(opts.YAxis{Type: "value", GridIndex: 1})
@@ -526,17 +529,17 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	return newChart(b, bar)
 }
 
-// barPair returns the bars of a row: the base median, and the new median labelled with
-// the change.
-func barPair(r *compare.Row) (opts.BarData, opts.BarData) {
-	b := opts.BarData{Value: math.Round(r.Base.Center) / 1e3}
-	n := opts.BarData{Value: math.Round(r.New.Center) / 1e3}
-	label := &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: rowDelta(r), Color: "#777777"}
-	switch deltaClass(r) {
-	case "worse":
-		label.Color, label.FontWeight = worseColor, "bold"
-	case "better":
+// barPair returns the bars of a row: the base mean per step, and the new mean labelled
+// with the change (the means table's verdict).
+func barPair(c *compare.Comparison, r *compare.Row) (opts.BarData, opts.BarData) {
+	b := opts.BarData{Value: math.Round(r.Mean.Base) / 1e3}
+	n := opts.BarData{Value: math.Round(r.Mean.New) / 1e3}
+	label := &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: meanVerdict(c, r), Color: "#777777"}
+	if r.Mean.Significant {
 		label.Color, label.FontWeight = betterColor, "bold"
+		if r.Mean.Delta > 0 {
+			label.Color = worseColor
+		}
 	}
 	n.Label = label
 	return b, n

@@ -365,7 +365,7 @@ func TestDiffHTMLCharts(t *testing.T) {
 			t.Errorf("diff-cats series %d (%s): %d bars, want %d", i, s.Name, len(s.Data), want)
 		}
 	}
-	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-81.52%"`) {
+	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-82.03%"`) {
 		t.Errorf("the whole step's new bar is not labelled with its change: %s", cats.Series[3].Data[0])
 	}
 

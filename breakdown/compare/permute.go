@@ -12,15 +12,19 @@ import (
 // that under "no change" the labels base/new are exchangeable.
 //
 // Arrangements: every split of the pooled samples into groups of the two sizes when there
-// are at most exactLimit of them (4 + 4 samples: 70), else permutationRounds random splits
-// (a partial shuffle drawing the smaller group, from a fixed seed, so the same input gives
-// the same p-value), else (more than normalLimit samples in the smaller group) the normal
-// approximation of the permutation distribution, whose variance is known in closed form.
+// are at most exactLimit of them (4 + 4 samples: 70); else, with more than normalLimit
+// samples in the smaller group and no sample holding more than lindebergShare of the
+// pooled sum of squares (so that the central limit theorem for sampling without
+// replacement holds), the normal approximation of the permutation distribution, whose
+// variance is known in closed form; else permutationRounds random splits (a partial
+// shuffle drawing the smaller group, from a fixed seed, so the same input gives the same
+// p-value).
 
 const (
 	exactLimit        = 20000 // arrangements enumerated exactly up to this many
-	permutationRounds = 9999  // random arrangements otherwise; p = (1 + hits) / (1 + rounds)
-	normalLimit       = 2000  // above this many samples in the smaller group: normal approximation
+	permutationRounds = 1999  // random arrangements otherwise; p = (1 + hits) / (1 + rounds)
+	normalLimit       = 100   // above this many samples in the smaller group: normal approximation...
+	lindebergShare    = 0.1   // ...unless one sample holds more than this share of the sum of squares
 	permutationSeed   = 0x5EED57E9
 )
 
@@ -111,15 +115,19 @@ func permutationTest(base, new []float64, confidence float64) meanTest {
 		}
 		return diff(total - s)
 	}
-	if k > normalLimit {
+	mean := total / float64(n)
+	var ss, big float64
+	for _, x := range pooled {
+		ss += (x - mean) * (x - mean)
+		big = max(big, (x-mean)*(x-mean))
+	}
+	if ss <= eps*eps*float64(n) { // every sample the same: nothing to reject
+		return meanTest{Delta: obs, P: 1, Method: "exact", Rounds: 1}
+	}
+	if k > normalLimit && big <= lindebergShare*ss {
 		// Under exchangeability the mean of a random group of size nn drawn without
 		// replacement has variance sigma²/nn * (n-nn)/(n-1), sigma² the pooled population
 		// variance; the difference is n/nb times that mean minus a constant.
-		mean := total / float64(n)
-		var ss float64
-		for _, x := range pooled {
-			ss += (x - mean) * (x - mean)
-		}
 		sigma2 := ss / float64(n)
 		sd := math.Sqrt(float64(n) * float64(n) * sigma2 / (float64(nb) * float64(nn) * float64(n-1)))
 		res.Method, res.Rounds = "normal", 0
@@ -177,7 +185,8 @@ func permutationTest(base, new []float64, confidence float64) meanTest {
 		for r := 0; r < permutationRounds; r++ {
 			var s float64
 			for i := 0; i < k; i++ {
-				j := i + rng.IntN(n-i)
+				// j uniform in [i, n): Lemire's multiply-shift (bias under 2^-32 * n).
+				j := i + int((rng.Uint64()>>32)*uint64(n-i)>>32)
 				work[i], work[j] = work[j], work[i]
 				s += work[i]
 			}

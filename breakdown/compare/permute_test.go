@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -58,13 +59,29 @@ func TestPermutationBimodal(t *testing.T) {
 func TestPermutationNormal(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var a, b []float64
-	for i := 0; i < normalLimit+1000; i++ {
+	for i := 0; i < 3000; i++ {
 		a = append(a, rng.NormFloat64())
 		b = append(b, rng.NormFloat64()+0.1)
 	}
 	r := permutationTest(a, b, 0.95)
 	if r.Method != "normal" || r.P > 0.01 || r.Half < 0.03 || r.Half > 0.07 {
 		t.Errorf("got %+v; want the normal approximation, p < 0.01, half-width ~1.96*sqrt(2/3000) = 0.05", r)
+	}
+}
+
+// TestPermutationOutlier: one step far longer than the 299 others holds most of the
+// variance, so the normal approximation does not hold and the splits are drawn instead: the
+// outlier alone does not make the change significant.
+func TestPermutationOutlier(t *testing.T) {
+	var a, b []float64
+	for i := 0; i < 150; i++ {
+		a = append(a, 1e6+float64((i+2)%5)*1e3)
+		b = append(b, 1e6+float64(i%5)*1e3)
+	}
+	a[17] = 2e9 // a 2 s step: a stall
+	r := permutationTest(a, b, 0.95)
+	if r.Method != "monte-carlo" || r.P < 0.2 {
+		t.Errorf("got %+v; want Monte Carlo splits and no rejection from one outlier", r)
 	}
 }
 
@@ -82,5 +99,21 @@ func TestTestable(t *testing.T) {
 	}
 	if SamplesNeeded(0.05) != 4 || SamplesNeeded(0.01) != 5 {
 		t.Errorf("SamplesNeeded: %d at 0.05, %d at 0.01; want 4, 5", SamplesNeeded(0.05), SamplesNeeded(0.01))
+	}
+}
+
+// BenchmarkPermutation times one row's test at sizes around the method switches.
+func BenchmarkPermutation(b *testing.B) {
+	for _, n := range []int{12, 200, 2000, 20000} {
+		rng := rand.New(rand.NewPCG(5, 6))
+		x, y := make([]float64, n), make([]float64, n)
+		for i := range x {
+			x[i], y[i] = rng.ExpFloat64(), rng.ExpFloat64()
+		}
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				permutationTest(x, y, 0.95)
+			}
+		})
 	}
 }
