@@ -22,7 +22,9 @@ import (
 
 const (
 	exactLimit        = 20000 // arrangements enumerated exactly up to this many
-	permutationRounds = 1999  // random arrangements otherwise; p = (1 + hits) / (1 + rounds)
+	permutationRounds = 1999  // random arrangements otherwise; p = (1 + hits) / (1 + rounds)...
+	drawBudget        = 2e7   // ...fewer when rounds x the smaller group's size would exceed this
+	minRounds         = 199   // but never fewer than this (p no lower than 0.005)
 	normalLimit       = 100   // above this many samples in the smaller group: normal approximation...
 	lindebergShare    = 0.1   // ...unless one sample holds more than this share of the sum of squares
 	permutationSeed   = 0x5EED57E9
@@ -180,9 +182,10 @@ func permutationTest(base, new []float64, confidence float64) meanTest {
 		res.Method = "monte-carlo"
 		rng := rand.New(rand.NewPCG(permutationSeed, uint64(n)))
 		work := slices.Clone(pooled)
-		abs = make([]float64, 0, permutationRounds)
+		rounds := max(minRounds, min(permutationRounds, int(drawBudget)/k))
+		abs = make([]float64, 0, rounds)
 		hits := 0
-		for r := 0; r < permutationRounds; r++ {
+		for r := 0; r < rounds; r++ {
 			var s float64
 			for i := 0; i < k; i++ {
 				// j uniform in [i, n): Lemire's multiply-shift (bias under 2^-32 * n).
@@ -196,7 +199,7 @@ func permutationTest(base, new []float64, confidence float64) meanTest {
 				hits++
 			}
 		}
-		res.P = float64(1+hits) / float64(1+permutationRounds)
+		res.P = float64(1+hits) / float64(1+rounds)
 	}
 	res.Rounds = len(abs)
 	slices.Sort(abs)
