@@ -459,3 +459,56 @@ func TestDiffHTMLSize(t *testing.T) {
 		t.Errorf("pages of %d and %d bytes, want under 2 and 3 MB", n, big)
 	}
 }
+
+// capturePair compares two captures of testdata/traces with diff's default options.
+func capturePair(t *testing.T, base, new string) *compare.Comparison {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "traces")
+	side := func(name string) compare.Side {
+		r := traceReport(t, filepath.Join(dir, name+".sqlite.gz"), breakdown.Options{})
+		return compare.Side{Label: name, Reports: []*findings.Report{findings.Of(r)}}
+	}
+	return compare.Compare(side(base), side(new), breakdown.Decode, compare.Options{MinChange: 0.01})
+}
+
+// TestDiffHTMLWhatChanged: the page's What changed section on the real pairs. 2 GPUs,
+// eager -> graphs: the story table has allreduce with rank 0 under it, and the ranks table
+// each rank's wait and transfer before and after. Eager -> graph-level capture: the
+// categories are in the not-comparable table with the reason, and no table shows -100%.
+func TestDiffHTMLWhatChanged(t *testing.T) {
+	tp2 := capturePair(t, "tp2-moe-eager", "tp2-moe-graph")
+	tables := pageTables(string(renderDiff(t, tp2, stubJS)))
+	story := tables["diff-story"]
+	i := slices.IndexFunc(story, func(r []string) bool { return len(r) == 8 && r[0] == "allreduce" && r[1] == "all" })
+	if i < 0 || i+1 >= len(story) || story[i+1][1] != "0" || !strings.HasPrefix(story[i+1][4], "-9.") || !strings.HasSuffix(story[i+1][4], "ms") ||
+		!strings.HasPrefix(story[i+1][7], "(p=0.0") {
+		t.Errorf("story table has no allreduce row with rank 0's tested drop under it: %q", story)
+	}
+	ranks := tables["diff-ranks"]
+	if len(ranks) != 3 || ranks[1][0] != "0" || !strings.HasPrefix(ranks[1][1], "10.") || !strings.HasSuffix(ranks[1][2], "µs") || ranks[2][5] != "106 of 108" {
+		t.Errorf("ranks table %q; want rank 0 waiting ~10ms before, µs after, rank 1 last at 106 of 108", ranks)
+	}
+	if _, ok := tables["diff-not-comparable"]; ok {
+		t.Error("a not-comparable table on a comparable pair")
+	}
+
+	gl := capturePair(t, "hf-qwen3moe-eager", "hf-qwen3moe-compile-graphlevel")
+	page := string(renderDiff(t, gl, stubJS))
+	tables = pageTables(page)
+	nc := tables["diff-not-comparable"]
+	if len(nc) != 2 || !strings.HasPrefix(nc[1][0], "gemm, attention") || !strings.Contains(nc[1][1], "--cuda-graph-trace=node") {
+		t.Errorf("not-comparable table %q", nc)
+	}
+	for _, id := range []string{"diff-story", "diff-table", "diff-means"} {
+		for _, r := range tables[id] {
+			for _, cell := range r {
+				if strings.Contains(cell, "-100") {
+					t.Errorf("%s: a -100%% cell in %q", id, r)
+				}
+			}
+		}
+	}
+	if w, st := strings.Index(page, `id="warnings"`), strings.Index(page, `id="what-changed"`); w < 0 || st < 0 || w > st {
+		t.Errorf("warnings at %d, what changed at %d: want the warnings first", w, st)
+	}
+}
