@@ -374,7 +374,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			label string
 			ss    *compare.SideSummary
 		}{{bl, &c.Base}, {nl, &c.New}} {
-			if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+			if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 				ew.printf("  %s: %s\n", s.label, TerminalSafe(n))
 			}
 		}
@@ -390,7 +390,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(ShortName(k.Family)))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(shortName(k.Family)))
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -402,11 +402,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(ShortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(shortName(k.Family)), len(k.BaseNames), len(k.NewNames),
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
-	ew.printf("\nNote: %s\n", DiffCaveat(c))
+	ew.printf("\nNote: %s\n", diffCaveat(c))
 	if ws := diffRowWarnings(c); len(ws) > 0 {
 		ew.printf("\nNotes on the medians' tests:\n")
 		for i, w := range ws {
@@ -438,14 +438,14 @@ func variantNames(names, other []string) string {
 			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
 			break
 		}
-		out = append(out, TerminalSafe(ShortName(n)))
+		out = append(out, TerminalSafe(shortName(n)))
 	}
 	return strings.Join(out, "; ")
 }
 
-// DiffCaveat explains what the p-values mean, and recommends runs per side only where
+// diffCaveat explains what the p-values mean, and recommends runs per side only where
 // there are enough of them for the test.
-func DiffCaveat(c *compare.Comparison) string {
+func diffCaveat(c *compare.Comparison) string {
 	need := compare.SamplesNeeded(c.Options.Alpha)
 	runs := min(len(c.Base.Paths), len(c.New.Paths))
 	if c.Options.PerRun {

@@ -139,7 +139,7 @@ func diffSides(c *compare.Comparison) *htmlTable {
 
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: DiffCaveat(c)}
+	out := &htmlDiff{Caveat: diffCaveat(c)}
 	r := &c.Step
 	out.Lead = fmt.Sprintf("%s: mean %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDurationF(r.Mean.Base),
 		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), meanPN(c, r))

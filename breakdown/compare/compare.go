@@ -165,7 +165,7 @@ type Comparison struct {
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
 	Options    Options
 	Warnings   []error
-	// Ranks compares each device position on its own (story.go); nil unless both sides
+	// Ranks compares each device position on its own (ranks.go); nil unless both sides
 	// have two or more devices per run.
 	Ranks []RankComparison
 	// Findings lines up the findings of the first run of each side, per device position.
@@ -202,13 +202,7 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	c.MinChangeNS = max(opt.MinChange*float64(bs.MeanStep), opt.MinChangeNS)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
-	c.Step = compareRow("whole step", bsteps, nsteps, stepWall, opt, &th)
-	setMean(&c.Step, bs.MeanStep, ns.MeanStep)
-	for _, cat := range kernelclass.Order {
-		r := compareRow(cat.String(), bsteps, nsteps, exclusive(cat), opt, &th)
-		setMean(&r, bs.Means[cat], ns.Means[cat])
-		c.Categories = append(c.Categories, r)
-	}
+	c.Step, c.Categories = compareSteps(bsteps, nsteps, bs.MeanStep, ns.MeanStep, bs.Means, ns.Means, opt, &th)
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
@@ -226,6 +220,21 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	c.comparability()
 	c.verdicts()
 	return c
+}
+
+// compareSteps compares the steps of the two sides' runs: the whole step, then each
+// category's exclusive time in kernelclass.Order, with the means (which add up) of each side.
+func compareSteps(base, new [][]tagged, baseStep, newStep time.Duration, baseMeans, newMeans [kernelclass.NumCategories]time.Duration,
+	opt Options, th *benchmath.Thresholds) (Row, []Row) {
+	step := compareRow("whole step", base, new, stepWall, opt, th)
+	setMean(&step, baseStep, newStep)
+	var cats []Row
+	for _, cat := range kernelclass.Order {
+		r := compareRow(cat.String(), base, new, exclusive(cat), opt, th)
+		setMean(&r, baseMeans[cat], newMeans[cat])
+		cats = append(cats, r)
+	}
+	return step, cats
 }
 
 func stepWall(s *breakdown.Step) float64 { return float64(s.Wall()) }
@@ -398,7 +407,6 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 	var launches, kernels, gaps int
 	var phaseSteps []breakdown.Step
 	var excl [kernelclass.NumCategories]time.Duration
-	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
@@ -423,18 +431,6 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 			}
 		}
 		runs = append(runs, run)
-		for _, k := range r.Kernels {
-			if k.NCCL == nil {
-				continue
-			}
-			nc := nccl[*k.NCCL]
-			if nc == nil {
-				nc = &NCCLCount{NCCLKernel: *k.NCCL}
-				nccl[*k.NCCL] = nc
-			}
-			nc.Count += k.Count
-			nc.Total += k.Total
-		}
 	}
 	ss.Steps = len(walls)
 	ss.MedianStep = breakdown.Quantile(walls, 0.5)
@@ -458,17 +454,40 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 		ss.Methods = append(ss.Methods, m)
 	}
 	slices.Sort(ss.Methods)
-	ss.PhaseMix = phaseMix(phaseSteps)
+	ss.PhaseMix = breakdown.PhaseCounts(phaseSteps)
 	if len(phaseSteps) > 0 {
 		ss.PhaseShare = float64(ss.Steps) / float64(len(phaseSteps))
 	}
-	for _, nc := range nccl {
-		ss.NCCL = append(ss.NCCL, *nc)
+	ss.NCCL = sideNCCL(s)
+	return ss, runs
+}
+
+// sideNCCL totals the NCCL kernels of a side's runs per op, algorithm, protocol and data
+// type, in that order.
+func sideNCCL(s Side) []NCCLCount {
+	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
+	for _, r := range s.Reports {
+		for _, k := range r.Kernels {
+			if k.NCCL == nil {
+				continue
+			}
+			nc := nccl[*k.NCCL]
+			if nc == nil {
+				nc = &NCCLCount{NCCLKernel: *k.NCCL}
+				nccl[*k.NCCL] = nc
+			}
+			nc.Count += k.Count
+			nc.Total += k.Total
+		}
 	}
-	slices.SortFunc(ss.NCCL, func(a, b NCCLCount) int {
+	var out []NCCLCount
+	for _, nc := range nccl {
+		out = append(out, *nc)
+	}
+	slices.SortFunc(out, func(a, b NCCLCount) int {
 		return cmp.Compare(a.Op+" "+a.Algo+" "+a.Proto+" "+a.DType, b.Op+" "+b.Algo+" "+b.Proto+" "+b.DType)
 	})
-	return ss, runs
+	return out
 }
 
 // runWarnings returns each warning of the side's runs once, with the runs that gave it.
@@ -490,20 +509,6 @@ func runWarnings(s Side) []SideWarning {
 		}
 	}
 	return out
-}
-
-func phaseMix(steps []breakdown.Step) string {
-	var n [3]int
-	for _, s := range steps {
-		n[s.Phase]++
-	}
-	var parts []string
-	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
-		if n[p] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 func sideWarnings(b, n SideSummary) []error {

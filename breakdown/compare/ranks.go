@@ -115,16 +115,9 @@ func compareRanks(base, new Side, phase breakdown.Phase, opt Options, th *benchm
 		if d < bmin && d < nmin {
 			bruns, nruns = rankRuns(base, phase, d), rankRuns(new, phase, d)
 		}
-		rc.Step = compareRow("whole step", bruns, nruns, stepWall, opt, th)
-		for _, cat := range kernelclass.Order {
-			rc.Categories = append(rc.Categories, compareRow(cat.String(), bruns, nruns, exclusive(cat), opt, th))
-		}
 		rc.BaseMeanStep, rc.BaseMeans = addUpMeans(bruns)
 		rc.NewMeanStep, rc.NewMeans = addUpMeans(nruns)
-		setMean(&rc.Step, rc.BaseMeanStep, rc.NewMeanStep)
-		for i, cat := range kernelclass.Order {
-			setMean(&rc.Categories[i], rc.BaseMeans[cat], rc.NewMeans[cat])
-		}
+		rc.Step, rc.Categories = compareSteps(bruns, nruns, rc.BaseMeanStep, rc.NewMeanStep, rc.BaseMeans, rc.NewMeans, opt, th)
 		out = append(out, rc)
 	}
 	return out
