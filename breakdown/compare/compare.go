@@ -601,21 +601,3 @@ func maps2Equal(a, b map[string]bool) bool {
 	}
 	return true
 }
-
-// BiggestChanges returns the significant rows of rows, largest absolute change of the
-// median first (ties by name).
-func BiggestChanges(rows []Row) []Row {
-	var out []Row
-	for _, r := range rows {
-		if r.Significant {
-			out = append(out, r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Row) int {
-		if c := cmp.Compare(math.Abs(b.New.Center-b.Base.Center), math.Abs(a.New.Center-a.Base.Center)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return out
-}
