@@ -256,3 +256,20 @@ func TestTruncatedRankNotComparable(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceMissingNotComparable: a side whose second run has one device where the others
+// have two: rank 1 cannot be compared (named with the run), rank 0 can.
+func TestDeviceMissingNotComparable(t *testing.T) {
+	c := compareWith(t, []string{"tp2-moe-eager"}, []string{"tp2-moe-graph", "moe-graph"}, defaults)
+	if len(c.Ranks) != 2 || c.Ranks[0].NotComparable != "" || !strings.Contains(c.Ranks[1].NotComparable, "new has no device 1 in run 2 of 2") {
+		t.Fatalf("ranks %d: not comparable %q / %q", len(c.Ranks), c.Ranks[0].NotComparable, c.Ranks[1].NotComparable)
+	}
+	for _, r := range append([]compare.Row{c.Ranks[1].Step}, c.Ranks[1].Categories...) {
+		if r.NotComparable == "" || r.Significant || r.Mean.Significant {
+			t.Errorf("rank 1 %s: not comparable %q, significant %v/%v", r.Name, r.NotComparable, r.Significant, r.Mean.Significant)
+		}
+	}
+	if r := catRow(c.Ranks[0].Categories, kernelclass.AllReduce); !r.Mean.Significant || r.Mean.Delta > -9e6 {
+		t.Errorf("rank 0 allreduce: change %.0f ns, significant %v; want the drop of ~9.6ms", r.Mean.Delta, r.Mean.Significant)
+	}
+}
