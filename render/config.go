@@ -14,14 +14,14 @@ const ConfigCaption = "Run configuration: the performance knobs of the environme
 	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL or AUTH dropped)"
 
 // ConfigLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
-// when the capture recorded none.
+// when the capture recorded none. Names and values are clipped (ClipValue).
 func ConfigLine(cfg []nsys.EnvVar) string {
 	if len(cfg) == 0 {
 		return ""
 	}
 	parts := make([]string, len(cfg))
 	for i, e := range cfg {
-		parts[i] = e.Name + "=" + e.Value
+		parts[i] = ClipValue(e.Name) + "=" + ClipValue(e.Value)
 	}
 	return "Run configuration: " + strings.Join(parts, "  ")
 }
@@ -59,7 +59,7 @@ func NCCLProtoNote(cfg []nsys.EnvVar, protos []string) string {
 	names := strings.Join(ps, ", ")
 	const what = "the name is the kernel variant launched, not proof of the protocol setting"
 	if v, ok := breakdown.ConfigValue(cfg, "NCCL_PROTO"); ok {
-		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", v, names, what)
+		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", ClipValue(v), names, what)
 	}
 	return fmt.Sprintf("NCCL kernel names say %s (%s); NCCL_PROTO is not in the recorded environment", names, what)
 }
@@ -84,22 +84,23 @@ func sideProtos(s *breakdown.SideSummary) []string {
 	return out
 }
 
-// protoSet is NCCL_PROTO of a configuration, "" when unset.
+// protoSet is NCCL_PROTO of a configuration, "" when unset; clipped (ClipValue), since
+// JSON repeats it for every NCCL kernel (the whole value is in "config").
 func protoSet(cfg []nsys.EnvVar) string {
 	v, _ := breakdown.ConfigValue(cfg, "NCCL_PROTO")
-	return v
+	return ClipValue(v)
 }
 
-// configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL".
+// configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL"; values clipped.
 func configChangeText(c breakdown.ConfigChange) string {
-	b, n := c.Base, c.New
+	b, n := ClipValue(c.Base), ClipValue(c.New)
 	if !c.BaseSet {
 		b = breakdown.Unset
 	}
 	if !c.NewSet {
 		n = breakdown.Unset
 	}
-	return c.Name + ": " + b + " -> " + n
+	return ClipValue(c.Name) + ": " + b + " -> " + n
 }
 
 // ConfigChangeJSON is one knob that differs between the sides of a diff; null for unset.
@@ -132,7 +133,7 @@ func configTable(r *breakdown.Report) *htmlTable {
 	t := &htmlTable{ID: "config", Caption: ConfigCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
 		Note: NCCLProtoNote(r.Config, reportProtos(r))}
 	for _, e := range r.Config {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(e.Name), cellName(e.Value)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ClipValue(e.Name)), cellName(ClipValue(e.Value))}})
 	}
 	return t
 }
@@ -145,14 +146,14 @@ func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "config-changes", Caption: "Run configuration changed (the environment nsys recorded; allow-listed knobs only)",
 		Head: []htmlCell{cellText("variable"), cellText(bl), cellText(nl)}}
 	for _, ch := range c.Config {
-		b, n := ch.Base, ch.New
+		b, n := ClipValue(ch.Base), ClipValue(ch.New)
 		if !ch.BaseSet {
 			b = breakdown.Unset
 		}
 		if !ch.NewSet {
 			n = breakdown.Unset
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ch.Name), cellName(b), cellName(n)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ClipValue(ch.Name)), cellName(b), cellName(n)}})
 	}
 	return t
 }

@@ -9,13 +9,15 @@ import (
 )
 
 // Findings returns the findings of device di of r (breakdown.Findings), with the run's
-// recorded knobs (Report.Config) for the rules that cite them.
+// recorded knobs (Report.Config) for the rules that cite them, names and values clipped
+// (ClipValue): every device's findings quote them, and JSON keeps the whole values once,
+// in "config".
 func Findings(r *breakdown.Report, di int) []breakdown.Finding {
 	var knobs map[string]string
 	if len(r.Config) > 0 {
 		knobs = make(map[string]string, len(r.Config))
 		for _, v := range r.Config {
-			knobs[v.Name] = v.Value
+			knobs[ClipValue(v.Name)] = ClipValue(v.Value)
 		}
 	}
 	return breakdown.Findings(r, di, breakdown.FindingOptions{Knobs: knobs})
