@@ -11,7 +11,8 @@ import (
 
 // ConfigCaption says where the run configuration comes from and what it keeps.
 const ConfigCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
-	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL or AUTH dropped)"
+	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASS, PWD, KEY, CRED, AUTH, COOKIE, " +
+	"JWT, PRIVATE, CERT or SESSION dropped; URL credentials stripped; long values clipped)"
 
 // ConfigLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
 // when the capture recorded none. Names and values are clipped (ClipValue).
