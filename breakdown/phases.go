@@ -57,7 +57,7 @@ func inferPhases(steps []Step, shapes []stepShape) {
 			walls = append(walls, steps[i].Wall())
 		}
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue

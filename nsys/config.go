@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // An EnvVar is one environment variable of the run's configuration.
@@ -64,6 +65,24 @@ func StripUserinfo(v string) string {
 		return v
 	}
 	return urlUserinfo.ReplaceAllString(v, "$1")
+}
+
+// MaxValueText is the longest run-configuration name or value quoted whole; a longer one
+// is clipped (ClipValue) wherever it is quoted. Trace.Config keeps every value whole.
+const MaxValueText = 200
+
+// ClipValue clips s to at most MaxValueText bytes, at a rune boundary, with "…" after it
+// when something was cut: a knob value of a megabyte, quoted in every device's findings,
+// would otherwise multiply the output by the device count.
+func ClipValue(s string) string {
+	if len(s) <= MaxValueText {
+		return s
+	}
+	n := MaxValueText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // ParseEnvironment returns the run-configuration knobs (ConfigKnob) of an environment as

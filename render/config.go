@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -59,7 +60,7 @@ func NCCLProtoNote(cfg []nsys.EnvVar, protos []string) string {
 	}
 	names := strings.Join(ps, ", ")
 	const what = "the name is the kernel variant launched, not proof of the protocol setting"
-	if v, ok := breakdown.ConfigValue(cfg, "NCCL_PROTO"); ok {
+	if v, ok := compare.ConfigValue(cfg, "NCCL_PROTO"); ok {
 		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", ClipValue(v), names, what)
 	}
 	return fmt.Sprintf("NCCL kernel names say %s (%s); NCCL_PROTO is not in the recorded environment", names, what)
@@ -77,7 +78,7 @@ func reportProtos(r *breakdown.Report) []string {
 }
 
 // sideProtos lists the protocols of a diff side's NCCL kernel names.
-func sideProtos(s *breakdown.SideSummary) []string {
+func sideProtos(s *compare.SideSummary) []string {
 	var out []string
 	for _, n := range s.NCCL {
 		out = append(out, n.Proto)
@@ -88,18 +89,18 @@ func sideProtos(s *breakdown.SideSummary) []string {
 // protoSet is NCCL_PROTO of a configuration, "" when unset; clipped (ClipValue), since
 // JSON repeats it for every NCCL kernel (the whole value is in "config").
 func protoSet(cfg []nsys.EnvVar) string {
-	v, _ := breakdown.ConfigValue(cfg, "NCCL_PROTO")
+	v, _ := compare.ConfigValue(cfg, "NCCL_PROTO")
 	return ClipValue(v)
 }
 
 // configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL"; values clipped.
-func configChangeText(c breakdown.ConfigChange) string {
+func configChangeText(c compare.ConfigChange) string {
 	b, n := ClipValue(c.Base), ClipValue(c.New)
 	if !c.BaseSet {
-		b = breakdown.Unset
+		b = compare.Unset
 	}
 	if !c.NewSet {
-		n = breakdown.Unset
+		n = compare.Unset
 	}
 	return ClipValue(c.Name) + ": " + b + " -> " + n
 }
@@ -111,7 +112,7 @@ type ConfigChangeJSON struct {
 	New  *string `json:"new"`
 }
 
-func configChangesJSON(cs []breakdown.ConfigChange) []ConfigChangeJSON {
+func configChangesJSON(cs []compare.ConfigChange) []ConfigChangeJSON {
 	out := []ConfigChangeJSON{}
 	for _, c := range cs {
 		j := ConfigChangeJSON{Name: c.Name}
@@ -140,7 +141,7 @@ func configTable(r *breakdown.Report) *htmlTable {
 }
 
 // diffConfigTable is the diff page's table of changed knobs, nil when none changed.
-func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffConfigTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	if len(c.Config) == 0 {
 		return nil
 	}
@@ -149,10 +150,10 @@ func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	for _, ch := range c.Config {
 		b, n := ClipValue(ch.Base), ClipValue(ch.New)
 		if !ch.BaseSet {
-			b = breakdown.Unset
+			b = compare.Unset
 		}
 		if !ch.NewSet {
-			n = breakdown.Unset
+			n = compare.Unset
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ClipValue(ch.Name)), cellName(b), cellName(n)}})
 	}
@@ -160,11 +161,11 @@ func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 }
 
 // diffNCCLNote is the note under the diff's NCCL table: what each side's names say.
-func diffNCCLNote(c *breakdown.Comparison, bl, nl string) string {
+func diffNCCLNote(c *compare.Comparison, bl, nl string) string {
 	var notes []string
 	for _, s := range []struct {
 		label string
-		ss    *breakdown.SideSummary
+		ss    *compare.SideSummary
 	}{{bl, &c.Base}, {nl, &c.New}} {
 		if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 			notes = append(notes, s.label+": "+n)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
 // TestJSONMatchesEncoding checks that JSON, which writes steps straight from the report,
@@ -35,12 +36,12 @@ func TestJSONMatchesEncoding(t *testing.T) {
 	reports["odd labels"] = odd
 	for name, r := range reports {
 		var got, want bytes.Buffer
-		if err := JSON(&got, r); err != nil {
+		if err := JSON(&got, findings.Of(r)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		enc := json.NewEncoder(&want)
 		enc.SetEscapeHTML(true)
-		if err := enc.Encode(NewReportJSON(r)); err != nil {
+		if err := enc.Encode(NewReportJSON(findings.Of(r))); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Bytes(), want.Bytes()) {
@@ -67,7 +68,7 @@ func BenchmarkJSON(b *testing.B) {
 	r := synthReport(100000, 2)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := JSON(io.Discard, r); err != nil {
+		if err := JSON(io.Discard, findings.Of(r)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -78,7 +79,7 @@ func BenchmarkJSONEncoding(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		enc := json.NewEncoder(io.Discard)
-		if err := enc.Encode(NewReportJSON(r)); err != nil {
+		if err := enc.Encode(NewReportJSON(findings.Of(r))); err != nil {
 			b.Fatal(err)
 		}
 	}

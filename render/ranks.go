@@ -32,16 +32,16 @@ func textRanks(ew *errWriter, r *breakdown.Report) {
 		ew.printf("  no aligned steps to compare\n")
 		return
 	}
-	ew.printf("Step spread across ranks: median %s  p90 %s\n", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90)))
+	ew.printf("Step spread across ranks: median %s  p90 %s\n", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90)))
 	ew.printf("Per rank, means per aligned step of the matched collectives (allreduce + collective = wait + transfer), beside the median step:\n")
 	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
 		"wait/step", "transfer/step", "wait share", "times last")
 	for i := range rr.Devices {
 		d := &rr.Devices[i]
-		last := fmt.Sprintf("%d (%s)", d.LastArrivals, Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
-		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, Duration(int64(d.MedianStep)),
+		last := fmt.Sprintf("%d (%s)", d.LastArrivals, breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
+		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, breakdown.FormatDuration(int64(d.MedianStep)),
 			perStep(d.AllReduce.Time, n), perStep(d.Collective.Time, n), perStep(d.Wait, n), perStep(d.Transfer, n),
-			Percent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
+			breakdown.FormatPercent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
 	}
 	if s := StragglerLine(rr); s != "" {
 		ew.printf("%s\n", s)
@@ -50,7 +50,7 @@ func textRanks(ew *errWriter, r *breakdown.Report) {
 
 // perStep formats a total over n steps as time per step.
 func perStep[T ~int64](total T, n int) string {
-	return Duration(int64(total) / int64(max(n, 1)))
+	return breakdown.FormatDuration(int64(total) / int64(max(n, 1)))
 }
 
 // StragglerLine names the rank that arrived last at most matched collectives, e.g.
@@ -62,7 +62,7 @@ func StragglerLine(rr *breakdown.RankReport) string {
 	}
 	d := &rr.Devices[rr.Straggler]
 	return fmt.Sprintf("Straggler: rank %d arrived last at %d of %d matched collectives (%s)", d.Device, d.LastArrivals,
-		len(rr.Calls), Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
+		len(rr.Calls), breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
 }
 
 // DeviceSentences returns the canonical sentences of a device of the report: those of
@@ -122,7 +122,7 @@ func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.
 	if cm.WaitFor[top] == cm.Wait {
 		return s + fmt.Sprintf(" for rank %d", rr.Devices[top].Device), true
 	}
-	return s + fmt.Sprintf(", %s of it for rank %d", Percent(frac(int64(cm.WaitFor[top]), int64(cm.Wait))), rr.Devices[top].Device), true
+	return s + fmt.Sprintf(", %s of it for rank %d", breakdown.FormatPercent(frac(int64(cm.WaitFor[top]), int64(cm.Wait))), rr.Devices[top].Device), true
 }
 
 // SOLLine describes a device's speed-of-light view in one line, e.g.
@@ -135,7 +135,7 @@ func SOLLine(d *breakdown.DeviceReport) string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Speed of light: floor %s", Duration(int64(s.Floor)))
+	fmt.Fprintf(&b, "Speed of light: floor %s", breakdown.FormatDuration(int64(s.Floor)))
 	if s.Bytes > 0 {
 		fmt.Fprintf(&b, " = %s / %s", Bytes(s.Bytes), Bandwidth(s.Bandwidth))
 	}
@@ -148,8 +148,8 @@ func SOLLine(d *breakdown.DeviceReport) string {
 		fmt.Fprintf(&b, "measured: no steps")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "measured %s %s = %.2fx floor, %s efficient; %s tokens/s per sequence", what, Duration(int64(s.Measured)),
-		s.Ratio, Percent(s.Efficiency), Count(s.TokensPerSec))
+	fmt.Fprintf(&b, "measured %s %s = %.2fx floor, %s efficient; %s tokens/s per sequence", what, breakdown.FormatDuration(int64(s.Measured)),
+		s.Ratio, breakdown.FormatPercent(s.Efficiency), Count(s.TokensPerSec))
 	if s.Batch > 0 {
 		fmt.Fprintf(&b, ", %s tokens/s total at batch %d", Count(s.TotalTokensPerSec), s.Batch)
 	}

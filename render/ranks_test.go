@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -57,7 +59,7 @@ func rkReport() *breakdown.Report {
 func rkText(t *testing.T, r *breakdown.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, r, TextOptions{}); err != nil {
+	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -163,7 +165,7 @@ func TestRanksJSON(t *testing.T) {
 		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	var b bytes.Buffer
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {
@@ -196,7 +198,7 @@ func TestRanksJSON(t *testing.T) {
 	// One device: no "ranks" key at all.
 	r.Ranks = nil
 	b.Reset()
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), `"ranks"`) {
@@ -224,6 +226,48 @@ func TestRanksPublicText(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRankTableAddsUp checks the text rank table of the 2-GPU captures under the statistic
+// it names: per rank, the means per aligned step of the matched all-reduce and other
+// collective time add up to wait + transfer, to the printed rounding.
+func TestRankTableAddsUp(t *testing.T) {
+	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
+		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
+		var buf bytes.Buffer
+		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows, in := 0, false
+		for _, line := range strings.Split(buf.String(), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case strings.HasPrefix(line, "Per rank, means per aligned step"):
+				in = true
+			case in && len(f) > 0 && f[0] == "rank":
+			case in && len(f) >= 7 && f[0] != "Straggler:":
+				var comm, split, slack float64
+				for i, cell := range f[2:6] {
+					v, h := printed(t, cell)
+					if i < 2 {
+						comm += v
+					} else {
+						split += v
+					}
+					slack += h
+				}
+				if math.Abs(comm-split) > slack*(1+1e-9) {
+					t.Errorf("%s rank %s: allreduce + collective %g, wait + transfer %g; more than the rounding (%g) apart", name, f[0], comm, split, slack)
+				}
+				rows++
+			default:
+				in = false
+			}
+		}
+		if rows != 2 {
+			t.Errorf("%s: %d rank rows found, want 2:\n%s", name, rows, buf.String())
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // Untrusted text (kernel names, NVTX text, GPU names, file names, the recorded
@@ -83,23 +85,10 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// MaxValueText is the longest run-configuration name or value quoted whole; a longer one
-// is clipped (ClipValue). JSON's "config" keeps every value whole, once.
-const MaxValueText = 200
-
-// ClipValue clips s to at most MaxValueText bytes, at a rune boundary, with "…" after
-// it when something was cut: a knob value of a megabyte, quoted in every device's findings,
-// would otherwise multiply the output by the device count.
-func ClipValue(s string) string {
-	if len(s) <= MaxValueText {
-		return s
-	}
-	n := MaxValueText
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+// ClipValue clips a run-configuration name or value for quoting: to nsys.MaxValueText
+// bytes with "…" (nsys.ClipValue, the one the findings use). JSON's "config" keeps every
+// value whole, once.
+func ClipValue(s string) string { return nsys.ClipValue(s) }
 
 // validUTF8Writer passes writes on with every byte that is not part of valid UTF-8
 // replaced by U+FFFD (as encoding/json does), so a page is valid UTF-8 whatever the names

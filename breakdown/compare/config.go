@@ -1,4 +1,4 @@
-package breakdown
+package compare
 
 import (
 	"slices"
@@ -18,17 +18,20 @@ type ConfigChange struct {
 // Unset is how a knob absent from a side's environment is shown.
 const Unset = "(unset)"
 
+// This file holds the run-configuration diff: the knobs each side's runs recorded
+// (breakdown.Report.Config), merged per side, and the ones that differ between the sides.
+
 // sideConfig merges the configurations of a side's runs: a knob every run sets alike keeps
 // its value; one that differs between runs (or is set in some only) shows each distinct
 // value in run order, joined by " | ", with Unset for runs without it.
-func sideConfig(reports []*Report) []nsys.EnvVar {
+func sideConfig(runs [][]nsys.EnvVar) []nsys.EnvVar {
 	vals := map[string][]string{} // per knob, its value in each run ("" + missing when unset)
 	set := map[string][]bool{}
-	for i, r := range reports {
-		for _, e := range r.Config {
+	for i, cfg := range runs {
+		for _, e := range cfg {
 			if vals[e.Name] == nil {
-				vals[e.Name] = make([]string, len(reports))
-				set[e.Name] = make([]bool, len(reports))
+				vals[e.Name] = make([]string, len(runs))
+				set[e.Name] = make([]bool, len(runs))
 			}
 			vals[e.Name][i], set[e.Name][i] = e.Value, true
 		}

@@ -1,14 +1,17 @@
-package breakdown_test
+package findings_test
 
 import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
@@ -16,7 +19,9 @@ import (
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
 func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	gz := filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz")
+	path := filepath.Join(t.TempDir(), name+".sqlite")
+	nsystest.Gunzip(t, gz, path)
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +33,7 @@ func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.
 	return rep
 }
 
-func findingIDs(fs []breakdown.Finding) []string {
+func findingIDs(fs []findings.Finding) []string {
 	var ids []string
 	for _, f := range fs {
 		ids = append(ids, f.ID)
@@ -36,7 +41,7 @@ func findingIDs(fs []breakdown.Finding) []string {
 	return ids
 }
 
-func find(fs []breakdown.Finding, id string) *breakdown.Finding {
+func find(fs []findings.Finding, id string) *findings.Finding {
 	for i := range fs {
 		if fs[i].ID == id {
 			return &fs[i]
@@ -45,7 +50,7 @@ func find(fs []breakdown.Finding, id string) *breakdown.Finding {
 	return nil
 }
 
-func fact(t *testing.T, f *breakdown.Finding, key string) float64 {
+func fact(t *testing.T, f *findings.Finding, key string) float64 {
 	t.Helper()
 	e, ok := f.Fact(key)
 	if !ok {
@@ -56,7 +61,7 @@ func fact(t *testing.T, f *breakdown.Finding, key string) float64 {
 
 // checkFindingsOrder checks that findings come most time at stake first and that none
 // claims more than its step.
-func checkFindingsOrder(t *testing.T, fs []breakdown.Finding) {
+func checkFindingsOrder(t *testing.T, fs []findings.Finding) {
 	t.Helper()
 	for i := range fs {
 		if fs[i].AtStake > fs[i].Step || fs[i].AtStake < 0 {
@@ -76,11 +81,11 @@ func checkFindingsOrder(t *testing.T, fs []breakdown.Finding) {
 func TestFindingsDense(t *testing.T) {
 	eager := captureReport(t, "dense-eager", breakdown.Options{})
 	graph := captureReport(t, "dense-graph", breakdown.Options{})
-	fe := breakdown.Findings(eager, 0, breakdown.FindingOptions{})
-	fg := breakdown.Findings(graph, 0, breakdown.FindingOptions{})
+	fe := findings.Of(eager).Findings[0]
+	fg := findings.Of(graph).Findings[0]
 	checkFindingsOrder(t, fe)
 	checkFindingsOrder(t, fg)
-	if len(fe) == 0 || fe[0].ID != breakdown.FindLaunchBound || fe[0].Severity != breakdown.High {
+	if len(fe) == 0 || fe[0].ID != findings.LaunchBound || fe[0].Severity != findings.High {
 		t.Fatalf("dense-eager findings %v; want launch_bound first, high", findingIDs(fe))
 	}
 	lb := &fe[0]
@@ -98,17 +103,17 @@ func TestFindingsDense(t *testing.T) {
 	if busy > graphStep || 2*busy < graphStep || 4*busy > lb.Step {
 		t.Errorf("headroom (busy) %v; graph step %v, eager step %v", busy, graphStep, lb.Step)
 	}
-	if find(fg, breakdown.FindLaunchBound) != nil {
+	if find(fg, findings.LaunchBound) != nil {
 		t.Errorf("dense-graph is launch-bound: %v", findingIDs(fg))
 	}
-	if len(fg) == 0 || fg[0].ID != breakdown.FindKernelStorm {
+	if len(fg) == 0 || fg[0].ID != findings.KernelStorm {
 		t.Fatalf("dense-graph findings %v; want kernel_storm first", findingIDs(fg))
 	}
 	// 36 elementwise kernels of ~2 µs and most of the small GEMMs run under 5 µs.
 	if n := fact(t, &fg[0], "short_kernels_per_step"); n < 40 || n > 62 {
 		t.Errorf("short kernels/step %v; want 40-62 of the 62", n)
 	}
-	for _, id := range []string{breakdown.FindCommunication, breakdown.FindMoERouting, breakdown.FindCoverage, breakdown.FindFarFromSOL} {
+	for _, id := range []string{findings.Communication, findings.MoERouting, findings.Coverage, findings.FarFromSOL} {
 		if find(fe, id) != nil || find(fg, id) != nil {
 			t.Errorf("%s on a dense 1-GPU capture: eager %v, graph %v", id, findingIDs(fe), findingIDs(fg))
 		}
@@ -118,7 +123,7 @@ func TestFindingsDense(t *testing.T) {
 	// from its end to the call's return, 4-5 µs syncing), 2.5% of the step: no finding. In
 	// all gaps, the ~1.5 µs gaps between the replay's nodes while the host blocks in the
 	// copy call count as copying too (37 µs/step), which is not the read-back's cost.
-	if hs := find(fg, breakdown.FindHostSync); hs != nil {
+	if hs := find(fg, findings.HostSync); hs != nil {
 		t.Errorf("dense-graph host_sync_copy %v at stake: the read-back costs ~10µs of a 395µs step", hs.AtStake)
 	}
 	sm := &graph.Devices[0].Summary
@@ -129,7 +134,7 @@ func TestFindingsDense(t *testing.T) {
 		t.Errorf("dense-graph idle while syncing or copying: %v/step in gaps >= 10µs, %v in all gaps; want 5-20µs and the short gaps most of all", long, all)
 	}
 	// In the eager step the short kernels' own time is small beside the launch gaps.
-	if ks := find(fe, breakdown.FindKernelStorm); ks != nil && ks.Severity != breakdown.Low {
+	if ks := find(fe, findings.KernelStorm); ks != nil && ks.Severity != findings.Low {
 		t.Errorf("dense-eager kernel_storm %s; want low beside launch_bound", ks.Severity)
 	}
 }
@@ -139,11 +144,12 @@ func TestFindingsDense(t *testing.T) {
 // rank is communication- or launch-bound and the short kernels lead.
 func TestFindingsTP2(t *testing.T) {
 	rep := captureReport(t, "tp2-moe-eager", breakdown.Options{})
-	f0 := breakdown.Findings(rep, 0, breakdown.FindingOptions{Knobs: map[string]string{"NCCL_PROTO": "LL", "CUDA_VISIBLE_DEVICES": "0,1"}})
-	f1 := breakdown.Findings(rep, 1, breakdown.FindingOptions{})
+	rep.Config = []nsys.EnvVar{{Name: "NCCL_PROTO", Value: "LL"}, {Name: "CUDA_VISIBLE_DEVICES", Value: "0,1"}}
+	fr := findings.Of(rep)
+	f0, f1 := fr.Findings[0], fr.Findings[1]
 	checkFindingsOrder(t, f0)
 	checkFindingsOrder(t, f1)
-	if len(f0) == 0 || f0[0].ID != breakdown.FindCommunication {
+	if len(f0) == 0 || f0[0].ID != findings.Communication {
 		t.Fatalf("rank 0 findings %v; want communication_bound first", findingIDs(f0))
 	}
 	c := &f0[0]
@@ -162,21 +168,21 @@ func TestFindingsTP2(t *testing.T) {
 	if !regexp.MustCompile(`rank 1`).MatchString(c.Suggestion) {
 		t.Errorf("suggestion does not name rank 1: %s", c.Suggestion)
 	}
-	if find(f1, breakdown.FindCommunication) != nil {
+	if find(f1, findings.Communication) != nil {
 		t.Errorf("rank 1 (0.5%% all-reduce) has a communication finding: %v", findingIDs(f1))
 	}
-	if len(f1) == 0 || f1[0].ID != breakdown.FindLaunchBound {
+	if len(f1) == 0 || f1[0].ID != findings.LaunchBound {
 		t.Errorf("rank 1 findings %v; want launch_bound first", findingIDs(f1))
 	}
 
 	g := captureReport(t, "tp2-moe-graph", breakdown.Options{})
 	for d := range g.Devices {
-		fs := breakdown.Findings(g, d, breakdown.FindingOptions{})
+		fs := findings.Of(g).Findings[d]
 		checkFindingsOrder(t, fs)
-		if len(fs) == 0 || fs[0].ID != breakdown.FindKernelStorm {
+		if len(fs) == 0 || fs[0].ID != findings.KernelStorm {
 			t.Errorf("tp2-moe-graph device %d findings %v; want kernel_storm first", d, findingIDs(fs))
 		}
-		if find(fs, breakdown.FindCommunication) != nil || find(fs, breakdown.FindLaunchBound) != nil {
+		if find(fs, findings.Communication) != nil || find(fs, findings.LaunchBound) != nil {
 			t.Errorf("tp2-moe-graph device %d findings %v: no communication or launch finding expected", d, findingIDs(fs))
 		}
 	}
@@ -189,7 +195,7 @@ func TestFindingsMoERouting(t *testing.T) {
 	// Context classification finds the router of each layer (softmax, top-k, sorts, ...):
 	// 52 routing kernels a decode step, 13 a layer.
 	plain := captureReport(t, "moe-eager-nvtx", breakdown.Options{})
-	f := find(breakdown.Findings(plain, 0, breakdown.FindingOptions{}), breakdown.FindMoERouting)
+	f := find(findings.Of(plain).Findings[0], findings.MoERouting)
 	if f == nil {
 		t.Fatalf("no moe_routing_overhead on the MoE capture")
 	}
@@ -200,15 +206,15 @@ func TestFindingsMoERouting(t *testing.T) {
 	// (and context the 2 router kernels a layer after the range): 60.
 	mapped := captureReport(t, "moe-eager-nvtx", breakdown.Options{NVTXCategories: []breakdown.NVTXCategory{
 		{Match: regexp.MustCompile(`^moe_route$`), Category: kernelclass.MoERouting}}})
-	fs := breakdown.Findings(mapped, 0, breakdown.FindingOptions{})
-	if f = find(fs, breakdown.FindMoERouting); f == nil {
+	fs := findings.Of(mapped).Findings[0]
+	if f = find(fs, findings.MoERouting); f == nil {
 		t.Fatalf("no moe_routing_overhead with moe_route mapped: %v", findingIDs(fs))
 	}
 	if n := fact(t, f, "routing_kernels_per_step"); n != 60 {
 		t.Errorf("routing kernels/step %v; want 60", n)
 	}
 	// A dense model has no routing.
-	if f := find(breakdown.Findings(captureReport(t, "dense-eager", breakdown.Options{}), 0, breakdown.FindingOptions{}), breakdown.FindMoERouting); f != nil {
+	if f := find(findings.Of(captureReport(t, "dense-eager", breakdown.Options{})).Findings[0], findings.MoERouting); f != nil {
 		t.Errorf("moe_routing_overhead on a dense model: %+v", f)
 	}
 }
@@ -218,20 +224,48 @@ func TestFindingsMoERouting(t *testing.T) {
 // speed-of-light floor far below the step gives far_from_sol, one close to it does not.
 func TestFindingsCoverageAndSOL(t *testing.T) {
 	gl := captureReport(t, "hf-qwen3moe-compile-graphlevel", breakdown.Options{})
-	f := find(breakdown.Findings(gl, 0, breakdown.FindingOptions{}), breakdown.FindCoverage)
+	f := find(findings.Of(gl).Findings[0], findings.Coverage)
 	if f == nil || fact(t, f, "other_share") < 0.2 {
 		t.Fatalf("coverage finding %+v; want one with >= 20%% in other", f)
 	}
-	if f := find(breakdown.Findings(captureReport(t, "moe-graph", breakdown.Options{}), 0, breakdown.FindingOptions{}), breakdown.FindCoverage); f != nil {
+	if f := find(findings.Of(captureReport(t, "moe-graph", breakdown.Options{})).Findings[0], findings.Coverage); f != nil {
 		t.Errorf("coverage finding on a fully classified capture: %+v", f)
 	}
 	far := captureReport(t, "dense-graph", breakdown.Options{SOLStep: 100 * time.Microsecond})
-	f = find(breakdown.Findings(far, 0, breakdown.FindingOptions{}), breakdown.FindFarFromSOL)
+	f = find(findings.Of(far).Findings[0], findings.FarFromSOL)
 	if f == nil || fact(t, f, "ratio") < 3.5 {
 		t.Fatalf("far_from_sol %+v; want ratio ~4 against a 100µs floor", f)
 	}
 	near := captureReport(t, "dense-graph", breakdown.Options{SOLStep: 300 * time.Microsecond})
-	if f := find(breakdown.Findings(near, 0, breakdown.FindingOptions{}), breakdown.FindFarFromSOL); f != nil {
-		t.Errorf("far_from_sol at ratio %v (< %v)", fact(t, f, "ratio"), breakdown.FarFromSOLRatio)
+	if f := find(findings.Of(near).Findings[0], findings.FarFromSOL); f != nil {
+		t.Errorf("far_from_sol at ratio %v (< %v)", fact(t, f, "ratio"), findings.FarFromSOLRatio)
+	}
+}
+
+// TestFindingsWorded: on every capture, each finding that holds carries a claim and a
+// suggestion written by its rule, with no formatting error in them.
+func TestFindingsWorded(t *testing.T) {
+	caps, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*.sqlite.gz"))
+	if len(caps) == 0 {
+		t.Fatal("no captures")
+	}
+	held := map[string]int{}
+	for _, c := range caps {
+		name := strings.TrimSuffix(filepath.Base(c), ".sqlite.gz")
+		fr := findings.Of(captureReport(t, name, breakdown.Options{SOLStep: 100 * time.Microsecond}))
+		for d, fs := range fr.Findings {
+			for _, f := range fs {
+				held[f.ID]++
+				if f.Claim == "" || f.Suggestion == "" || strings.Contains(f.Claim+f.Suggestion, "%!") {
+					t.Errorf("%s device %d %s: claim %q, suggestion %q", name, d, f.ID, f.Claim, f.Suggestion)
+				}
+			}
+		}
+	}
+	for _, id := range []string{findings.LaunchBound, findings.Communication, findings.KernelStorm, findings.MoERouting,
+		findings.FarFromSOL, findings.Coverage} {
+		if held[id] == 0 {
+			t.Errorf("%s holds on no capture; the check of its wording is empty", id)
+		}
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 )
+
+// This file tests report.go: the text tables add up under the statistic they name.
 
 // printed parses a number as the report prints it (Duration: 104.9µs, 2.199ms, 839ns;
 // Percent: 4.77%, 100%) into nanoseconds or percent, with half a unit of its last printed
@@ -108,7 +111,7 @@ func TestTablesAddUp(t *testing.T) {
 func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 	t.Helper()
 	var text bytes.Buffer
-	if err := Text(&text, r, TextOptions{}); err != nil {
+	if err := Text(&text, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tables, totals := textTables(t, text.String())
@@ -143,7 +146,7 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 		} `json:"devices"`
 	}
 	var buf bytes.Buffer
-	if err := JSON(&buf, r); err != nil {
+	if err := JSON(&buf, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(buf.Bytes(), &js); err != nil {
@@ -210,127 +213,6 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 				parts = append(parts, c.Text)
 			}
 			checkAddsUp(t, where+" HTML rank table device "+row.Cells[0].Text, parts, row.Cells[mean].Text)
-		}
-	}
-}
-
-// phaseSel is the selection that summarises phase p (Unknown: every step).
-func phaseSel(p breakdown.Phase) breakdown.PhaseSelection {
-	switch p {
-	case breakdown.Decode:
-		return breakdown.DecodeSteps
-	case breakdown.Prefill:
-		return breakdown.PrefillSteps
-	}
-	return breakdown.AllSteps
-}
-
-// TestDiffMeansAddUp checks diff's means table on pairs of captures (eager vs graph, one
-// and two GPUs): each side's category means add up to its mean step, exactly in the JSON,
-// to the printed rounding in the text and the HTML; and the change column is the
-// difference of the two sides. diff's median table makes no such claim (its caption says
-// each row is its own test).
-func TestDiffMeansAddUp(t *testing.T) {
-	for _, pair := range [][2]string{{"dense-eager", "dense-graph"}, {"moe-eager-nvtx", "moe-graph"}, {"tp2-moe-eager", "tp2-moe-graph"}} {
-		base := traceReport(t, filepath.Join("..", "testdata", "traces", pair[0]+".sqlite.gz"), breakdown.Options{})
-		new := traceReport(t, filepath.Join("..", "testdata", "traces", pair[1]+".sqlite.gz"), breakdown.Options{})
-		c := breakdown.Compare(breakdown.Side{Label: "base", Reports: []*breakdown.Report{base}},
-			breakdown.Side{Label: "new", Reports: []*breakdown.Report{new}}, breakdown.Decode, breakdown.CompareOptions{})
-		where := pair[0] + " -> " + pair[1]
-		var js bytes.Buffer
-		if err := DiffJSONWrite(&js, c); err != nil {
-			t.Fatal(err)
-		}
-		var d struct {
-			Base, New struct {
-				MeanStepNS int64            `json:"mean_step_ns"`
-				MeanNS     map[string]int64 `json:"mean_ns"`
-			}
-		}
-		if err := json.Unmarshal(js.Bytes(), &d); err != nil {
-			t.Fatal(err)
-		}
-		for _, side := range []struct {
-			name string
-			step int64
-			m    map[string]int64
-		}{{"base", d.Base.MeanStepNS, d.Base.MeanNS}, {"new", d.New.MeanStepNS, d.New.MeanNS}} {
-			var sum int64
-			for _, v := range side.m {
-				sum += v
-			}
-			if sum != side.step || side.step == 0 {
-				t.Errorf("%s, %s: JSON mean_ns add up to %d, mean_step_ns %d", where, side.name, sum, side.step)
-			}
-		}
-		var text bytes.Buffer
-		if err := DiffText(&text, c); err != nil {
-			t.Fatal(err)
-		}
-		var rows [][]string
-		in := false
-		for _, line := range strings.Split(text.String(), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case strings.HasPrefix(line, "Means per "):
-				in = true
-			case in && len(f) == 2: // the header: the two labels
-			case in && len(f) == 5 && f[0] == "mean" && f[1] == "step":
-				var bs, ns []string
-				for _, r := range rows {
-					bs, ns = append(bs, r[1]), append(ns, r[2])
-				}
-				checkAddsUp(t, where+", base means", bs, f[2])
-				checkAddsUp(t, where+", new means", ns, f[3])
-				in = false
-			case in && len(f) == 4:
-				rows = append(rows, f)
-			}
-		}
-		if len(rows) < 3 {
-			t.Errorf("%s: means table not found or too short (%d rows):\n%s", where, len(rows), text.String())
-		}
-	}
-}
-
-// TestRankTableAddsUp checks the text rank table of the 2-GPU captures under the statistic
-// it names: per rank, the means per aligned step of the matched all-reduce and other
-// collective time add up to wait + transfer, to the printed rounding.
-func TestRankTableAddsUp(t *testing.T) {
-	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
-		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
-		var buf bytes.Buffer
-		if err := Text(&buf, r, TextOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		rows, in := 0, false
-		for _, line := range strings.Split(buf.String(), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case strings.HasPrefix(line, "Per rank, means per aligned step"):
-				in = true
-			case in && len(f) > 0 && f[0] == "rank":
-			case in && len(f) >= 7 && f[0] != "Straggler:":
-				var comm, split, slack float64
-				for i, cell := range f[2:6] {
-					v, h := printed(t, cell)
-					if i < 2 {
-						comm += v
-					} else {
-						split += v
-					}
-					slack += h
-				}
-				if math.Abs(comm-split) > slack*(1+1e-9) {
-					t.Errorf("%s rank %s: allreduce + collective %g, wait + transfer %g; more than the rounding (%g) apart", name, f[0], comm, split, slack)
-				}
-				rows++
-			default:
-				in = false
-			}
-		}
-		if rows != 2 {
-			t.Errorf("%s: %d rank rows found, want 2:\n%s", name, rows, buf.String())
 		}
 	}
 }

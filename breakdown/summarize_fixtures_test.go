@@ -97,7 +97,7 @@ func kernelsIn(d *breakdown.DeviceReport) []int {
 	return n
 }
 
-// TestOddCaptures runs odd but valid captures (testdata/nsys) through the breakdown: each
+// TestOddCaptures runs odd but valid captures (testdata/nsys) through Summarize: each
 // gives a report, whatever step method, and the accounting invariants hold.
 func TestOddCaptures(t *testing.T) {
 	methods := []string{"auto", "nvtx", "graph", "sync", "periodic", "whole", "nvtx:.*"}

@@ -1,4 +1,10 @@
-package breakdown
+// Package compare compares two sides, each the reports (with their findings) of one or
+// more runs of one configuration: per category and for the whole step, medians with
+// confidence intervals and a Mann-Whitney U test (benchmath), the kernels that appeared,
+// vanished or changed variant, and the side summaries (compare.go); the same per device
+// position of multi-GPU traces (ranks.go); the findings that appeared, vanished or changed
+// (findings.go); and the run configuration of each side and what differs (config.go).
+package compare
 
 import (
 	"cmp"
@@ -10,20 +16,21 @@ import (
 
 	"golang.org/x/perf/benchmath"
 
-	"github.com/stepstat/stepstat/nsys"
-
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // A Side is one side of a comparison: the reports of one or more runs (files) of the same
 // configuration.
 type Side struct {
 	Label   string
-	Reports []*Report
+	Reports []*findings.Report
 }
 
-// CompareOptions control Compare.
-type CompareOptions struct {
+// Options control Compare.
+type Options struct {
 	Alpha      float64 // significance level of the Mann-Whitney U test (default 0.05)
 	Confidence float64 // confidence level of the intervals (default 0.95)
 	MinChange  float64 // relative change below which a row is "~" whatever p says (0.01 = 1%)
@@ -94,13 +101,13 @@ type KernelChange struct {
 type Comparison struct {
 	Base, New  SideSummary
 	Config     []ConfigChange // knobs whose value differs between the sides, by name
-	Phase      Phase
+	Phase      breakdown.Phase
 	Step       Row
 	Categories []Row // in Order
 	Appeared   []KernelChange
 	Vanished   []KernelChange
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
-	Options    CompareOptions
+	Options    Options
 	Warnings   []error
 	// Ranks compares each device position on its own (story.go); nil unless both sides
 	// have two or more devices per run.
@@ -113,15 +120,15 @@ type Comparison struct {
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
-func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
+func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	if opt.Alpha == 0 {
 		opt.Alpha = 0.05
 	}
 	if opt.Confidence == 0 {
 		opt.Confidence = 0.95
 	}
-	if phase == Unknown {
-		phase = Decode
+	if phase == breakdown.Unknown {
+		phase = breakdown.Decode
 	}
 	c := &Comparison{Phase: phase, Options: opt}
 	bs, bsteps := summarizeSide(base, phase)
@@ -131,7 +138,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
-	row := func(name string, value func(s *Step) float64) Row {
+	row := func(name string, value func(s *breakdown.Step) float64) Row {
 		var b, n [][]float64
 		for _, run := range bsteps {
 			b = append(b, values(run, value))
@@ -141,9 +148,9 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 		}
 		return compareRow(name, b, n, opt, &th)
 	}
-	c.Step = row("whole step", func(s *Step) float64 { return float64(s.Wall()) })
+	c.Step = row("whole step", func(s *breakdown.Step) float64 { return float64(s.Wall()) })
 	for _, cat := range kernelclass.Order {
-		c.Categories = append(c.Categories, row(cat.String(), func(s *Step) float64 { return float64(s.Exclusive[cat]) }))
+		c.Categories = append(c.Categories, row(cat.String(), func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }))
 	}
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
@@ -157,7 +164,7 @@ func Compare(base, new Side, phase Phase, opt CompareOptions) *Comparison {
 }
 
 // stepWalls returns the wall time of each step, per run.
-func stepWalls(runs [][]*Step) [][]time.Duration {
+func stepWalls(runs [][]*breakdown.Step) [][]time.Duration {
 	out := make([][]time.Duration, len(runs))
 	for i, run := range runs {
 		for _, s := range run {
@@ -167,7 +174,7 @@ func stepWalls(runs [][]*Step) [][]time.Duration {
 	return out
 }
 
-func values(steps []*Step, value func(s *Step) float64) []float64 {
+func values(steps []*breakdown.Step, value func(s *breakdown.Step) float64) []float64 {
 	out := make([]float64, len(steps))
 	for i, s := range steps {
 		out[i] = value(s)
@@ -177,7 +184,7 @@ func values(steps []*Step, value func(s *Step) float64) []float64 {
 
 // compareRow summarises each side's samples and tests the difference. Samples are per step
 // (all runs pooled) or, with PerRun, one median per run.
-func compareRow(name string, base, new [][]float64, opt CompareOptions, th *benchmath.Thresholds) Row {
+func compareRow(name string, base, new [][]float64, opt Options, th *benchmath.Thresholds) Row {
 	flatten := func(runs [][]float64) []float64 {
 		var out []float64
 		for _, r := range runs {
@@ -241,22 +248,26 @@ func constant(a, b []float64) bool {
 	return true
 }
 
-func medianF(xs []float64) float64 { return quantileF(xs, 0.5) }
+func medianF(xs []float64) float64 { return breakdown.QuantileF(xs, 0.5) }
 
 // summarizeSide gathers the steps of the phase from every run and device of a side.
-func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
-	ss := SideSummary{Label: s.Label, Config: sideConfig(s.Reports)}
-	var runs [][]*Step
+func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.Step) {
+	var cfgs [][]nsys.EnvVar
+	for _, r := range s.Reports {
+		cfgs = append(cfgs, r.Config)
+	}
+	ss := SideSummary{Label: s.Label, Config: sideConfig(cfgs)}
+	var runs [][]*breakdown.Step
 	methods := map[string]bool{}
 	var walls []time.Duration
 	var launches, kernels, gaps int
-	var phaseSteps []Step
+	var phaseSteps []breakdown.Step
 	var excl [kernelclass.NumCategories]time.Duration
 	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
-		var run []*Step
+		var run []*breakdown.Step
 		for di := range r.Devices {
 			d := &r.Devices[di]
 			methods[d.Method.String()] = true
@@ -291,14 +302,14 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 		}
 	}
 	ss.Steps = len(walls)
-	ss.MedianStep = quantile(walls, 0.5)
+	ss.MedianStep = breakdown.Quantile(walls, 0.5)
 	if len(walls) > 0 {
 		var total time.Duration
 		for _, w := range walls {
 			total += w
 		}
-		means := Summary{Steps: len(walls), Mean: total / time.Duration(len(walls))}
-		setMeans(&means, excl)
+		means := breakdown.Summary{Steps: len(walls), Mean: total / time.Duration(len(walls))}
+		breakdown.SetMeans(&means, excl)
 		ss.MeanStep = means.Mean
 		for c := range ss.Means {
 			ss.Means[c] = means.Categories[c].Mean
@@ -325,13 +336,13 @@ func summarizeSide(s Side, phase Phase) (SideSummary, [][]*Step) {
 	return ss, runs
 }
 
-func phaseMix(steps []Step) string {
+func phaseMix(steps []breakdown.Step) string {
 	var n [3]int
 	for _, s := range steps {
 		n[s.Phase]++
 	}
 	var parts []string
-	for _, p := range []Phase{Prefill, Decode, Unknown} {
+	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
 		if n[p] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
 		}
@@ -428,4 +439,22 @@ func maps2Equal(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// BiggestChanges returns the significant rows of rows, largest absolute change of the
+// median first (ties by name).
+func BiggestChanges(rows []Row) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.Significant {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Row) int {
+		if c := cmp.Compare(math.Abs(b.New.Center-b.Base.Center), math.Abs(a.New.Center-a.Base.Center)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
 }

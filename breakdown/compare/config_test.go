@@ -1,4 +1,4 @@
-package breakdown
+package compare
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 )
 
 func TestSideConfig(t *testing.T) {
-	runs := []*Report{
-		{Config: []nsys.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "x"}}},
-		{Config: []nsys.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "y"}, {Name: "C", Value: "z"}}},
+	runs := [][]nsys.EnvVar{
+		{{Name: "A", Value: "1"}, {Name: "B", Value: "x"}},
+		{{Name: "A", Value: "1"}, {Name: "B", Value: "y"}, {Name: "C", Value: "z"}},
 	}
 	if got, want := fmt.Sprint(sideConfig(runs)), "[{A 1} {B x | y} {C (unset) | z}]"; got != want {
 		t.Errorf("sideConfig = %s, want %s", got, want)

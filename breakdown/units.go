@@ -1,20 +1,21 @@
-// Package render writes stepstat's results as text, JSON, CSV and HTML. It takes finished
-// results from package breakdown (and trace metadata from package nsys) and never reads a
-// database. It is the only package that knows go-echarts.
-package render
+package breakdown
 
 import (
 	"fmt"
 	"math"
 )
 
-// Duration formats nanoseconds with about four significant digits and an explicit unit
-// (5.120ms, 812.4µs, 42ns), the way benchstat and pprof do; never time.Duration.String.
-func Duration(ns int64) string {
-	return durationF(float64(ns))
+// This file holds how stepstat writes a time and a share in text: the findings' claims
+// (package findings) and every format of package render use it.
+
+// FormatDuration formats nanoseconds with about four significant digits and an explicit
+// unit (5.120ms, 812.4µs, 42ns), the way benchstat and pprof do; never time.Duration.String.
+func FormatDuration(ns int64) string {
+	return FormatDurationF(float64(ns))
 }
 
-func durationF(ns float64) string {
+// FormatDurationF is FormatDuration of a fractional number of nanoseconds (a median).
+func FormatDurationF(ns float64) string {
 	neg := ns < 0
 	a := math.Abs(ns)
 	var v float64
@@ -46,9 +47,9 @@ func durationF(ns float64) string {
 	return s
 }
 
-// Percent formats a fraction (0.421) as a percentage with a precision that suits its size,
-// like pprof's Percentage.
-func Percent(f float64) string {
+// FormatPercent formats a fraction (0.421) as a percentage with a precision that suits its
+// size, like pprof's Percentage.
+func FormatPercent(f float64) string {
 	p := 100 * f
 	switch a := math.Abs(p); {
 	case a >= 99.95 && a <= 100.05:
