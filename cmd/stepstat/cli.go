@@ -134,7 +134,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			commandUsage(stdout, c)
 			return 0
 		}
-		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, oneLine(err.Error()), c.name, c.args, c.name)
+		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, render.TerminalSafe(err.Error()), c.name, c.args, c.name)
 		return 2
 	}
 	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
@@ -175,7 +175,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, oneLine(ue.msg), c.name, c.args, c.name)
+		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, render.TerminalSafe(ue.msg), c.name, c.args, c.name)
 		return 2
 	}
 	fmt.Fprintf(stderr, "stepstat: %s\n", oneLine(err.Error()))
