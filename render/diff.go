@@ -217,7 +217,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			label string
 			ss    *compare.SideSummary
 		}{{bl, &c.Base}, {nl, &c.New}} {
-			if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+			if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 				ew.printf("  %s: %s\n", s.label, TerminalSafe(n))
 			}
 		}
@@ -249,7 +249,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				nl, TerminalSafe(strings.Join(k.NewNames, ", ")))
 		}
 	}
-	ew.printf("\nNote: %s\n", DiffCaveat)
+	ew.printf("\nNote: %s\n", diffCaveat)
 	if ws := diffWarnings(c); len(ws) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, w := range ws {
@@ -259,8 +259,8 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	return ew.err
 }
 
-// DiffCaveat explains what the p-values mean for steps of one run.
-const DiffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
+// diffCaveat explains what the p-values mean for steps of one run.
+const diffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
 	"so with many steps tiny shifts test as significant; read the effect size, use --min-change, and prefer several runs per side with --unit run."
 
 func center(s string, w int) string {

@@ -132,7 +132,7 @@ func diffSides(c *compare.Comparison) *htmlTable {
 
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: DiffCaveat}
+	out := &htmlDiff{Caveat: diffCaveat}
 	r := &c.Step
 	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
 		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))

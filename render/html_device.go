@@ -38,10 +38,10 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = SummaryLead(sm)
+		h.Lead = summaryLead(sm)
 		h.Summary = summaryTable(sm)
-		h.IdleLine = IdleLine(sm)
-		h.Sentences = Sentences(sm)
+		h.IdleLine = idleLine(sm)
+		h.Sentences = summarySentences(sm)
 	}
 	var err error
 	if h.Charts, err = deviceCharts(d); err != nil {
@@ -53,7 +53,7 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
-	t := &htmlTable{Caption: SummaryCaption(sm),
+	t := &htmlTable{Caption: summaryCaption(sm),
 		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
 	for _, r := range summaryRows(sm) {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})

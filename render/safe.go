@@ -85,10 +85,10 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// ClipValue clips a run-configuration name or value for quoting: to nsys.MaxValueText
+// clipValue clips a run-configuration name or value for quoting: to nsys.MaxValueText
 // bytes with "…" (nsys.ClipValue, the one the findings use). JSON's "config" keeps every
 // value whole, once.
-func ClipValue(s string) string { return nsys.ClipValue(s) }
+func clipValue(s string) string { return nsys.ClipValue(s) }
 
 // validUTF8Writer passes writes on with every byte that is not part of valid UTF-8
 // replaced by U+FFFD (as encoding/json does), so a page is valid UTF-8 whatever the names

@@ -81,11 +81,11 @@ func TestValidUTF8Writer(t *testing.T) {
 // TestClipValue checks the clip of quoted knob values: at most 200 bytes and "…", at a
 // rune boundary.
 func TestClipValue(t *testing.T) {
-	if s := strings.Repeat("x", 200); ClipValue(s) != s {
+	if s := strings.Repeat("x", 200); clipValue(s) != s {
 		t.Errorf("a 200-byte value is clipped")
 	}
 	s := strings.Repeat("x", 199) + "é" + strings.Repeat("y", 1<<20)
-	if got := ClipValue(s); got != strings.Repeat("x", 199)+"…" {
+	if got := clipValue(s); got != strings.Repeat("x", 199)+"…" {
 		t.Errorf("ClipValue = %q", firstChars(got, 300))
 	}
 }
