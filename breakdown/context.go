@@ -1,7 +1,6 @@
 package breakdown
 
 import (
-	"strings"
 	"sync/atomic"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -21,77 +20,26 @@ import (
 //     (per-expert or grouped GEMMs, activations) up to the last combine (index_add_,
 //     scatter_add, the weighted sum, moe_sum/finalize), or a shared expert's last GEMM
 //     after it, before the next norm, attention or collective kernel: the next layer's
-//     residual add, norm and RoPE after the combine are not experts. A run is routing only with a router: a softmax or sigmoid before the
-//     top-k or between it and the GEMM, and such runs at least twice in the step (once per
-//     MoE layer), or once with two expert GEMMs or more and a combine after it (a model of
-//     one MoE layer); a lone top-k/sort (a draft head's top-p sort in a dense model, whose
-//     next GEMM is followed by attention) is not.
-//     A top-k followed by attention instead of a GEMM picks tokens for sparse attention
-//     (DeepSeek/GLM-5's indexer): attention.
+//     residual add, norm and RoPE after the combine are not experts. A run is routing only
+//     with a router: a softmax or sigmoid before the top-k or between it and the GEMM, and
+//     such runs at least twice in the step (once per MoE layer), or once with two expert
+//     GEMMs or more and a combine after it (a model of one MoE layer); a lone top-k/sort (a
+//     draft head's top-p sort in a dense model, whose next GEMM is followed by attention)
+//     is not. A top-k followed by attention instead of a GEMM picks tokens for sparse
+//     attention (DeepSeek/GLM-5's indexer): attention.
 //   - A sampling kernel before the last GEMM is not sampling the step's token: elementwise.
 //
 // Kernels moved by --nvtx-category keep the category the user gave them.
 
-// A role is what a kernel's name says about its place in a layer.
-type role uint8
-
-const (
-	roleNone    role = iota
-	roleGate         // softmax or sigmoid: may start routing
-	roleTopK         // top-k or sort
-	roleSampler      // argmax, multinomial and other samplers
-	roleNorm         // layer or RMS norm (in PyTorch: the mean of squares)
-	roleGather       // an inductor kernel that indexes (after routing: expert weights)
-	// roleWeightGather is an eager gather or index_select: right before the first expert
-	// GEMM of a routed layer, it gathers the selected experts' weights (or tokens).
-	roleWeightGather
-	roleCombine // index_add_, scatter_add, a sum, moe_sum/finalize: may end expert work
-	// roleNormCombine is an inductor kernel of the weighted combine (a sum) fused with the
-	// next layer's norm (rsqrt): a norm that is also the combine.
-	roleNormCombine
-)
-
-func isNorm(r role) bool { return r == roleNorm || r == roleNormCombine }
-
-// nameRole reads a kernel name (inductor names list their fused ops: triton_per_fused__softmax_topk_3).
-func nameRole(name string) role {
-	s := strings.ToLower(name)
-	switch {
-	case strings.Contains(s, "topk") || strings.Contains(s, "top_k") || strings.Contains(s, "sort"):
-		return roleTopK
-	case strings.HasPrefix(s, "triton_") && strings.Contains(s, "rsqrt") && strings.Contains(s, "_sum"):
-		// Inductor fuses the weighted combine (a sum, with the routing weights' sigmoid)
-		// with the next layer's norm: the combine, ending expert work.
-		return roleNormCombine
-	case strings.Contains(s, "argmax") || strings.Contains(s, "argmin") || strings.Contains(s, "multinomial") || strings.Contains(s, "sampl"):
-		return roleSampler
-	case strings.Contains(s, "softmax") || strings.Contains(s, "sigmoid"):
-		return roleGate
-	case strings.HasPrefix(s, "triton_") && strings.Contains(s, "_index"):
-		return roleGather
-	case strings.HasPrefix(s, "triton_"):
-		// Inductor fuses the next layer's norm into expert kernels: only the weighted
-		// combine (a sum) fused with the norm ends expert work (above).
-		return roleNone
-	case strings.Contains(s, "layer_norm") || strings.Contains(s, "rms_norm") || strings.Contains(s, "rmsnorm") ||
-		strings.Contains(s, "layernorm") || strings.Contains(s, "meanops") || (strings.Contains(s, "mean") && strings.Contains(s, "rsqrt")):
-		return roleNorm
-	case strings.Contains(s, "vectorized_gather_kernel") || strings.Contains(s, "indexselect") || strings.Contains(s, "index_select") ||
-		strings.Contains(s, "index_kernel_impl"):
-		return roleWeightGather
-	case (strings.Contains(s, "indexfunc") && strings.Contains(s, "reduceadd")) || strings.Contains(s, "index_add") ||
-		strings.Contains(s, "scatter_add") || strings.Contains(s, "sum_functor") || strings.Contains(s, "moe_sum") ||
-		strings.Contains(s, "moesum") || strings.Contains(s, "finalize"):
-		return roleCombine
-	}
-	return roleNone
+func isNorm(r kernelclass.Role) bool {
+	return r == kernelclass.RoleNorm || r == kernelclass.RoleNormCombine
 }
 
 // contextCats holds the categories context gave kernels (index into Trace.Kernels; 0 for
 // none, else category+1), filled by each device's pass on its own kernels.
 type contextCats struct {
 	cat   []uint8
-	roles []role                 // per NameID
+	roles []kernelclass.Role     // per NameID
 	base  []kernelclass.Category // the name's own category, per NameID
 	moved atomic.Bool            // devices run their passes at once
 }
@@ -112,16 +60,17 @@ func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
 type ctxKernel struct {
 	idx   int32
 	cat   kernelclass.Category
-	role  role
+	role  kernelclass.Role
 	fixed bool // moved by an NVTX category rule: it guides the rules but keeps its category
 }
 
 // classifyContext runs the context rules over each of the device's steps and windows
-// outside steps.
+// outside steps (over each forward of a speculative round).
 func classifyContext(tl *timeline, det *detection, c *contextCats) {
 	var buf []ctxKernel
 	moved := false
 	bi := -1 // the boundary the activity falls in
+	fi := 0  // the next forward end (det.forwards) at or after the activity
 	flush := func() {
 		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
 			moved = true
@@ -141,6 +90,14 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
 		}
 		buf = append(buf, k)
+		// A speculative round is several forwards, each ending with its own lm_head and
+		// sampler (the drafts sample the draft tokens): the rules read each forward apart.
+		for fi < len(det.forwards) && det.forwards[fi] < a.start {
+			fi++
+		}
+		if det.bounds[bi].drafts > 0 && fi < len(det.forwards) && det.forwards[fi] == a.start {
+			flush()
+		}
 		return true
 	})
 	flush()
@@ -190,7 +147,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		for _, r := range ks[regionStart : last+1] {
 			region = append(region, moeSet{r, kernelclass.MoEExpert})
 		}
-		if gemms >= 2 && (lastCombine >= 0 || (end < len(ks) && ks[end].role == roleNormCombine)) {
+		if gemms >= 2 && (lastCombine >= 0 || (end < len(ks) && ks[end].role == kernelclass.RoleNormCombine)) {
 			moe = append(moe, region...) // whole on its own: two expert GEMMs or more and a combine
 		} else {
 			pending = append(pending, region...)
@@ -203,7 +160,8 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				endExpert(i)
 				state = normal
 			}
-			if k.role == roleTopK || k.role == roleSampler || k.role == roleGate {
+			// XLA's argmax is a reduction fusion after the lm_head.
+			if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate || k.role == kernelclass.RoleReduce {
 				set(k, kernelclass.Sampling)
 			}
 			continue
@@ -212,13 +170,13 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		switch state {
 		case normal, gate:
 			switch {
-			case k.role == roleTopK:
+			case k.role == kernelclass.RoleTopK:
 				if state != gate {
 					from = i
 				}
 				gated = state == gate
 				state = routing
-			case k.role == roleGate:
+			case k.role == kernelclass.RoleGate:
 				if state != gate {
 					from = i
 				}
@@ -230,15 +188,15 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 			// Routing runs to the first expert work: inductor fuses the next norm into
 			// routing and expert kernels, so a norm does not end it.
 			switch {
-			case k.role == roleGate:
+			case k.role == kernelclass.RoleGate:
 				gated = true // top-k then softmax (GPT-OSS, Mixtral's renormalisation)
-			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == roleGather:
+			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == kernelclass.RoleGather:
 				if !gated {
 					state = ungated // a top-k or sort without a router: not MoE routing
 					break
 				}
 				start := i // the gathers directly before the GEMM are expert work
-				for start > from && ks[start-1].role == roleWeightGather {
+				for start > from && ks[start-1].role == kernelclass.RoleWeightGather {
 					start--
 				}
 				region = region[:0]
@@ -252,7 +210,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				}
 			case k.cat == kernelclass.Attention:
 				for _, r := range ks[from:i] {
-					if r.role == roleTopK {
+					if r.role == kernelclass.RoleTopK {
 						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
 					}
 				}
@@ -264,7 +222,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 			switch {
 			case k.cat == kernelclass.Attention:
 				for _, r := range ks[from:i] {
-					if r.role == roleTopK {
+					if r.role == kernelclass.RoleTopK {
 						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
 					}
 				}
@@ -278,7 +236,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				state = normal
 				break
 			}
-			if k.role == roleCombine {
+			if k.role == kernelclass.RoleCombine {
 				lastCombine = i
 			}
 			if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {

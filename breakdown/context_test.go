@@ -39,13 +39,13 @@ const (
 // GEMM, the weighted sum (the combine), then the next layer's residual add, cast and norm.
 func olmoeLayer() ([]ctxKernel, []kernelclass.Category) {
 	ks := []ctxKernel{
-		{cat: cE, role: roleNorm}, {cat: cG}, {cat: cA}, {cat: cG}, // norm, qkv, attention, o_proj
-		{cat: cG},                                                                                  // router
-		{cat: cE, role: roleGate}, {cat: cS, role: roleTopK}, {cat: cS, role: roleTopK}, {cat: cE}, // softmax, top-k, sort, counts
-		{cat: cE, role: roleWeightGather}, {cat: cG}, {cat: cE}, // gate/up weights, GEMM, SiLU
-		{cat: cE, role: roleWeightGather}, {cat: cG}, // down weights, GEMM
-		{cat: cE, role: roleCombine}, // the weighted sum
-		{cat: cE}, {cat: cE},         // the next layer's residual add and cast
+		{cat: cE, role: kernelclass.RoleNorm}, {cat: cG}, {cat: cA}, {cat: cG}, // norm, qkv, attention, o_proj
+		{cat: cG},                                                                                                                      // router
+		{cat: cE, role: kernelclass.RoleGate}, {cat: cS, role: kernelclass.RoleTopK}, {cat: cS, role: kernelclass.RoleTopK}, {cat: cE}, // softmax, top-k, sort, counts
+		{cat: cE, role: kernelclass.RoleWeightGather}, {cat: cG}, {cat: cE}, // gate/up weights, GEMM, SiLU
+		{cat: cE, role: kernelclass.RoleWeightGather}, {cat: cG}, // down weights, GEMM
+		{cat: cE, role: kernelclass.RoleCombine}, // the weighted sum
+		{cat: cE}, {cat: cE},                     // the next layer's residual add and cast
 	}
 	want := []kernelclass.Category{cE, cG, cA, cG, cG, cR, cR, cR, cR, cX, cX, cX, cX, cX, cX, cE, cE}
 	return ks, want
@@ -71,7 +71,7 @@ func TestContextMoE(t *testing.T) {
 		l, w := olmoeLayer()
 		ks, want = append(ks, l...), append(want, w...)
 	}
-	tail := []ctxKernel{{cat: cE, role: roleNorm}, {cat: cG}, {cat: cS, role: roleSampler}} // final norm, lm_head, argmax
+	tail := []ctxKernel{{cat: cE, role: kernelclass.RoleNorm}, {cat: cG}, {cat: cS, role: kernelclass.RoleSampler}} // final norm, lm_head, argmax
 	check("two OLMoE layers", append(ks, tail...), append(want, cE, cG, cS))
 
 	// One MoE layer: routed with two expert GEMMs and a combine, it is MoE on its own.
@@ -81,10 +81,10 @@ func TestContextMoE(t *testing.T) {
 	// A dense model whose step ends in a draft head after a top-p sort (softmax, sort,
 	// cumsum, then the draft's GEMM and attention): no MoE categories.
 	dense := []ctxKernel{
-		{cat: cE, role: roleNorm}, {cat: cG}, {cat: cA}, {cat: cG}, {cat: cE, role: roleNorm}, {cat: cG}, {cat: cG},
-		{cat: cG}, {cat: cE, role: roleGate}, {cat: cS, role: roleTopK}, {cat: cE}, // lm_head, softmax, top-p sort, cumsum
+		{cat: cE, role: kernelclass.RoleNorm}, {cat: cG}, {cat: cA}, {cat: cG}, {cat: cE, role: kernelclass.RoleNorm}, {cat: cG}, {cat: cG},
+		{cat: cG}, {cat: cE, role: kernelclass.RoleGate}, {cat: cS, role: kernelclass.RoleTopK}, {cat: cE}, // lm_head, softmax, top-p sort, cumsum
 		{cat: cG}, {cat: cA}, {cat: cG}, // the draft head's qkv, attention, o_proj
-		{cat: cG}, {cat: cS, role: roleSampler}, // the draft's lm_head, sampler
+		{cat: cG}, {cat: cS, role: kernelclass.RoleSampler}, // the draft's lm_head, sampler
 	}
 	got := ctxStep(dense)
 	for i, c := range got {
