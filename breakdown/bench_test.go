@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,7 +125,7 @@ func BenchmarkHostGapsOverlapFile(b *testing.B) {
 	})
 	b.Run("report", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if _, err := Summarize(tr, Options{Steps: StepMethod{Name: "whole"}}); err != nil {
+			if _, err := Summarize(tr, Options{Steps: StepMethod{Method: MethodWhole}}); err != nil {
 				b.Fatal(err)
 			}
 		}

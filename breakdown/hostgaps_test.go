@@ -42,7 +42,7 @@ func TestGapAPIGroups(t *testing.T) {
 	s7, e7 := gap(7)
 	g.api(1, nsys.APISync, "cudaStreamSynchronize", s7, e7) // 7: synchronizing over everything
 	g.api(1, nsys.APIModule, "cuModuleLoadData", s7, e7)
-	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}})
+	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Method: MethodWhole}})
 	st := devReport(t, rep, 0).Steps[0]
 	// Exact where one call covers a gap; checkInvariants compares every group with a
 	// brute-force attribution of each gap's pieces.
@@ -112,7 +112,7 @@ func BenchmarkHostGapsOverlap(b *testing.B) {
 			tr := benchOverlap(b, 80_000, over)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := Summarize(tr, Options{Steps: StepMethod{Name: "whole"}}); err != nil {
+				if _, err := Summarize(tr, Options{Steps: StepMethod{Method: MethodWhole}}); err != nil {
 					b.Fatal(err)
 				}
 			}
