@@ -435,16 +435,21 @@ func BenchmarkClassifyCorpus(b *testing.B) {
 // TestNameRole checks the roles kernel names give the context rules and the step finder.
 func TestNameRole(t *testing.T) {
 	for name, want := range map[string]Role{
-		"sbtopk::gatherTopK<float, unsigned int, 2, false>":                                RoleTopK,
-		"at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, ArgMaxOps<float>>>": RoleSampler,
-		"softmax_warp_forward<float, float, float, 3, false, false>":                       RoleGate,
-		"triton_poi_fused_index_3":                                                         RoleGather,
-		"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_sum_1":                           RoleNorm,
-		"at::native::vectorized_layer_norm_kernel<c10::BFloat16, float, true>":             RoleNorm,
-		"input_reduce_fusion_5":                                                            RoleReduce,
-		"input_reduce_fusion":                                                              RoleReduce,
-		"loop_multiply_fusion_4":                                                           RoleNone,
-		"gemm_fusion_dot_10":                                                               RoleNone,
+		"sbtopk::gatherTopK<float, unsigned int, 2, false>":                                                                     RoleTopK,
+		"at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, ArgMaxOps<float>>>":                                      RoleSampler,
+		"softmax_warp_forward<float, float, float, 3, false, false>":                                                            RoleGate,
+		"triton_poi_fused_index_3":                                                                                              RoleGather,
+		"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_sum_1":                                                                RoleNormCombine, // the combine fused with the norm
+		"triton_per_fused_gather_mean_mul_pow_rsqrt_sigmoid_squeeze_sum_40":                                                     RoleNormCombine, // GLM-5 compiled: sigmoid weights too
+		"at::native::vectorized_gather_kernel<16, long>(char *, char *, T2 *, int, long)":                                       RoleWeightGather,
+		"at::native::<unnamed>::indexSelectSmallIndex<c10::BFloat16, long, unsigned int>":                                       RoleWeightGather,
+		"at::native::indexFuncSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, at::native::<unnamed>::ReduceAdd>":        RoleCombine,
+		"at::native::reduce_kernel<128, 4, ReduceOp<c10::BFloat16, func_wrapper_t<c10::BFloat16, sum_functor<c10::BFloat16>>>>": RoleCombine,
+		"at::native::vectorized_layer_norm_kernel<c10::BFloat16, float, true>":                                                  RoleNorm,
+		"input_reduce_fusion_5":  RoleReduce,
+		"input_reduce_fusion":    RoleReduce,
+		"loop_multiply_fusion_4": RoleNone,
+		"gemm_fusion_dot_10":     RoleNone,
 	} {
 		if got := NameRole(name); got != want {
 			t.Errorf("NameRole(%q) = %d, want %d", name, got, want)
