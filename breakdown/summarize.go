@@ -76,6 +76,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
+	rep.Timelines = stepTimelines(t, tls, rep, opt)
 	return rep, nil
 }
 
