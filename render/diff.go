@@ -162,6 +162,10 @@ func rowPN(r *compare.Row) string {
 // kernel changes, then numbered warnings.
 func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
+	for _, l := range DiffHeadlines(c) { // the answer first (headline.go)
+		ew.printf("%s\n", TerminalSafe(l))
+	}
+	ew.printf("%s\n\n", TerminalSafe(DiffLead(c, "->")))
 	unit := "step"
 	if c.Options.PerRun {
 		unit = "run (median per step of each run)"

@@ -39,6 +39,7 @@ const (
 
 // htmlDiff is the content of a diff page.
 type htmlDiff struct {
+	Answer   *htmlAnswer // the first screen (headline.go)
 	Lead     string
 	Charts   []chartBlock
 	Table    *htmlTable // the benchstat table
@@ -66,15 +67,16 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 	}
 	bl, nl := sideNames(c)
 	page := htmlPage{
-		Title:     "stepstat diff: " + bl + " vs " + nl,
-		Heading:   "stepstat diff: " + bl + " vs " + nl,
-		Generator: "stepstat",
-		EChartsJS: template.JS(opt.EChartsJS),
-		Facts:     diffFacts(c),
-		FactTable: diffSides(c),
-		Config:    diffConfigTable(c, bl, nl),
-		Warnings:  diffWarnings(c),
-		Content:   content,
+		Title:       "stepstat diff: " + bl + " vs " + nl,
+		Heading:     "stepstat diff: " + bl + " vs " + nl,
+		Generator:   "stepstat",
+		EChartsJS:   template.JS(opt.EChartsJS),
+		Facts:       diffFacts(c),
+		FactTable:   diffSides(c),
+		Config:      diffConfigTable(c, bl, nl),
+		ConfigFirst: true,
+		Warnings:    diffWarnings(c),
+		Content:     content,
 	}
 	if err := diffPage.ExecuteTemplate(w, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
@@ -132,9 +134,8 @@ func diffSides(c *compare.Comparison) *htmlTable {
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
 	out := &htmlDiff{Caveat: DiffCaveat}
-	r := &c.Step
-	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
-		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
+	out.Lead = DiffLead(c, "→")
+	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {
 		return nil, err

@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
@@ -149,9 +152,12 @@ type htmlAnswer struct {
 	Limiter    string
 	Findings   []htmlFinding
 	NoFindings bool
-	MixTitle   string
-	Mix        []mixRow
-	Legend     []catPart // the categories of the bars, in the bars' order of the first row
+	// ChangesTitle heads the findings list (the diff's "What changed"); NoneText replaces
+	// it when there is nothing.
+	ChangesTitle, NoneText string
+	MixTitle               string
+	Mix                    []mixRow
+	Legend                 []catPart // the categories of the bars, in the bars' order of the first row
 }
 
 // mixRow is one stacked bar: a device's (or a side's) mean step by category.
@@ -208,4 +214,80 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 	}
 	a.NoFindings = len(a.Findings) == 0
 	return a
+}
+
+// sideHeadline is a diff side's first line: "base eager: decode step median 13.33ms,
+// p10-p90 12.40ms-17.79ms, 12 steps" (quantiles over every compared step of the side).
+func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Duration) string {
+	var walls []time.Duration
+	for _, r := range runs {
+		walls = append(walls, r...)
+	}
+	if len(walls) == 0 {
+		return fmt.Sprintf("%s %s: no %s steps", side, label, phase)
+	}
+	slices.Sort(walls)
+	q := func(p float64) string {
+		pos := p * float64(len(walls)-1)
+		lo := int(pos)
+		v := float64(walls[lo])
+		if lo+1 < len(walls) {
+			v += (pos - float64(lo)) * float64(walls[lo+1]-walls[lo])
+		}
+		return breakdown.FormatDurationF(v)
+	}
+	return fmt.Sprintf("%s %s: %s step median %s, p10-p90 %s-%s, %d step%s", side, label, phase, q(0.5), q(0.1), q(0.9), len(walls), plural(len(walls)))
+}
+
+// DiffHeadlines are the first lines of a diff: one per side.
+func DiffHeadlines(c *compare.Comparison) []string {
+	bl, nl := sideNames(c)
+	return []string{sideHeadline("Base", bl, c.Phase, c.BaseSteps), sideHeadline("New", nl, c.Phase, c.NewSteps)}
+}
+
+// meansRow is the stacked bar of a diff side: its mean step by category.
+func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, total time.Duration) mixRow {
+	sm := &breakdown.Summary{Mean: total, Steps: 1}
+	for c := range means {
+		sm.Categories[c].Mean = means[c]
+	}
+	return newMixRow(label, sm)
+}
+
+// diffAnswer is the first screen of the diff page: each side's step, the verdict on the
+// step time, the significant changes (categories and findings), and both sides' mean step
+// by category.
+func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
+	bl, nl := sideNames(c)
+	a := &htmlAnswer{Lines: DiffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (medians per step; significant changes, biggest first)"}
+	big := compare.BiggestChanges(c.Categories)
+	for i := range big {
+		r := &big[i]
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: strings.Join(strings.Fields(storyRow(r)), " ")})
+	}
+	for _, f := range c.Findings {
+		if f.Change == compare.FindingSame {
+			continue
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
+	}
+	a.NoFindings = len(a.Findings) == 0
+	a.NoneText = "No category changed significantly."
+	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
+	if c.Base.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
+	}
+	if c.New.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
+	}
+	a.Legend = mixLegend(a.Mix)
+	return a
+}
+
+// DiffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms -> 11.70ms,
+// -12.2% (p=0.000 n=12+12)"; arrow is "→" in HTML, "->" in text.
+func DiffLead(c *compare.Comparison, arrow string) string {
+	r := &c.Step
+	return fmt.Sprintf("%s: %s %s %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))), arrow,
+		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
 }

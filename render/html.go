@@ -84,7 +84,10 @@ type htmlPage struct {
 	FactTable *htmlTable // e.g. one row per device: GPU, step method, steps found
 	Config    *htmlTable // the run configuration (report) or the knobs that changed (diff); nil when none
 	Warnings  []string   // folded under one line at the top
-	Content   any // the data of the "content" block
+	// ConfigFirst shows Config under the heading, not folded: a diff's changed knobs are
+	// part of its answer.
+	ConfigFirst bool
+	Content     any // the data of the "content" block
 }
 
 // htmlFact is one labelled line of the page header.
@@ -240,10 +243,10 @@ type htmlReport struct {
 	// Answer is the first screen: headline, limiter, findings, the mean step by category.
 	Answer *htmlAnswer
 	// Timelines draw the median and the slowest step on a time axis.
-	Timelines  []chartBlock
-	Devices    []htmlDevice
-	Ranks      []chartBlock // several devices: step time and category medians per device
-	RankTable  *htmlTable
+	Timelines []chartBlock
+	Devices   []htmlDevice
+	Ranks     []chartBlock // several devices: step time and category medians per device
+	RankTable *htmlTable
 	// RankWait (several devices with matched collectives): wait vs transfer per rank.
 	RankWait  *htmlTable
 	RankLines []string // alignment, spread and straggler lines

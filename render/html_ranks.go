@@ -33,7 +33,9 @@ func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 		t.Rows = append(t.Rows, r)
 	}
 	dur := func(f func(sm *breakdown.Summary) time.Duration) func(d *breakdown.DeviceReport) htmlCell {
-		return func(d *breakdown.DeviceReport) htmlCell { return cellNum(breakdown.FormatDuration(int64(f(&d.Summary)))) }
+		return func(d *breakdown.DeviceReport) htmlCell {
+			return cellNum(breakdown.FormatDuration(int64(f(&d.Summary))))
+		}
 	}
 	row(cellText("GPU"), "", func(d *breakdown.DeviceReport) htmlCell { return htmlCell{Text: gpuName(d.GPU), Class: "num"} })
 	row(cellText("steps"), "", func(d *breakdown.DeviceReport) htmlCell { return cellNum(strconv.Itoa(d.Summary.Steps)) })

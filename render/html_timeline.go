@@ -192,4 +192,3 @@ func joinComma(xs []string) string {
 	}
 	return out
 }
-
