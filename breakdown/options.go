@@ -42,7 +42,7 @@ type Options struct {
 	Batch int
 
 	// NoContext turns context classification off: kernels keep the category of their name
-	// (and --nvtx-category), whatever their place in the step.
+	// (and NVTXCategories), whatever their place in the step.
 	NoContext bool
 	// split, when not nil, replaces splitAt for account (tests of the split sweep).
 	split func(steps, kernels int) int

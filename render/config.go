@@ -10,13 +10,13 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// ConfigCaption says where the run configuration comes from and what it keeps.
-const ConfigCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
+// configCaption says where the run configuration comes from and what it keeps.
+const configCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
 	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL or AUTH dropped)"
 
-// ConfigLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
+// configLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
 // when the capture recorded none.
-func ConfigLine(cfg []nsys.EnvVar) string {
+func configLine(cfg []nsys.EnvVar) string {
 	if len(cfg) == 0 {
 		return ""
 	}
@@ -48,11 +48,11 @@ func nameProtos(ps []string) []string {
 	return out
 }
 
-// NCCLProtoNote says what the protocol decoded from NCCL kernel names can and cannot tell:
+// ncclProtoNote says what the protocol decoded from NCCL kernel names can and cannot tell:
 // the suffix (_LL, _LL128, _SIMPLE) names the kernel variant that was launched, not the
 // protocol setting, so NCCL_PROTO from the recorded environment is shown beside it. It is
 // "" when no kernel name carries a protocol.
-func NCCLProtoNote(cfg []nsys.EnvVar, protos []string) string {
+func ncclProtoNote(cfg []nsys.EnvVar, protos []string) string {
 	ps := nameProtos(protos)
 	if len(ps) == 0 {
 		return ""
@@ -130,8 +130,8 @@ func configTable(r *breakdown.Report) *htmlTable {
 	if len(r.Config) == 0 {
 		return nil
 	}
-	t := &htmlTable{ID: "config", Caption: ConfigCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
-		Note: NCCLProtoNote(r.Config, reportProtos(r))}
+	t := &htmlTable{ID: "config", Caption: configCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
+		Note: ncclProtoNote(r.Config, reportProtos(r))}
 	for _, e := range r.Config {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(e.Name), cellName(e.Value)}})
 	}
@@ -165,7 +165,7 @@ func diffNCCLNote(c *compare.Comparison, bl, nl string) string {
 		label string
 		ss    *compare.SideSummary
 	}{{bl, &c.Base}, {nl, &c.New}} {
-		if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+		if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 			notes = append(notes, s.label+": "+n)
 		}
 	}

@@ -64,7 +64,7 @@ func TestReportConfig(t *testing.T) {
 	if !strings.Contains(js.String(), `"config":{}`) || strings.Contains(js.String(), "proto_set") {
 		t.Errorf("json without config: %s", js.String())
 	}
-	if n := NCCLProtoNote(nil, []string{"LL", "LL128", "LL"}); n != "NCCL kernel names say LL, LL128 (the name is the kernel variant launched, not proof of the protocol setting); NCCL_PROTO is not in the recorded environment" {
+	if n := ncclProtoNote(nil, []string{"LL", "LL128", "LL"}); n != "NCCL kernel names say LL, LL128 (the name is the kernel variant launched, not proof of the protocol setting); NCCL_PROTO is not in the recorded environment" {
 		t.Errorf("note %q", n)
 	}
 

@@ -162,10 +162,10 @@ func rowPN(r *compare.Row) string {
 // kernel changes, then numbered warnings.
 func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
-	for _, l := range DiffHeadlines(c) { // the answer first (headline.go)
+	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
 		ew.printf("%s\n", TerminalSafe(l))
 	}
-	ew.printf("%s\n\n", TerminalSafe(DiffLead(c, "->")))
+	ew.printf("%s\n\n", TerminalSafe(diffLead(c, "->")))
 	unit := "step"
 	if c.Options.PerRun {
 		unit = "run (median per step of each run)"
@@ -221,7 +221,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			label string
 			ss    *compare.SideSummary
 		}{{bl, &c.Base}, {nl, &c.New}} {
-			if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+			if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 				ew.printf("  %s: %s\n", s.label, TerminalSafe(n))
 			}
 		}
@@ -253,7 +253,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				nl, TerminalSafe(strings.Join(k.NewNames, ", ")))
 		}
 	}
-	ew.printf("\nNote: %s\n", DiffCaveat)
+	ew.printf("\nNote: %s\n", diffCaveat)
 	if ws := diffWarnings(c); len(ws) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, w := range ws {
@@ -263,8 +263,8 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	return ew.err
 }
 
-// DiffCaveat explains what the p-values mean for steps of one run.
-const DiffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
+// diffCaveat explains what the p-values mean for steps of one run.
+const diffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
 	"so with many steps tiny shifts test as significant; read the effect size, use --min-change, and prefer several runs per side with --unit run."
 
 func center(s string, w int) string {

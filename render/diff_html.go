@@ -133,8 +133,8 @@ func diffSides(c *compare.Comparison) *htmlTable {
 
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: DiffCaveat}
-	out.Lead = DiffLead(c, "→")
+	out := &htmlDiff{Caveat: diffCaveat}
+	out.Lead = diffLead(c, "→")
 	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {

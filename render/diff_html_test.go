@@ -225,7 +225,7 @@ func TestDiffHTMLContent(t *testing.T) {
 	if got := tables["diff-variants"]; len(got) != 2 || !strings.Contains(got[1][4], "tilesize64x128x64") || !strings.Contains(got[1][5], "tilesize128x128x64") {
 		t.Errorf("variants table %q", got)
 	}
-	for _, want := range []string{"Note: " + html.EscapeString(DiffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
+	for _, want := range []string{"Note: " + html.EscapeString(diffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
 		`<dt>Phase compared</dt><dd>decode</dd>`, `<td class="num better">-`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

@@ -20,9 +20,9 @@ import (
 // most time at stake on any device), the findings, and the mean decode step by category.
 // It is built on findings.Finding alone, whatever the rules are.
 
-// DeviceHeadline is a device's first line, e.g. "device 0 (NVIDIA H200): decode step median
+// deviceHeadline is a device's first line, e.g. "device 0 (NVIDIA H200): decode step median
 // 12.30ms, p10-p90 12.10ms-12.90ms, 40 steps".
-func DeviceHeadline(d *breakdown.DeviceReport) string {
+func deviceHeadline(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
 	if sm.Steps == 0 {
 		return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found)", d.Device, gpuName(d.GPU), phaseWhat(sm), len(d.Steps), plural(len(d.Steps)))
@@ -50,10 +50,10 @@ func allFindings(r *findings.Report) []rankedFinding {
 	return out
 }
 
-// LimiterLine names what limits the step: the finding with the most time at stake, e.g.
+// limiterLine names what limits the step: the finding with the most time at stake, e.g.
 // "Limiter: launch_bound on device 0, 1.779ms of the 2.200ms mean decode step (80.9%) at
 // stake". Without findings it names the largest category of the first device's mean step.
-func LimiterLine(r *findings.Report) string {
+func limiterLine(r *findings.Report) string {
 	if fs := allFindings(r); len(fs) > 0 {
 		top := fs[0]
 		d := &r.Devices[top.dev]
@@ -103,9 +103,9 @@ func stepParts(sm *breakdown.Summary) []catPart {
 	return out
 }
 
-// StepMixLine is the text form of the stacked bar: the mean step by category, largest
+// stepMixLine is the text form of the stacked bar: the mean step by category, largest
 // first, e.g. "device 0 mean 12.50ms: idle 45.0% 5.625ms · gemm 30.0% 3.750ms · ...".
-func StepMixLine(d *breakdown.DeviceReport) string {
+func stepMixLine(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
 	if sm.Steps == 0 {
 		return ""
@@ -120,23 +120,23 @@ func StepMixLine(d *breakdown.DeviceReport) string {
 // textHeadline writes the answer at the top of the text report.
 func textHeadline(ew *errWriter, r *findings.Report) {
 	for i := range r.Devices {
-		ew.printf("%s\n", TerminalSafe(capitalize(DeviceHeadline(&r.Devices[i]))))
+		ew.printf("%s\n", TerminalSafe(capitalize(deviceHeadline(&r.Devices[i]))))
 	}
-	ew.printf("%s\n", LimiterLine(r))
+	ew.printf("%s\n", limiterLine(r))
 	fs := allFindings(r)
 	if len(fs) == 0 {
 		ew.printf("Findings: none (no rule of README \"Findings\" holds)\n")
 	} else {
 		ew.printf("Findings (means per step, most time at stake first):\n")
 		for i, rf := range fs {
-			ew.printf("  %d. device %d: %s\n", i+1, r.Devices[rf.dev].Device, FindingHeadline(rf.f))
+			ew.printf("  %d. device %d: %s\n", i+1, r.Devices[rf.dev].Device, findingHeadline(rf.f))
 			ew.printf("     %s\n", TerminalSafe(rf.f.Claim))
-			ew.printf("     try: %s\n", TerminalSafe(FindingSuggestion(rf.f)))
+			ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(rf.f)))
 		}
 	}
 	first := true
 	for i := range r.Devices {
-		if s := StepMixLine(&r.Devices[i]); s != "" {
+		if s := stepMixLine(&r.Devices[i]); s != "" {
 			if first {
 				ew.printf("Mean %s by category:\n", phaseWhat(&r.Devices[i].Summary))
 				first = false
@@ -197,10 +197,10 @@ func mixLegend(rows []mixRow) []catPart {
 
 // reportAnswer is the first screen of the report page.
 func reportAnswer(r *findings.Report) *htmlAnswer {
-	a := &htmlAnswer{Limiter: LimiterLine(r)}
+	a := &htmlAnswer{Limiter: limiterLine(r)}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		a.Lines = append(a.Lines, capitalize(DeviceHeadline(d)))
+		a.Lines = append(a.Lines, capitalize(deviceHeadline(d)))
 		if d.Summary.Steps > 0 {
 			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
 			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"
@@ -210,7 +210,7 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 	for _, rf := range allFindings(r) {
 		f := rf.f
 		a.Findings = append(a.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[rf.dev].Device),
-			Severity: f.Severity.String(), Headline: FindingHeadline(f), Claim: f.Claim, Suggestion: FindingSuggestion(f)})
+			Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
 	}
 	a.NoFindings = len(a.Findings) == 0
 	return a
@@ -239,8 +239,8 @@ func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Durat
 	return fmt.Sprintf("%s %s: %s step median %s, p10-p90 %s-%s, %d step%s", side, label, phase, q(0.5), q(0.1), q(0.9), len(walls), plural(len(walls)))
 }
 
-// DiffHeadlines are the first lines of a diff: one per side.
-func DiffHeadlines(c *compare.Comparison) []string {
+// diffHeadlines are the first lines of a diff: one per side.
+func diffHeadlines(c *compare.Comparison) []string {
 	bl, nl := sideNames(c)
 	return []string{sideHeadline("Base", bl, c.Phase, c.BaseSteps), sideHeadline("New", nl, c.Phase, c.NewSteps)}
 }
@@ -259,7 +259,7 @@ func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, tot
 // by category.
 func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: DiffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (medians per step; significant changes, biggest first)"}
+	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (medians per step; significant changes, biggest first)"}
 	big := compare.BiggestChanges(c.Categories)
 	for i := range big {
 		r := &big[i]
@@ -284,9 +284,9 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	return a
 }
 
-// DiffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms -> 11.70ms,
+// diffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms -> 11.70ms,
 // -12.2% (p=0.000 n=12+12)"; arrow is "→" in HTML, "->" in text.
-func DiffLead(c *compare.Comparison, arrow string) string {
+func diffLead(c *compare.Comparison, arrow string) string {
 	r := &c.Step
 	return fmt.Sprintf("%s: %s %s %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))), arrow,
 		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))

@@ -21,10 +21,10 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// EChartsVersion is the version of the ECharts source embedded in the binary
+// echartsVersion is the version of the ECharts source embedded in the binary
 // (render/assets/echarts.min.js, from the npm package echarts; Apache-2.0, see
 // render/assets/LICENSE and NOTICE).
-const EChartsVersion = "5.6.0"
+const echartsVersion = "5.6.0"
 
 //go:embed assets/echarts.min.js
 var echartsMinJS string
@@ -230,7 +230,7 @@ func HTML(w io.Writer, r *findings.Report, opt HTMLOptions) error {
 		Content:   content,
 	}
 	for _, wn := range r.Warnings {
-		page.Warnings = append(page.Warnings, WarningText(wn))
+		page.Warnings = append(page.Warnings, warningText(wn))
 	}
 	if err := reportPage.ExecuteTemplate(w, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
@@ -285,7 +285,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellText("phases"), cellNum("skipped"), cellText("method"), cellText("detail"), cellText("outside steps")}}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		phases := PhaseCounts(d.Steps)
+		phases := breakdown.PhaseCounts(d.Steps)
 		if phases == "" {
 			phases = "none"
 		}
@@ -337,9 +337,9 @@ func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
 			return nil, err
 		}
 		if d.Sentences != nil {
-			d.Sentences = DeviceSentences(r.Report, &r.Devices[i]) // per-rank wording with several ranks
+			d.Sentences = deviceSentences(r.Report, &r.Devices[i]) // per-rank wording with several ranks
 		}
-		d.SOL = SOLLine(&r.Devices[i])
+		d.SOL = solLine(&r.Devices[i])
 		out.Devices = append(out.Devices, d)
 	}
 	if len(r.Devices) > 1 {

@@ -39,10 +39,10 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = SummaryLead(sm)
+		h.Lead = summaryLead(sm)
 		h.Summary = summaryTable(sm)
-		h.IdleLine = IdleLine(sm)
-		h.Sentences = Sentences(sm)
+		h.IdleLine = idleLine(sm)
+		h.Sentences = summarySentences(sm)
 	}
 	var err error
 	if h.Charts, err = deviceCharts(d); err != nil {
@@ -54,7 +54,7 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
-	t := &htmlTable{Caption: SummaryCaption(sm),
+	t := &htmlTable{Caption: summaryCaption(sm),
 		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
 	for _, r := range summaryRows(sm) {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})
@@ -447,7 +447,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	times := make([]opts.BarData, breakdown.NumGapSizes)
 	labels := make([]string, breakdown.NumGapSizes)
 	for i := range breakdown.NumGapSizes {
-		labels[i] = GapSizeLabels[i]
+		labels[i] = gapSizeLabels[i]
 		counts[i].Value = chartRound2(float64(g.Sizes[i]) / n)
 		times[i].Value = math.Round(float64(g.SizeNS[i])/n) / 1e3
 	}

@@ -141,7 +141,7 @@ func rankLines(rr *breakdown.RankReport) []string {
 	if n > 0 {
 		lines = append(lines, fmt.Sprintf("Step spread across ranks: median %s, p90 %s.", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90))))
 	}
-	if s := StragglerLine(rr); s != "" {
+	if s := stragglerLine(rr); s != "" {
 		lines = append(lines, s)
 	}
 	return lines

@@ -345,8 +345,8 @@ func TestEmbeddedECharts(t *testing.T) {
 	if len(js) < 500_000 {
 		t.Fatalf("embedded ECharts is %d bytes; want the full echarts.min.js", len(js))
 	}
-	if !strings.Contains(js, `version="`+EChartsVersion+`"`) {
-		t.Errorf("embedded ECharts is not version %s", EChartsVersion)
+	if !strings.Contains(js, `version="`+echartsVersion+`"`) {
+		t.Errorf("embedded ECharts is not version %s", echartsVersion)
 	}
 	if err := checkScriptText(js); err != nil {
 		t.Error(err)

@@ -105,15 +105,15 @@ func TestRankSentenceShares(t *testing.T) {
 	cm := &r.Ranks.Devices[0].AllReduce
 	cm.WaitFor = []time.Duration{0, 232500 * time.Microsecond, 77500 * time.Microsecond}
 	r.Ranks.Devices = append(r.Ranks.Devices, breakdown.RankDevice{Device: 2})
-	s, ok := RankSentence(r.Ranks, 0, kernelclass.AllReduce)
+	s, ok := rankSentence(r.Ranks, 0, kernelclass.AllReduce)
 	if want := "allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting, 75.0% of it for rank 1"; !ok || s != want {
 		t.Errorf("got %q, want %q", s, want)
 	}
-	if _, ok := RankSentence(r.Ranks, 0, kernelclass.Collective); ok {
+	if _, ok := rankSentence(r.Ranks, 0, kernelclass.Collective); ok {
 		t.Error("sentence for a category without matched calls")
 	}
 	r.Ranks.Devices[1].AllReduce.Wait = 0
-	if s, _ := RankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
+	if s, _ := rankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
 		t.Errorf("no wait: %q", s)
 	}
 }
@@ -141,17 +141,17 @@ func TestSOLText(t *testing.T) {
 
 func TestUnitsSOL(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{Bytes(34_200_000_000), "34.2 GB"},
-		{Bytes(16 << 30), "17.18 GB"},
-		{Bytes(512_000_000), "512 MB"},
-		{Bytes(12), "12 B"},
-		{Bandwidth(4.8e12), "4.8 TB/s"},
-		{Bandwidth(1.792e12), "1.792 TB/s"},
-		{Bandwidth(936e9), "936 GB/s"},
-		{Count(101.626), "101.6"},
-		{Count(6504.07), "6,504"},
-		{Count(1234567.8), "1,234,568"},
-		{Count(999.96), "1000.0"},
+		{bytesText(34_200_000_000), "34.2 GB"},
+		{bytesText(16 << 30), "17.18 GB"},
+		{bytesText(512_000_000), "512 MB"},
+		{bytesText(12), "12 B"},
+		{bandwidthText(4.8e12), "4.8 TB/s"},
+		{bandwidthText(1.792e12), "1.792 TB/s"},
+		{bandwidthText(936e9), "936 GB/s"},
+		{countText(101.626), "101.6"},
+		{countText(6504.07), "6,504"},
+		{countText(1234567.8), "1,234,568"},
+		{countText(999.96), "1000.0"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

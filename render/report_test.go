@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
@@ -187,7 +188,7 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 			rowOf[row[0]] = row
 		}
 		if di == 0 {
-			for _, s := range Sentences(sm) {
+			for _, s := range summarySentences(sm) {
 				cat, rest, _ := strings.Cut(s, ": ")
 				row := rowOf[cat]
 				if row == nil || !strings.HasPrefix(rest, row[1]+"/step = "+row[2]+" of the mean ") {
@@ -216,5 +217,18 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 			}
 			checkAddsUp(t, where+" HTML rank table "+rt.Head[col].Text, parts, last.Cells[col].Text)
 		}
+	}
+}
+
+// TestShortName: a long kernel name keeps its head and tail within maxNameText runes.
+func TestShortName(t *testing.T) {
+	short := "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+	if shortName(short) != short {
+		t.Errorf("short name changed: %q", shortName(short))
+	}
+	long := "void cutlass::Kernel<" + strings.Repeat("cutlass::gemm::GemmShape<128, 128, 64>, ", 80) + ">(Params)"
+	got := shortName(long)
+	if n := utf8.RuneCountInString(got); n > maxNameText || !strings.HasPrefix(got, long[:120]) || !strings.HasSuffix(got, long[len(long)-36:]) {
+		t.Errorf("shortName: %d runes %q", n, got)
 	}
 }

@@ -109,7 +109,7 @@ type Comparison struct {
 	Variants   []KernelChange // same family, different names (tile shapes, template arguments)
 	Options    Options
 	Warnings   []error
-	// Ranks compares each device position on its own (story.go); nil unless both sides
+	// Ranks compares each device position on its own (ranks.go); nil unless both sides
 	// have two or more devices per run.
 	Ranks []RankComparison
 	// Findings lines up the findings of the first run of each side, per device position.
@@ -138,20 +138,7 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
-	row := func(name string, value func(s *breakdown.Step) float64) Row {
-		var b, n [][]float64
-		for _, run := range bsteps {
-			b = append(b, values(run, value))
-		}
-		for _, run := range nsteps {
-			n = append(n, values(run, value))
-		}
-		return compareRow(name, b, n, opt, &th)
-	}
-	c.Step = row("whole step", func(s *breakdown.Step) float64 { return float64(s.Wall()) })
-	for _, cat := range kernelclass.Order {
-		c.Categories = append(c.Categories, row(cat.String(), func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }))
-	}
+	c.Step, c.Categories = compareSteps(bsteps, nsteps, opt, &th)
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
@@ -172,6 +159,27 @@ func stepWalls(runs [][]*breakdown.Step) [][]time.Duration {
 		}
 	}
 	return out
+}
+
+// compareSteps compares the steps of the two sides' runs: the whole step, then each
+// category's exclusive time in kernelclass.Order.
+func compareSteps(base, new [][]*breakdown.Step, opt Options, th *benchmath.Thresholds) (Row, []Row) {
+	row := func(name string, value func(s *breakdown.Step) float64) Row {
+		var b, n [][]float64
+		for _, run := range base {
+			b = append(b, values(run, value))
+		}
+		for _, run := range new {
+			n = append(n, values(run, value))
+		}
+		return compareRow(name, b, n, opt, th)
+	}
+	step := row("whole step", func(s *breakdown.Step) float64 { return float64(s.Wall()) })
+	var cats []Row
+	for _, cat := range kernelclass.Order {
+		cats = append(cats, row(cat.String(), func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }))
+	}
+	return step, cats
 }
 
 func values(steps []*breakdown.Step, value func(s *breakdown.Step) float64) []float64 {
@@ -263,7 +271,6 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.S
 	var launches, kernels, gaps int
 	var phaseSteps []breakdown.Step
 	var excl [kernelclass.NumCategories]time.Duration
-	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
@@ -288,18 +295,6 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.S
 			}
 		}
 		runs = append(runs, run)
-		for _, k := range r.Kernels {
-			if k.NCCL == nil {
-				continue
-			}
-			nc := nccl[*k.NCCL]
-			if nc == nil {
-				nc = &NCCLCount{NCCLKernel: *k.NCCL}
-				nccl[*k.NCCL] = nc
-			}
-			nc.Count += k.Count
-			nc.Total += k.Total
-		}
 	}
 	ss.Steps = len(walls)
 	ss.MedianStep = breakdown.Quantile(walls, 0.5)
@@ -323,31 +318,40 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.S
 		ss.Methods = append(ss.Methods, m)
 	}
 	slices.Sort(ss.Methods)
-	ss.PhaseMix = phaseMix(phaseSteps)
+	ss.PhaseMix = breakdown.PhaseCounts(phaseSteps)
 	if len(phaseSteps) > 0 {
 		ss.PhaseShare = float64(ss.Steps) / float64(len(phaseSteps))
 	}
-	for _, nc := range nccl {
-		ss.NCCL = append(ss.NCCL, *nc)
-	}
-	slices.SortFunc(ss.NCCL, func(a, b NCCLCount) int {
-		return cmp.Compare(a.Op+" "+a.Algo+" "+a.Proto+" "+a.DType, b.Op+" "+b.Algo+" "+b.Proto+" "+b.DType)
-	})
+	ss.NCCL = sideNCCL(s)
 	return ss, runs
 }
 
-func phaseMix(steps []breakdown.Step) string {
-	var n [3]int
-	for _, s := range steps {
-		n[s.Phase]++
-	}
-	var parts []string
-	for _, p := range []breakdown.Phase{breakdown.Prefill, breakdown.Decode, breakdown.Unknown} {
-		if n[p] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
+// sideNCCL totals the NCCL kernels of a side's runs per op, algorithm, protocol and data
+// type, in that order.
+func sideNCCL(s Side) []NCCLCount {
+	nccl := map[kernelclass.NCCLKernel]*NCCLCount{}
+	for _, r := range s.Reports {
+		for _, k := range r.Kernels {
+			if k.NCCL == nil {
+				continue
+			}
+			nc := nccl[*k.NCCL]
+			if nc == nil {
+				nc = &NCCLCount{NCCLKernel: *k.NCCL}
+				nccl[*k.NCCL] = nc
+			}
+			nc.Count += k.Count
+			nc.Total += k.Total
 		}
 	}
-	return strings.Join(parts, ", ")
+	var out []NCCLCount
+	for _, nc := range nccl {
+		out = append(out, *nc)
+	}
+	slices.SortFunc(out, func(a, b NCCLCount) int {
+		return cmp.Compare(a.Op+" "+a.Algo+" "+a.Proto+" "+a.DType, b.Op+" "+b.Algo+" "+b.Proto+" "+b.DType)
+	})
+	return out
 }
 
 func sideWarnings(b, n SideSummary) []error {

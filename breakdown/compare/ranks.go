@@ -4,7 +4,6 @@ import (
 	"golang.org/x/perf/benchmath"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file compares multi-GPU traces rank by rank: pooled ranks hide a change on one rank.
@@ -27,22 +26,8 @@ func compareRanks(base, new Side, phase breakdown.Phase, opt Options, th *benchm
 	}
 	var out []RankComparison
 	for d := 0; d < min(nb, nn); d++ {
-		bruns, nruns := rankRuns(base, phase, d), rankRuns(new, phase, d)
-		row := func(name string, value func(s *breakdown.Step) float64) Row {
-			var b, n [][]float64
-			for _, run := range bruns {
-				b = append(b, values(run, value))
-			}
-			for _, run := range nruns {
-				n = append(n, values(run, value))
-			}
-			return compareRow(name, b, n, opt, th)
-		}
 		rc := RankComparison{Rank: d, BaseDev: int(base.Reports[0].Devices[d].Device), NewDev: int(new.Reports[0].Devices[d].Device)}
-		rc.Step = row("whole step", func(s *breakdown.Step) float64 { return float64(s.Wall()) })
-		for _, cat := range kernelclass.Order {
-			rc.Categories = append(rc.Categories, row(cat.String(), func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }))
-		}
+		rc.Step, rc.Categories = compareSteps(rankRuns(base, phase, d), rankRuns(new, phase, d), opt, th)
 		out = append(out, rc)
 	}
 	return out
