@@ -165,7 +165,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
 		ew.printf("%s\n", TerminalSafe(l))
 	}
-	ew.printf("%s\n\n", TerminalSafe(diffLead(c, "->")))
+	ew.printf("%s\n\n", diffVerdict(c))
 	unit := "step"
 	if c.Options.PerRun {
 		unit = "run (median per step of each run)"

@@ -134,7 +134,7 @@ func diffSides(c *compare.Comparison) *htmlTable {
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
 	out := &htmlDiff{Caveat: diffCaveat}
-	out.Lead = diffLead(c, "→")
+	out.Lead = diffLead(c)
 	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {

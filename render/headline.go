@@ -284,10 +284,22 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	return a
 }
 
-// diffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms -> 11.70ms,
-// -12.2% (p=0.000 n=12+12)"; arrow is "→" in HTML, "->" in text.
-func diffLead(c *compare.Comparison, arrow string) string {
+// diffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms → 11.70ms,
+// -12.2% (p=0.000 n=12+12)", the HTML page's lead.
+func diffLead(c *compare.Comparison) string {
 	r := &c.Step
-	return fmt.Sprintf("%s: %s %s %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))), arrow,
+	return fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
 		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
+}
+
+// diffVerdict is the text diff's line on the step time, e.g. "Decode step median: 13.38ms
+// -> 1.328ms, -90.07%, p=0.000, n=24" (the benchstat table below has the full row).
+func diffVerdict(c *compare.Comparison) string {
+	r := &c.Step
+	n := fmt.Sprintf("n=%d", r.Base.N)
+	if r.Base.N != r.New.N {
+		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
+	}
+	return fmt.Sprintf("%s step median: %s -> %s, %s, p=%.3f, %s", capitalize(c.Phase.String()), breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
+		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), r.P, n)
 }

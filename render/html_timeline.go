@@ -141,7 +141,7 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		title += fmt.Sprintf(", %d ranks on one clock", len(st.Lanes))
 	}
 	sub := joinWords(what) + "; bars: GPU work on its stream by category; grey: device idle; host rows: CUDA calls in flight"
-	b := chartBlock{ID: id, Title: title, Height: 150 + 24*len(lanes), Wide: true, Units: "time", Kind: "timeline"}
+	b := chartBlock{ID: id, Title: title, Height: max(240, 150+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
 	c := charts.NewCustom()
 	c.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
