@@ -11,7 +11,7 @@ REPEAT ?= 1
 .PHONY: build test vet demo bench bigtrace golden fuzz clean
 
 build:
-	$(GO) build -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
+	$(GO) build -buildvcs=auto -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
 
 test:
 	$(GO) test -tags '$(TAGS)' ./...

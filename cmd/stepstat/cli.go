@@ -16,9 +16,6 @@ import (
 	"github.com/stepstat/stepstat/render"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "devel"
-
 // A command is one subcommand: its flags are registered by setup, which returns the
 // function that runs it.
 type command struct {
@@ -119,7 +116,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		mainUsage(stdout)
 		return 0
 	case "version", "--version":
-		fmt.Fprintf(stdout, "stepstat %s\n", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	c := lookup(name)

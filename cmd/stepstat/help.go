@@ -1,15 +1,19 @@
 package main
 
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
 // commandHelp holds each command's long help, shown by 'stepstat help COMMAND'. The README
 // says the same at more length; keep the two in step.
 var commandHelp = map[string]string{
 	"report": `
 Finds the steps of the serving loop on each GPU and accounts every nanosecond of each step
-to one category: gemm, attention, moe_routing, moe_expert, allreduce, collective,
-elementwise, sampling, memory, other, idle. The categories of a step sum exactly to its
-wall time; where streams overlap, the higher-priority category owns the instant
-(allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
-elementwise > other > memory).
+` + categoryHelp() + `
 
 Steps (--steps auto tries these in order): NVTX ranges (TensorRT-LLM, vLLM, or plain
 prefill/decode/step names; nvtx:REGEX for your own), mapped to the GPU work their thread
@@ -41,4 +45,45 @@ Shows what an export holds: nsys and export-schema versions, GPUs with activity,
 time span of GPU activity, every table with its row count, kernel, memcpy and memset
 counts per device, and warnings that matter for analysis (no kernel table, CUDA graphs
 traced at graph level, no NVTX ranges, no GPU activity).`,
+}
+
+// categoryHelp lists the categories (kernelclass.Order) and their priority when streams
+// overlap, wrapped for the help text, from kernelclass itself so that the help never
+// leaves one out.
+func categoryHelp() string {
+	var names []string
+	for _, c := range kernelclass.Order {
+		names = append(names, c.String())
+	}
+	prio := slices.Clone(kernelclass.Order[:])
+	prio = slices.DeleteFunc(prio, func(c kernelclass.Category) bool { return c == kernelclass.Idle })
+	slices.SortStableFunc(prio, func(a, b kernelclass.Category) int { return cmp.Compare(b.Priority(), a.Priority()) })
+	var order []string
+	for _, c := range prio {
+		order = append(order, c.String())
+	}
+	text := "to one category: " + strings.Join(names, ", ") + " (untraced_graph: CUDA graphs traced at graph level, whose kernels have no rows of their own). " +
+		"The categories of a step sum exactly to its wall time; where streams overlap, the higher-priority category owns the instant (" +
+		strings.Join(order, " > ") + ")."
+	return wrap(text, 90)
+}
+
+// wrap breaks text into lines of at most width characters, at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(text) {
+		if i > 0 {
+			if n+1+len(w) > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
