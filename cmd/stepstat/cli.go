@@ -176,8 +176,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stderr, "stepstat: %s\n", oneLine(err.Error()))
+	var de *detailedError
+	if errors.As(err, &de) { // what the user can do about it, indented under the one line
+		for _, d := range de.details {
+			fmt.Fprintf(stderr, "  %s\n", oneLine(d))
+		}
+	}
 	return 1
 }
+
+// A detailedError is an error of one line and lines that explain it (printed indented
+// under it).
+type detailedError struct {
+	err     error
+	details []string
+}
+
+func (e *detailedError) Error() string { return e.err.Error() }
+func (e *detailedError) Unwrap() error { return e.err }
 
 // oneLine keeps an error message on one line, whatever a wrapped error put into it, and
 // escapes control characters (from file names or file contents) so that they cannot drive
