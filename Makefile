@@ -1,4 +1,5 @@
 # One build-tag set everywhere: go-sqlite3's C code is compiled once per tag set.
+SHELL := /bin/bash
 export CGO_ENABLED := 1
 TAGS := sqlite_omit_load_extension
 GO ?= go
@@ -13,8 +14,10 @@ REPEAT ?= 1
 build:
 	$(GO) build -buildvcs=auto -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
 
+# The whole suite; the last line names the tests that skipped and why (no ../shared corpus,
+# no browser), from go test -json read by cmd/testsum.
 test:
-	$(GO) test -tags '$(TAGS)' ./...
+	@set -o pipefail; $(GO) test -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum
 
 golden:
 	$(GO) test -tags '$(TAGS)' ./... -update
