@@ -23,7 +23,7 @@
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
 //     sol.go: the speed-of-light view.
-// 10. timeline.go: the median and the slowest summarised step kept as they ran, for the
+//  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
 //     HTML report's step timeline (one step's rows per device).
 //
 // report.go holds the result types; units.go how a time and a share are written in text.
