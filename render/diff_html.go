@@ -326,7 +326,7 @@ func variantTable(cs []compare.KernelChange, bl, nl string) *htmlTable {
 		return nil
 	}
 	t := &htmlTable{ID: "diff-variants",
-		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families", len(cs)),
+		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families; long names shortened (--format json has them whole)", len(cs)),
 		Head: []htmlCell{cellText("category"), cellNum(bl + " count"), cellNum(nl + " count"), cellText("family"),
 			cellText(bl + " names"), cellText(nl + " names")}}
 	for i, k := range cs {
@@ -346,9 +346,24 @@ func moreNote(n int) string {
 
 func familyCell(f string) htmlCell { return htmlCell{Text: f, Class: "name family"} }
 
-// namesCell holds kernel names one a line.
+// namesCell holds kernel names one a line, each shortened to its head and tail (template
+// names run to thousands of characters; the family beside them is whole, and the JSON has
+// every name whole).
 func namesCell(names []string) htmlCell {
-	return htmlCell{Text: strings.Join(names, "\n"), Class: "name names"}
+	short := make([]string, len(names))
+	for i, n := range names {
+		short[i] = shortVariant(n)
+	}
+	return htmlCell{Text: strings.Join(short, "\n"), Class: "name names"}
+}
+
+// shortVariant keeps the first 64 and the last 32 characters of a name longer than 100.
+func shortVariant(s string) string {
+	r := []rune(s)
+	if len(r) <= 100 {
+		return s
+	}
+	return string(r[:64]) + " … " + string(r[len(r)-32:])
 }
 
 // diffCatsChart: grouped bars, base vs new, of each category's median exclusive time per

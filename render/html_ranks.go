@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -109,7 +110,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	if len(cats) > 6 {
 		catLabels.Rotate = 30
 	}
-	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device; log scale"),
+	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale"),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
@@ -119,12 +120,17 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 		charts.WithYAxisOpts(opts.YAxis{Type: "log"}),
 	)...)
 	cb.SetXAxis(clabels)
+	// Each bar in its category's colour (as in every chart of the page), the devices told
+	// apart by opacity: the first solid, the others lighter; the legend's greys say which.
 	for i := range ds {
+		alpha := float32(math.Max(0.3, 1-0.45*float64(i)))
 		data := make([]opts.BarData, len(cats))
 		for j, c := range cats {
 			data[j].Value = logValue(chartUS(ds[i].Summary.Categories[c].Mean))
+			data[j].ItemStyle = &opts.ItemStyle{Color: categoryColors[c], Opacity: opts.Float(alpha)}
 		}
-		cb.AddSeries(labels[i], data)
+		grey := fmt.Sprintf("rgba(60,60,60,%.2f)", alpha)
+		cb.AddSeries(labels[i], data, charts.WithItemStyleOpts(opts.ItemStyle{Color: grey}))
 	}
 	rankcat, err := newChart(cbBlock, cb)
 	if err != nil {

@@ -20,16 +20,17 @@ import (
 // axis), and the page's script ("timeline" in html.tmpl's bootstrap) draws the rectangles and
 // writes the tooltips, escaping the names. Names are kept once, in the option's "names".
 
-// Host call groups of the host lane, with their colours.
+// Host call groups of the host lane, with their colours (darker than the categories'
+// colours, on rows of their own).
 var hostGroups = []struct {
 	name  string
 	color string
 	kinds []nsys.APIKind
 }{
-	{"launch", "#4e79a7", []nsys.APIKind{nsys.APILaunch}},
-	{"graph launch", "#76b7b2", []nsys.APIKind{nsys.APIGraphLaunch}},
-	{"sync", "#e15759", []nsys.APIKind{nsys.APISync}},
-	{"copy", "#f28e2b", []nsys.APIKind{nsys.APIMemcpy, nsys.APIMemset}},
+	{"launch", "#37474f", []nsys.APIKind{nsys.APILaunch}},
+	{"graph launch", "#00897b", []nsys.APIKind{nsys.APIGraphLaunch}},
+	{"sync", "#c2185b", []nsys.APIKind{nsys.APISync}},
+	{"copy", "#ef6c00", []nsys.APIKind{nsys.APIMemcpy, nsys.APIMemset}},
 }
 
 // idleMark is the colour of the idle gaps drawn across a device's streams.
