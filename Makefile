@@ -14,10 +14,16 @@ REPEAT ?= 1
 build:
 	$(GO) build -buildvcs=auto -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
 
-# The whole suite; the last line names the tests that skipped and why (no ../shared corpus,
-# no browser), from go test -json read by cmd/testsum.
+# Every test (the last line of the first pass names the tests that skipped and why: no
+# ../shared corpus, no browser; cmd/testsum reads go test -json), then again under the race
+# detector the packages whose tests do not measure memory (cmd/stepstat bounds the peak
+# RSS of child runs, which -race multiplies): about 9 minutes more on 2 free cores, mostly
+# breakdown, nsys and render under -race (the timeout leaves room for a loaded machine:
+# breakdown alone passed 10 minutes there).
+NORACE := github.com/stepstat/stepstat/cmd/stepstat
 test:
 	@set -o pipefail; $(GO) test -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum
+	$(GO) test -race -timeout 60m -tags '$(TAGS)' $$($(GO) list ./... | grep -vx '$(NORACE)')
 
 golden:
 	$(GO) test -tags '$(TAGS)' ./... -update

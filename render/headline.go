@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -254,16 +253,28 @@ func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, tot
 	return newMixRow(label, sm)
 }
 
+// maxAnswerChanges is the most changes the diff's first screen lists.
+const maxAnswerChanges = 12
+
 // diffAnswer is the first screen of the diff page: each side's step, the verdict on the
 // step time, the significant changes (categories and findings), and both sides' mean step
 // by category.
 func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (medians per step; significant changes, biggest first)"}
-	big := compare.BiggestChanges(c.Categories)
-	for i := range big {
-		r := &big[i]
-		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: strings.Join(strings.Fields(storyRow(r)), " ")})
+	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
+	for _, it := range c.Story() { // the significant changes of the mean, biggest first
+		if it.Row == &c.Step || it.Row.NotComparable != "" {
+			continue
+		}
+		h := strings.Join(strings.Fields(storyLine(c, it.Row, it.Row.Name)), " ")
+		if len(it.Ranks) > 0 {
+			verb := "differ"
+			if len(it.Ranks) == 1 {
+				verb = "differs"
+			}
+			h += fmt.Sprintf("; %d rank%s %s (see What changed)", len(it.Ranks), plural(len(it.Ranks)), verb)
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: h})
 	}
 	for _, f := range c.Findings {
 		if f.Change == compare.FindingSame {
@@ -271,8 +282,13 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 		}
 		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
 	}
+	if len(a.Findings) > maxAnswerChanges { // the first screen; What changed has every row
+		n := len(a.Findings)
+		a.Findings = append(a.Findings[:maxAnswerChanges-1], htmlFinding{Severity: "change",
+			Headline: fmt.Sprintf("… %d more changes in What changed below", n-maxAnswerChanges+1)})
+	}
 	a.NoFindings = len(a.Findings) == 0
-	a.NoneText = "No category changed significantly."
+	a.NoneText = noChangeLine(c) + "."
 	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
 	if c.Base.Steps > 0 {
 		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
@@ -284,22 +300,17 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	return a
 }
 
-// diffLead is the diff's verdict on the step time, e.g. "Decode step: 13.33ms → 11.70ms,
-// -12.2% (p=0.000 n=12+12)", the HTML page's lead.
-func diffLead(c *compare.Comparison) string {
-	r := &c.Step
-	return fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
-		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
-}
-
-// diffVerdict is the text diff's line on the step time, e.g. "Decode step median: 13.38ms
-// -> 1.328ms, -90.07%, p=0.000, n=24" (the benchstat table below has the full row).
+// diffVerdict is the text diff's line on the step time, the change of the mean per step
+// as the story below tests it, e.g. "Decode step mean: 2.199ms -> 395.2µs, -82.03%, p=0.000,
+// n=12" (the story's first row has the interval).
 func diffVerdict(c *compare.Comparison) string {
 	r := &c.Step
-	n := fmt.Sprintf("n=%d", r.Base.N)
-	if r.Base.N != r.New.N {
-		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
+	test := "no test: n=" + meanN(&r.Mean)
+	if r.NotComparable != "" {
+		test = "not comparable"
+	} else if c.Tested && r.Mean.Tested {
+		test = fmt.Sprintf("p=%.3f, n=%s", r.Mean.P, meanN(&r.Mean))
 	}
-	return fmt.Sprintf("%s step median: %s -> %s, %s, p=%.3f, %s", capitalize(c.Phase.String()), breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
-		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), r.P, n)
+	return fmt.Sprintf("%s step mean: %s -> %s, %s, %s", capitalize(c.Phase.String()), breakdown.FormatDurationF(r.Mean.Base),
+		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), test)
 }

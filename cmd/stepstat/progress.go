@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/stepstat/stepstat/render"
 )
 
 // isTerminal reports whether w is a terminal.
@@ -36,6 +38,7 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 		done   = map[string]int64{}
 		totals = map[string]int64{} // -1: not counted
 	)
+	name := render.TerminalSafe(filepath.Base(path)) // a file name may hold escapes
 	return func(table string, d, total int64) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -71,9 +74,9 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 			what = "done"
 		}
 		if counted && sumTotal > 0 {
-			fmt.Fprintf(o.errOut, "\r%s: %s/%s rows (%.0f%%) %s   ", filepath.Base(path), thousands(sumDone), thousands(sumTotal), 100*float64(sumDone)/float64(sumTotal), what)
+			fmt.Fprintf(o.errOut, "\r%s: %s/%s rows (%.0f%%) %s   ", name, thousands(sumDone), thousands(sumTotal), 100*float64(sumDone)/float64(sumTotal), what)
 		} else {
-			fmt.Fprintf(o.errOut, "\r%s: %s rows %s   ", filepath.Base(path), thousands(sumDone), what)
+			fmt.Fprintf(o.errOut, "\r%s: %s rows %s   ", name, thousands(sumDone), what)
 		}
 		if final {
 			fmt.Fprintln(o.errOut)
