@@ -18,7 +18,8 @@ import (
 // report holds no more of the trace than that.
 
 // MaxTimelineRows bounds the activities, and apart the host calls, kept for one step on one
-// device. A step with more (the whole trace as one step) keeps the first ones and counts the rest.
+// device. A step with more (the whole trace as one step) keeps the first ones and is not
+// read further.
 const MaxTimelineRows = 20000
 
 // A StepTimeline is one summarised step, drawn on every device of the report: with several
@@ -49,8 +50,9 @@ type DeviceTimeline struct {
 	// Calls are the CUDA API calls (launch, graph launch, synchronize, memcpy, memset) of
 	// the processes that run work on the device, in flight during the step, in start order.
 	Calls []TimelineCall
-	// Dropped counts the activities and calls left out beyond MaxTimelineRows.
-	Dropped int
+	// Truncated says that the step holds more than MaxTimelineRows activities or calls:
+	// the first ones are kept (and Gaps cover only the time up to the last kept activity).
+	Truncated bool
 }
 
 // Activity kinds of a TimelineActivity.
@@ -203,13 +205,13 @@ func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration)
 	// Activities that run in the step: those starting in it, and those started before it
 	// and still running.
 	busyTo := s.Start // the end of the work seen so far, for the gaps
-	add := func(a *activity) {
+	add := func(a *activity) bool {
 		if a.end <= s.Start || a.start >= s.End {
-			return
+			return true
 		}
 		if len(dt.Activities) >= MaxTimelineRows {
-			dt.Dropped++
-			return
+			dt.Truncated = true
+			return false
 		}
 		ta := TimelineActivity{Start: a.start, End: a.end, Category: a.cat}
 		switch a.src {
@@ -221,17 +223,12 @@ func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration)
 			ta.Kind, ta.Name, ta.Stream = ActivityGraph, "CUDA graph (traced at graph level)", t.Graphs[a.idx].Stream
 		}
 		dt.Activities = append(dt.Activities, ta)
+		return true
 	}
 	for _, a := range tl.runningAt(s.Start, longest) {
 		add(&a)
 	}
-	tl.eachFrom(s.Start, func(a *activity) bool {
-		if a.start >= s.End {
-			return false
-		}
-		add(a)
-		return true
-	})
+	tl.eachFrom(s.Start, func(a *activity) bool { return a.start < s.End && add(a) })
 	slices.SortStableFunc(dt.Activities, func(a, b TimelineActivity) int { return cmp.Compare(a.Start, b.Start) })
 	for _, a := range dt.Activities {
 		if a.Start > busyTo {
@@ -239,7 +236,7 @@ func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration)
 		}
 		busyTo = max(busyTo, a.End)
 	}
-	if dt.Dropped == 0 && busyTo < s.End {
+	if !dt.Truncated && busyTo < s.End {
 		dt.Gaps = append(dt.Gaps, Span{busyTo, s.End})
 	}
 	// Host calls in flight: started before the step ends and ended after it starts, from
@@ -256,8 +253,8 @@ func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration)
 			continue
 		}
 		if len(dt.Calls) >= MaxTimelineRows {
-			dt.Dropped++
-			continue
+			dt.Truncated = true
+			break
 		}
 		name := ""
 		if int(w.Name) < len(t.APINames) {

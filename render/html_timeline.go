@@ -81,7 +81,11 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 	for li := range st.Lanes {
 		l := &st.Lanes[li]
 		dev := fmt.Sprintf("dev %d", l.Device)
-		what = append(what, fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start)))))
+		w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
+		if l.Truncated {
+			w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
+		}
+		what = append(what, w)
 		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
 		// Host lanes: one per thread with calls, in thread order.
 		var threads []int64
