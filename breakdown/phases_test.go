@@ -46,9 +46,9 @@ func TestCopyPhases(t *testing.T) {
 	})
 	t.Run("continuous batching", func(t *testing.T) {
 		cp := []iterCopies{
-			prompt(512, 1),  // a chunk of a long prompt: prefill
-			prompt(512, 3),  // its last chunk and two prompts: the one before read back one sequence
-			prompt(100, 3),  // a prompt beside the 3 now decoding: mixed
+			prompt(512, 1), // a chunk of a long prompt: prefill
+			prompt(512, 3), // its last chunk and two prompts: the one before read back one sequence
+			prompt(100, 3), // a prompt beside the 3 now decoding: mixed
 			decode(4), decode(4), decode(4),
 			prompt(40, 5), // an arrival beside 4 decoding sequences: mixed
 			decode(5), decode(5), decode(5), decode(5), decode(2),
