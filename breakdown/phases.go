@@ -145,9 +145,9 @@ func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
 // first step with another mix than decode's is its prefill even with decode's attention
 // (continuous batching packs a prompt into the same kernels as decoding).
 //
-// The copies (cp, stepCopies) then tell what the shape cannot: a step whose input copies
-// are promptRatio times its read-back or more (copyPrompts) processes prompt tokens, whatever
-// its kernels. It is a prefill at a request's start; inside a request it is mixed (a prompt
+// On such a device the copies (cp, stepCopies) then tell what the shape cannot: a step whose
+// input copies are promptRatio times its read-back or more (copyPrompts) processes prompt
+// tokens, whatever its kernels. It is a prefill at a request's start; inside a request it is mixed (a prompt
 // chunk beside decoding sequences) when sequences are already generating: it reads back more
 // than the run's smallest read-back (more than the one sequence of its prompt), and the step
 // before it is a decode step, or a prompt step that read back more than the smallest too (a
@@ -182,6 +182,9 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		inferred[i] = steps[i].Phase == Unknown
 	}
 	phasesByShape(steps, shapes, starts, llm)
+	if !llm {
+		return // tokens and sampled sequences: a language model's forwards only
+	}
 	prompt, minOut := copyPrompts(cp)
 	if prompt == nil {
 		return
