@@ -84,10 +84,11 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 		Warnings:  diffWarnings(c),
 		Content:   content,
 	}
-	if err := diffPage.ExecuteTemplate(w, "page", page); err != nil {
+	vw := &validUTF8Writer{w: w} // names may hold bytes that are not UTF-8
+	if err := diffPage.ExecuteTemplate(vw, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	return nil
+	return vw.Flush()
 }
 
 // sideNames returns the labels of the two sides, told apart when they are equal (the

@@ -63,6 +63,9 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	if f.device > math.MaxInt16 {
 		return opt, usagef(cmd, "--device %d: CUDA device ids go up to %d", f.device, math.MaxInt16)
 	}
+	if f.device < -1 { // -2 is a typo, not "every device"
+		return opt, usagef(cmd, "--device %d: want -1 (every device) or a CUDA device id, 0 to %d", f.device, math.MaxInt16)
+	}
 	if f.batch > 1<<30 {
 		return opt, usagef(cmd, "--batch %d: at most %d sequences", f.batch, 1<<30)
 	}
