@@ -1,4 +1,5 @@
 # One build-tag set everywhere: go-sqlite3's C code is compiled once per tag set.
+SHELL := /bin/bash
 export CGO_ENABLED := 1
 TAGS := sqlite_omit_load_extension
 GO ?= go
@@ -11,15 +12,17 @@ REPEAT ?= 1
 .PHONY: build test vet demo bench bigtrace golden fuzz clean
 
 build:
-	$(GO) build -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
+	$(GO) build -buildvcs=auto -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
 
-# Every test, then again under the race detector the packages whose tests do not measure
-# memory (cmd/stepstat bounds the peak RSS of child runs, which -race multiplies): about
-# 9 minutes more on 2 free cores, mostly breakdown, nsys and render under -race (the
-# timeout leaves room for a loaded machine: breakdown alone passed 10 minutes there).
+# Every test (the last line of the first pass names the tests that skipped and why: no
+# ../shared corpus, no browser; cmd/testsum reads go test -json), then again under the race
+# detector the packages whose tests do not measure memory (cmd/stepstat bounds the peak
+# RSS of child runs, which -race multiplies): about 9 minutes more on 2 free cores, mostly
+# breakdown, nsys and render under -race (the timeout leaves room for a loaded machine:
+# breakdown alone passed 10 minutes there).
 NORACE := github.com/stepstat/stepstat/cmd/stepstat
 test:
-	$(GO) test -tags '$(TAGS)' ./...
+	@set -o pipefail; $(GO) test -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum
 	$(GO) test -race -timeout 60m -tags '$(TAGS)' $$($(GO) list ./... | grep -vx '$(NORACE)')
 
 golden:

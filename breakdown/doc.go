@@ -22,11 +22,14 @@
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
-//  7. phases.go: prefill or decode for steps whose detection gave no phase.
+//  7. phases.go: prefill, decode or mixed for steps whose detection gave no phase: by
+//     kernel mix, then by copies (input copies per token against the read-back per sequence).
 //  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
 //     sol.go: the speed-of-light view.
+//  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
+//     HTML report's step timeline (one step's rows per device).
 //
 // report.go holds the result types; units.go how a time and a share are written in text.
 package breakdown

@@ -282,6 +282,9 @@ type Report struct {
 	// Ranks compares the devices: collectives matched across ranks, wait and transfer
 	// time, stragglers and step-time spread. Nil with fewer than two devices.
 	Ranks *RankReport
+	// Timelines are the median and the slowest summarised step as they ran (timeline.go),
+	// for the HTML report; bounded to one step's rows per device.
+	Timelines []StepTimeline
 }
 
 // NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.

@@ -76,6 +76,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
+	rep.Timelines = stepTimelines(t, tls, rep, opt)
 	return rep, nil
 }
 
@@ -175,7 +176,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
-		inferPhases(steps, shapes, starts, len(fwds) >= 2)
+		inferPhases(steps, shapes, starts, len(fwds) >= 2, stepCopies(t, dev, steps, fwds))
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))

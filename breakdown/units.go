@@ -3,6 +3,7 @@ package breakdown
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // This file holds how stepstat writes a time and a share in text: the findings' claims
@@ -14,32 +15,41 @@ func FormatDuration(ns int64) string {
 	return FormatDurationF(float64(ns))
 }
 
-// FormatDurationF is FormatDuration of a fractional number of nanoseconds (a median).
+// FormatDurationF is FormatDuration of a fractional number of nanoseconds (a median). A
+// value that rounds up to 1000 of its unit is written in the next unit: 999.96µs is
+// 1.000ms, never 1000.0µs.
 func FormatDurationF(ns float64) string {
 	neg := ns < 0
 	a := math.Abs(ns)
-	var v float64
-	var unit string
-	switch {
-	case a >= 1e9:
-		v, unit = a/1e9, "s"
-	case a >= 1e6:
-		v, unit = a/1e6, "ms"
-	case a >= 1e3:
-		v, unit = a/1e3, "µs"
-	default:
-		v, unit = a, "ns"
+	units := [...]struct {
+		scale float64
+		name  string
+	}{{1, "ns"}, {1e3, "µs"}, {1e6, "ms"}, {1e9, "s"}}
+	u := 0
+	for u < len(units)-1 && a >= units[u+1].scale {
+		u++
 	}
 	var s string
-	switch {
-	case unit == "ns":
-		s = fmt.Sprintf("%.0f%s", v, unit)
-	case v >= 100:
-		s = fmt.Sprintf("%.1f%s", v, unit)
-	case v >= 10:
-		s = fmt.Sprintf("%.2f%s", v, unit)
-	default:
-		s = fmt.Sprintf("%.3f%s", v, unit)
+	for {
+		v := a / units[u].scale
+		if u == 0 {
+			s = fmt.Sprintf("%.0f", v)
+		} else {
+			// Three decimals under 10, two under 100, one above, judged on the rounded
+			// value (9.9996 is 10.00, not 10.000).
+			for digits := 3; digits >= 1; digits-- {
+				s = fmt.Sprintf("%.*f", digits, v)
+				if r, _ := strconv.ParseFloat(s, 64); digits == 1 || r < []float64{0, 100, 10}[digits-1] {
+					break
+				}
+			}
+		}
+		if r, _ := strconv.ParseFloat(s, 64); r >= 1000 && u < len(units)-1 {
+			u++ // rounded up into the next unit
+			continue
+		}
+		s += units[u].name
+		break
 	}
 	if neg {
 		return "-" + s

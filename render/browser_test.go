@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,16 +138,16 @@ func TestHTMLInBrowser(t *testing.T) {
 		full   bool     // screenshot the whole page (slow on a small machine), not only the charts
 	}
 	cases := []pageCase{
-		{"dense-eager", func(t *testing.T) *breakdown.Report { return demoReport(t) }, []string{"steps-0", "prefill-0", "share-0", "gaps-0", "heat-0"}, true, true},
+		{"dense-eager", func(t *testing.T) *breakdown.Report { return demoReport(t) }, []string{"timeline-median", "timeline-slowest", "steps-0", "share-0", "gaps-0", "heat-0"}, true, true},
 		{"untrusted", func(t *testing.T) *breakdown.Report { return untrustedReport(t) },
-			[]string{"ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, true, false},
+			[]string{"timeline-median", "ranks", "rankcat", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, true, false},
 		{"bucketed-20000", func(t *testing.T) *breakdown.Report { return synthReport(20000, 1) },
-			[]string{"steps-0", "prefill-0", "share-0", "gaps-0", "heat-0"}, false, false},
+			[]string{"steps-0", "share-0", "gaps-0", "heat-0"}, false, false},
 	}
 	public := filepath.Join("..", "..", "shared", "traces", "public", "nsys-ai__mfu_2gpu_before.sqlite")
 	if _, err := os.Stat(public); err == nil {
 		cases = append(cases, pageCase{"two-devices", func(t *testing.T) *breakdown.Report { return traceReport(t, public, breakdown.Options{}) },
-			[]string{"ranks", "rankcat", "rankwait", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
+			[]string{"timeline-median", "timeline-slowest", "ranks", "rankcat", "rankwait", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
 	} else {
 		t.Logf("two-device check skipped: %v", err)
 	}
@@ -159,7 +160,7 @@ func TestHTMLInBrowser(t *testing.T) {
 			}
 			var shots []pageShot // before any tooltip: the first device's charts, the comparison, the page
 			shots = append(shots, pageShot{"charts", chromedp.Screenshot(chromedp.CSS("#device-0 .charts"))})
-			if tc.charts[0] == "ranks" {
+			if slices.Contains(tc.charts, "ranks") {
 				shots = append(shots, pageShot{"compare", chromedp.Screenshot(chromedp.CSS("#compare .charts"))})
 			}
 			if tc.full {

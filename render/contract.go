@@ -453,6 +453,9 @@ type InfoDevice struct {
 	Memset     int    `json:"memset"`
 	GraphExecs int    `json:"graph_execs"`
 	KernelNS   int64  `json:"kernel_ns"`
+	// GraphNS is the summed time of the CUDA graph executions traced at graph level
+	// (their kernels have no rows, so kernel_ns leaves it out).
+	GraphNS int64 `json:"graph_ns"`
 }
 
 // InfoTable is one table and its row count.

@@ -291,6 +291,10 @@ func rowPN(r *compare.Row) string {
 // kernel changes, then numbered warnings.
 func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
+	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
+		ew.printf("%s\n", TerminalSafe(l))
+	}
+	ew.printf("%s\n\n", diffVerdict(c))
 	unit := "step"
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"

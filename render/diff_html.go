@@ -39,6 +39,7 @@ const (
 
 // htmlDiff is the content of a diff page.
 type htmlDiff struct {
+	Answer *htmlAnswer // the first screen (headline.go)
 	// What changed: the rows a side cannot measure, the changes of the mean (with the
 	// ranks that differ and why the views disagree), and for 2+ GPUs each rank's wait and
 	// transfer with the straggler.
@@ -74,15 +75,16 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 	}
 	bl, nl := sideNames(c)
 	page := htmlPage{
-		Title:     "stepstat diff: " + bl + " vs " + nl,
-		Heading:   "stepstat diff: " + bl + " vs " + nl,
-		Generator: "stepstat",
-		EChartsJS: template.JS(opt.EChartsJS),
-		Facts:     diffFacts(c),
-		FactTable: diffSides(c),
-		Config:    diffConfigTable(c, bl, nl),
-		Warnings:  diffWarnings(c),
-		Content:   content,
+		Title:       "stepstat diff: " + bl + " vs " + nl,
+		Heading:     "stepstat diff: " + bl + " vs " + nl,
+		Generator:   "stepstat",
+		EChartsJS:   template.JS(opt.EChartsJS),
+		Facts:       diffFacts(c),
+		FactTable:   diffSides(c),
+		Config:      diffConfigTable(c, bl, nl),
+		ConfigFirst: true,
+		Warnings:    diffWarnings(c),
+		Content:     content,
 	}
 	vw := &validUTF8Writer{w: w} // names may hold bytes that are not UTF-8
 	if err := diffPage.ExecuteTemplate(vw, "page", page); err != nil {
@@ -147,6 +149,7 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	out.NotComparable = notComparableTable(c)
 	out.Story = storyTable(c, bl, nl)
 	out.RankWait = diffRankWaitTable(c)
+	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {
 		return nil, err
@@ -462,7 +465,7 @@ func variantTable(cs []compare.KernelChange, bl, nl string) *htmlTable {
 		return nil
 	}
 	t := &htmlTable{ID: "diff-variants",
-		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families", len(cs)),
+		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families; long names shortened (--format json has them whole)", len(cs)),
 		Head: []htmlCell{cellText("category"), cellNum(bl + " count"), cellNum(nl + " count"), cellText("family"),
 			cellText(bl + " names"), cellText(nl + " names")}}
 	for i, k := range cs {
@@ -482,9 +485,24 @@ func moreNote(n int) string {
 
 func familyCell(f string) htmlCell { return htmlCell{Text: f, Class: "name family"} }
 
-// namesCell holds kernel names one a line.
+// namesCell holds kernel names one a line, each shortened to its head and tail (template
+// names run to thousands of characters; the family beside them is whole, and the JSON has
+// every name whole).
 func namesCell(names []string) htmlCell {
-	return htmlCell{Text: strings.Join(names, "\n"), Class: "name names"}
+	short := make([]string, len(names))
+	for i, n := range names {
+		short[i] = shortVariant(n)
+	}
+	return htmlCell{Text: strings.Join(short, "\n"), Class: "name names"}
+}
+
+// shortVariant keeps the first 64 and the last 32 characters of a name longer than 100.
+func shortVariant(s string) string {
+	r := []rune(s)
+	if len(r) <= 100 {
+		return s
+	}
+	return string(r[:64]) + " … " + string(r[len(r)-32:])
 }
 
 // diffCatsChart: grouped bars, base vs new, of each category's mean exclusive time per

@@ -39,21 +39,6 @@ func findingHeadline(f *findings.Finding) string {
 		breakdown.FormatDuration(int64(f.Step)), breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
 }
 
-// textFindings writes a device's findings under its summary.
-func textFindings(ew *errWriter, fs []findings.Finding) {
-	if len(fs) == 0 {
-		ew.printf("Findings: none (no rule of README \"Findings\" holds)\n")
-		return
-	}
-	ew.printf("Findings (means per step, most time at stake first):\n")
-	for i := range fs {
-		f := &fs[i]
-		ew.printf("  %d. %s\n", i+1, findingHeadline(f))
-		ew.printf("     %s\n", f.Claim)
-		ew.printf("     try: %s\n", findingSuggestion(f))
-	}
-}
-
 // findingSuggestion is the finding's suggestion, with the stepstat flags that act on it
 // (breakdown words suggestions without this front end's flags).
 func findingSuggestion(f *findings.Finding) string {

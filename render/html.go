@@ -75,13 +75,19 @@ func pageWith(name string) *template.Template {
 type htmlPage struct {
 	Title     string
 	Heading   string
+	Source    string // the trace (or the two traces) under the heading
 	Generator string
 	EChartsJS template.JS
+	// Facts, FactTable and Config are folded at the end of the page ("about"): the first
+	// screen is the answer.
 	Facts     []htmlFact
 	FactTable *htmlTable // e.g. one row per device: GPU, step method, steps found
 	Config    *htmlTable // the run configuration (report) or the knobs that changed (diff); nil when none
-	Warnings  []string
-	Content   any // the data of the "content" block
+	Warnings  []string   // folded under one line at the top
+	// ConfigFirst shows Config under the heading, not folded: a diff's changed knobs are
+	// part of its answer.
+	ConfigFirst bool
+	Content     any // the data of the "content" block
 }
 
 // htmlFact is one labelled line of the page header.
@@ -95,6 +101,7 @@ type htmlTable struct {
 	Head    []htmlCell
 	Rows    []htmlRow
 	Note    string // a line under the table
+	Class   string // "wide": many columns, set tight
 }
 
 // htmlRow is a table row. A row with a Span holds one cell spanning Span columns (a note).
@@ -213,7 +220,8 @@ func HTML(w io.Writer, r *findings.Report, opt HTMLOptions) error {
 	}
 	page := htmlPage{
 		Title:     "stepstat: " + filepath.Base(r.Path),
-		Heading:   "stepstat report",
+		Heading:   "stepstat report: " + filepath.Base(r.Path),
+		Source:    r.Path,
 		Generator: "stepstat",
 		EChartsJS: template.JS(opt.EChartsJS),
 		Facts:     reportFacts(r.Report),
@@ -233,12 +241,13 @@ func HTML(w io.Writer, r *findings.Report, opt HTMLOptions) error {
 
 // htmlReport is the content of a report page.
 type htmlReport struct {
-	// Findings of every device, each device's most time at stake first; at the top of the page.
-	Findings   []htmlFinding
-	NoFindings bool // no rule holds on any device
-	Devices    []htmlDevice
-	Ranks      []chartBlock // several devices: step time and category medians per device
-	RankTable  *htmlTable
+	// Answer is the first screen: headline, limiter, findings, the mean step by category.
+	Answer *htmlAnswer
+	// Timelines draw the median and the slowest step on a time axis.
+	Timelines []chartBlock
+	Devices   []htmlDevice
+	Ranks     []chartBlock // several devices: step time and category medians per device
+	RankTable *htmlTable
 	// RankWait (several devices with matched collectives): wait vs transfer per rank.
 	RankWait  *htmlTable
 	RankLines []string // alignment, spread and straggler lines
@@ -318,16 +327,11 @@ type htmlFinding struct {
 }
 
 func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
-	out := &htmlReport{}
-	for i := range r.Devices {
-		fs := r.Findings[i]
-		for k := range fs {
-			f := &fs[k]
-			out.Findings = append(out.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[i].Device),
-				Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
-		}
+	out := &htmlReport{Answer: reportAnswer(r)}
+	var err error
+	if out.Timelines, err = timelineCharts(r.Report); err != nil {
+		return nil, err
 	}
-	out.NoFindings = len(out.Findings) == 0
 	for i := range r.Devices {
 		d, err := newHTMLDevice(&r.Devices[i])
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -94,10 +95,10 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 			break
 		}
 	}
-	t := &htmlTable{ID: fmt.Sprintf("steptable-%d", d.Device), Caption: "Every step: exclusive time by category"}
+	t := &htmlTable{ID: fmt.Sprintf("steptable-%d", d.Device), Caption: "Every step: exclusive time by category", Class: "wide"}
 	t.Head = []htmlCell{cellNum("step"), cellText("phase"), cellNum("offset"), cellNum("wall")}
 	for _, c := range cats {
-		t.Head = append(t.Head, cellNum(c.String()))
+		t.Head = append(t.Head, cellNum(breakable(c.String())))
 	}
 	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"))
 	if hasLabel {
@@ -247,7 +248,7 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 	if err := add(stepsChart(d, main, len(pre), false)); err != nil {
 		return nil, err
 	}
-	if len(pre) > 0 {
+	if len(pre) > 1 { // one prefill step is a bar alone: the step table has it
 		if err := add(stepsChart(d, pre, 0, true)); err != nil {
 			return nil, err
 		}
@@ -305,7 +306,12 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	}
 	if prefillApart > 0 {
 		if prefillApart == 1 {
-			sub += "; the prefill step is on its own scale in the next chart"
+			for i := range d.Steps {
+				if d.Steps[i].Phase == breakdown.Prefill {
+					sub += fmt.Sprintf("; the prefill step (step %d, %s) is left out: the step table has it", d.Steps[i].Index, breakdown.FormatDuration(int64(d.Steps[i].Wall())))
+					break
+				}
+			}
 		} else {
 			sub += fmt.Sprintf("; the %d prefill steps are on their own scale in the next chart", prefillApart)
 		}
@@ -396,7 +402,7 @@ func gridBottom(n int) string {
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	title := "Share of the mean " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps; log scale", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
@@ -418,7 +424,7 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "64", Bottom: "24", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
+		charts.WithXAxisOpts(opts.XAxis{Type: "log", AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 	)...)
 	bar.SetXAxis(labels)
@@ -441,7 +447,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	times := make([]opts.BarData, breakdown.NumGapSizes)
 	labels := make([]string, breakdown.NumGapSizes)
 	for i := range breakdown.NumGapSizes {
-		labels[i] = breakdown.GapSizeNames[i]
+		labels[i] = gapSizeLabels[i]
 		counts[i].Value = chartRound2(float64(g.Sizes[i]) / n)
 		times[i].Value = math.Round(float64(g.SizeNS[i])/n) / 1e3
 	}
@@ -556,3 +562,7 @@ func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart i
 			"inRange": map[string]any{"color": []string{"#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"}}}}
 	})
 }
+
+// breakable lets a heading such as "untraced_graph" break after its underscores (a zero-width
+// space), so that a table of many category columns fits the page.
+func breakable(s string) string { return strings.ReplaceAll(s, "_", "_\u200b") }

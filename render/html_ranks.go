@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -15,26 +16,37 @@ import (
 // the rank charts of a multi-GPU trace. html.go holds the page shell.
 
 // rankTable compares the devices: the step's median, p10, p90 and mean, and the categories'
-// means per step, which add up to the mean.
+// means per step, which add up to the mean. One column per device and a row per statistic,
+// so that many categories make the table longer, not wider.
 func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 	cats := rankCategories(ds)
 	t := &htmlTable{ID: "ranktable", Caption: "Per device: " + phaseWhat(&ds[0].Summary) +
-		" time; categories as mean per step (they add up to the mean column)",
-		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellNum("median"), cellNum("p10"), cellNum("p90"), cellNum("mean")}}
-	for _, c := range cats {
-		t.Head = append(t.Head, cellNum(c.String()))
-	}
+		" time; categories as mean per step (they add up to the mean row)",
+		Head: []htmlCell{cellText("")}}
 	for i := range ds {
-		d := &ds[i]
-		sm := &d.Summary
-		cells := []htmlCell{cellNum(strconv.Itoa(int(d.Device))), cellName(gpuName(d.GPU)), cellNum(strconv.Itoa(sm.Steps)),
-			cellNum(breakdown.FormatDuration(int64(sm.Median))), cellNum(breakdown.FormatDuration(int64(sm.P10))), cellNum(breakdown.FormatDuration(int64(sm.P90))),
-			cellNum(breakdown.FormatDuration(int64(sm.Mean)))}
-		for _, c := range cats {
-			cells = append(cells, cellNum(breakdown.FormatDuration(int64(sm.Categories[c].Mean))))
-		}
-		t.Rows = append(t.Rows, htmlRow{Cells: cells})
+		t.Head = append(t.Head, cellNum(fmt.Sprintf("device %d", ds[i].Device)))
 	}
+	row := func(label htmlCell, class string, f func(d *breakdown.DeviceReport) htmlCell) {
+		r := htmlRow{Class: class, Cells: []htmlCell{label}}
+		for i := range ds {
+			r.Cells = append(r.Cells, f(&ds[i]))
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	dur := func(f func(sm *breakdown.Summary) time.Duration) func(d *breakdown.DeviceReport) htmlCell {
+		return func(d *breakdown.DeviceReport) htmlCell {
+			return cellNum(breakdown.FormatDuration(int64(f(&d.Summary))))
+		}
+	}
+	row(cellText("GPU"), "", func(d *breakdown.DeviceReport) htmlCell { return htmlCell{Text: gpuName(d.GPU), Class: "num"} })
+	row(cellText("steps"), "", func(d *breakdown.DeviceReport) htmlCell { return cellNum(strconv.Itoa(d.Summary.Steps)) })
+	row(cellText("median"), "", dur(func(sm *breakdown.Summary) time.Duration { return sm.Median }))
+	row(cellText("p10"), "", dur(func(sm *breakdown.Summary) time.Duration { return sm.P10 }))
+	row(cellText("p90"), "", dur(func(sm *breakdown.Summary) time.Duration { return sm.P90 }))
+	for _, c := range cats {
+		row(catCell(c), "", dur(func(sm *breakdown.Summary) time.Duration { return sm.Categories[c].Mean }))
+	}
+	row(cellText("mean"), "total", dur(func(sm *breakdown.Summary) time.Duration { return sm.Mean }))
 	return t
 }
 
@@ -98,20 +110,27 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	if len(cats) > 6 {
 		catLabels.Rotate = 30
 	}
-	cb.SetGlobalOptions(append(cbBlock.globalOpts("grouped by category, one bar per device"),
+	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale"),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: catLabels}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
+		// A log axis: idle or a collective wait of milliseconds beside kernels of
+		// microseconds would leave only the largest bars visible on a linear one.
+		charts.WithYAxisOpts(opts.YAxis{Type: "log"}),
 	)...)
 	cb.SetXAxis(clabels)
+	// Each bar in its category's colour (as in every chart of the page), the devices told
+	// apart by opacity: the first solid, the others lighter; the legend's greys say which.
 	for i := range ds {
+		alpha := float32(math.Max(0.3, 1-0.45*float64(i)))
 		data := make([]opts.BarData, len(cats))
 		for j, c := range cats {
-			data[j].Value = chartUS(ds[i].Summary.Categories[c].Mean)
+			data[j].Value = logValue(chartUS(ds[i].Summary.Categories[c].Mean))
+			data[j].ItemStyle = &opts.ItemStyle{Color: categoryColors[c], Opacity: opts.Float(alpha)}
 		}
-		cb.AddSeries(labels[i], data)
+		grey := fmt.Sprintf("rgba(60,60,60,%.2f)", alpha)
+		cb.AddSeries(labels[i], data, charts.WithItemStyleOpts(opts.ItemStyle{Color: grey}))
 	}
 	rankcat, err := newChart(cbBlock, cb)
 	if err != nil {
@@ -184,4 +203,12 @@ func rankBarOpts(b chartBlock, subtitle string) []charts.GlobalOpts {
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
 	)
+}
+
+// logValue is v for a log axis: "-" (no bar) for zero, which a log axis cannot place.
+func logValue(v float64) any {
+	if v <= 0 {
+		return "-"
+	}
+	return v
 }

@@ -260,7 +260,7 @@ func TestHTMLUntrusted(t *testing.T) {
 	for _, m := range charts {
 		ids = append(ids, m[1])
 	}
-	if want := "ranks rankcat steps-0 share-0 gaps-0 heat-0 steps-1 share-1 gaps-1 heat-1"; strings.Join(ids, " ") != want {
+	if want := "timeline-median ranks rankcat steps-0 share-0 gaps-0 heat-0 steps-1 share-1 gaps-1 heat-1"; strings.Join(ids, " ") != want {
 		t.Errorf("charts %q, want %q", strings.Join(ids, " "), want)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
@@ -39,6 +40,7 @@ func NewInfo(t *nsys.Trace) *Info {
 	}
 	for _, g := range t.Graphs {
 		byDev[g.Device].GraphExecs++
+		byDev[g.Device].GraphNS += int64(g.End - g.Start)
 	}
 	for _, tb := range t.Tables {
 		in.Tables = append(in.Tables, InfoTable{tb.Name, tb.Rows})
@@ -75,15 +77,34 @@ func InfoText(w io.Writer, in *Info) error {
 		tw.printf("GPU span: %s (%d .. %d ns)\n", breakdown.FormatDuration(in.DurationNS), in.StartNS, in.EndNS)
 	}
 	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
-	tw.printf("\n%6s  %8s  %8s  %6s  %6s  %11s  %s\n", "device", "kernels", "time", "memcpy", "memset", "graph execs", "gpu")
+	// "GPU time" is kernel time plus the time of graph executions traced at graph level,
+	// whose kernels have no rows: a CUDA-graph capture's work is mostly the latter.
+	tw.printf("\n%6s  %8s  %11s  %9s  %6s  %6s  %s\n", "device", "kernels", "graph execs", "GPU time", "memcpy", "memset", "gpu")
 	for _, d := range in.Devices {
-		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, breakdown.FormatDuration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, TerminalSafe(orNA(d.GPU)))
+		tw.printf("%6d  %8d  %11d  %9s  %6d  %6d  %s\n", d.Device, d.Kernels, d.GraphExecs, breakdown.FormatDuration(d.KernelNS+d.GraphNS), d.Memcpy, d.Memset, TerminalSafe(orNA(d.GPU)))
 	}
+	tw.printf("%6s  GPU time = kernel time + graph replays traced at graph level (whose kernels have no rows)\n", "")
 	if len(in.Devices) == 0 {
 		tw.printf("%6s  (no GPU activity)\n", "-")
 	}
 	tw.printf("\n%10s  %s\n", "rows", "table")
+	// The export's constant tables (ENUM_*) take one line, where the first of them sorts.
+	enums, enumRows := 0, int64(0)
 	for _, tb := range in.Tables {
+		if strings.HasPrefix(tb.Name, "ENUM_") {
+			enums++
+			enumRows += max(tb.Rows, 0)
+		}
+	}
+	shown := false
+	for _, tb := range in.Tables {
+		if strings.HasPrefix(tb.Name, "ENUM_") {
+			if !shown {
+				tw.printf("%10d  ENUM_* (%d tables of the export's constants; --format json lists each)\n", enumRows, enums)
+				shown = true
+			}
+			continue
+		}
 		tw.printf("%10d  %s\n", tb.Rows, TerminalSafe(tb.Name))
 	}
 	for i, wn := range in.Warnings {

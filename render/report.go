@@ -52,6 +52,8 @@ type TextOptions struct {
 // sentences, top kernels and warnings.
 func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 	ew := &errWriter{w: w}
+	textHeadline(ew, r)
+	ew.printf("\n")
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
 	if s := configLine(r.Config); s != "" {
@@ -161,7 +163,6 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 	if s := solLine(d); s != "" {
 		ew.printf("%s\n", s)
 	}
-	textFindings(ew, r.Findings[di])
 }
 
 // summaryLead is the line over the decode table: the distribution of the whole step
@@ -204,14 +205,19 @@ func summaryCaption(sm *breakdown.Summary) string {
 		phaseWhat(sm), breakdown.FormatDuration(int64(sm.Mean)))
 }
 
-// idleLine describes the idle gaps of a summary in one line.
+// gapSizeLabels are the gap-size classes as text and charts write them (the JSON keys are
+// breakdown.GapSizeNames, which the contract fixes).
+var gapSizeLabels = [breakdown.NumGapSizes]string{"<10µs", "10-100µs", "100µs-1ms", ">1ms"}
+
+// idleLine describes the idle gaps of a summary in one line: per step, the gaps and the
+// idle time of each gap size, and what the host did meanwhile.
 func idleLine(sm *breakdown.Summary) string {
 	g := &sm.Gaps
 	n := float64(max(sm.Steps, 1))
 	var sizes []string
-	for i, name := range breakdown.GapSizeNames {
+	for i, name := range gapSizeLabels {
 		if g.Sizes[i] > 0 {
-			sizes = append(sizes, fmt.Sprintf("%s %.1f", name, float64(g.Sizes[i])/n))
+			sizes = append(sizes, fmt.Sprintf("%s %.1f gaps = %s", name, float64(g.Sizes[i])/n, breakdown.FormatDurationF(float64(g.SizeNS[i])/n)))
 		}
 	}
 	var host []string
@@ -223,7 +229,7 @@ func idleLine(sm *breakdown.Summary) string {
 	if g.Count == 0 {
 		return "Idle: no gaps"
 	}
-	return fmt.Sprintf("Idle: %.1f gaps/step, %s/step (%s); the launching threads meanwhile: %s",
+	return fmt.Sprintf("Idle: %.1f gaps/step, %s/step (per step by gap size: %s); the launching threads meanwhile: %s",
 		sm.GapsPerStep, breakdown.FormatDuration(int64(g.Total)/int64(n)), strings.Join(sizes, ", "), strings.Join(host, ", "))
 }
 

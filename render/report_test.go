@@ -232,22 +232,24 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 		}
 	}
 	if len(r.Devices) > 1 {
+		// One column per device; the category rows (with a category swatch) add up to the
+		// last row, the mean.
 		rt := rankTable(r.Devices)
-		mean := -1
-		for i, h := range rt.Head {
-			if h.Text == "mean" {
-				mean = i
-			}
+		last := rt.Rows[len(rt.Rows)-1]
+		if last.Cells[0].Text != "mean" {
+			t.Fatalf("%s: the rank table's last row is %q, want the mean", where, last.Cells[0].Text)
 		}
-		if mean < 0 {
-			t.Fatalf("%s: rank table has no mean column: %v", where, rt.Head)
-		}
-		for _, row := range rt.Rows {
+		for col := 1; col < len(rt.Head); col++ {
 			var parts []string
-			for _, c := range row.Cells[mean+1:] {
-				parts = append(parts, c.Text)
+			for _, row := range rt.Rows {
+				if strings.HasPrefix(row.Cells[0].Class, "cat ") {
+					parts = append(parts, row.Cells[col].Text)
+				}
 			}
-			checkAddsUp(t, where+" HTML rank table device "+row.Cells[0].Text, parts, row.Cells[mean].Text)
+			if len(parts) == 0 {
+				t.Fatalf("%s: rank table without category rows", where)
+			}
+			checkAddsUp(t, where+" HTML rank table "+rt.Head[col].Text, parts, last.Cells[col].Text)
 		}
 	}
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/stepstat/stepstat/render"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "devel"
-
 // A command is one subcommand: its flags are registered by setup, which returns the
 // function that runs it.
 type command struct {
@@ -119,7 +116,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		mainUsage(stdout)
 		return 0
 	case "version", "--version":
-		fmt.Fprintf(stdout, "stepstat %s\n", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	}
 	c := lookup(name)
@@ -179,8 +176,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stderr, "stepstat: %s\n", oneLine(err.Error()))
+	var de *detailedError
+	if errors.As(err, &de) { // what the user can do about it, indented under the one line
+		for _, d := range de.details {
+			fmt.Fprintf(stderr, "  %s\n", oneLine(d))
+		}
+	}
 	return 1
 }
+
+// A detailedError is an error of one line and lines that explain it (printed indented
+// under it).
+type detailedError struct {
+	err     error
+	details []string
+}
+
+func (e *detailedError) Error() string { return e.err.Error() }
+func (e *detailedError) Unwrap() error { return e.err }
 
 // oneLine keeps an error message on one line, whatever a wrapped error put into it, and
 // escapes control characters (from file names, file contents or flag values) through

@@ -227,9 +227,53 @@ func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache b
 		return nil, err
 	}
 	if !t.HasGPUActivity() {
-		return nil, &nsys.Error{Path: path, Err: nsys.ErrNoGPUActivity}
+		return nil, &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
 	}
 	return t, nil
+}
+
+// noGPUActivity explains a trace without GPU work: what nsys recorded (its warnings and
+// errors, the processes they name or that called CUDA), and how to capture a server whose
+// GPU work runs in child processes: the error is the one line, the rest its details.
+func noGPUActivity(ctx context.Context, path string, t *nsys.Trace) error {
+	var lines []string
+	if rec, err := nsys.ReadRecorded(ctx, path); err == nil { // a .nsys-rep input: its export is gone, say the rest
+		if len(rec.Processes) > 0 {
+			var ps []string
+			for _, p := range rec.Processes {
+				s := fmt.Sprintf("%s (pid %d)", orUnnamed(p.Name), p.PID)
+				if p.CUDACall {
+					s += " with CUDA calls"
+				}
+				ps = append(ps, s)
+			}
+			lines = append(lines, "nsys saw: "+strings.Join(ps, ", "))
+		}
+		for _, d := range rec.Diagnostics {
+			s := fmt.Sprintf("nsys %s: %s", strings.ToLower(d.Severity), d.Text)
+			if len(d.PIDs) > 0 {
+				var ps []string
+				for _, p := range d.PIDs {
+					ps = append(ps, strconv.FormatInt(p, 10))
+				}
+				s += " (pid " + strings.Join(ps, ", ") + ")"
+			}
+			lines = append(lines, s)
+		}
+	}
+	if len(t.APICalls) > 0 {
+		lines = append(lines, fmt.Sprintf("the trace has %d CUDA API calls but no GPU work: the work may have run in processes nsys did not trace", len(t.APICalls)))
+	}
+	lines = append(lines, "servers that run their GPU work in child processes (vLLM's engine core and workers, SGLang's schedulers, torch.multiprocessing) need the whole process tree traced: "+
+		"nsys profile -t cuda,nvtx --trace-fork-before-exec=true --cuda-graph-trace=node -o out <server command>, and profile long enough for the workers to start (-y/--delay, --duration); or profile one worker process")
+	return &detailedError{err: nsys.ErrNoGPUActivity, details: lines}
+}
+
+func orUnnamed(s string) string {
+	if s == "" {
+		return "unnamed"
+	}
+	return s
 }
 
 // writeOutput writes through fn to path ("" or "-" is stdout). Nothing is written

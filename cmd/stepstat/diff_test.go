@@ -266,8 +266,9 @@ func TestDiffRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	first := strings.SplitN(two, "\n\n", 3)
-	if len(first) < 3 || !strings.HasPrefix(first[1], "Cannot test: one sample per run, 2 on eager and 2 on graph") {
+	// The answer (each side's step, the verdict), the header, then the notice.
+	first := strings.SplitN(two, "\n\n", 4)
+	if len(first) < 4 || !strings.HasPrefix(first[2], "Cannot test: one sample per run, 2 on eager and 2 on graph") {
 		t.Errorf("2 runs a side: the first paragraph after the header is not the cannot-test notice:\n%s", two)
 	}
 	if strings.Contains(two, "(p=") || strings.Contains(two, "use --unit run") {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // commandHelp holds each command's long help, shown by 'stepstat help COMMAND'. The README
@@ -11,11 +14,7 @@ import (
 var commandHelp = map[string]string{
 	"report": `
 Finds the steps of the serving loop on each GPU and accounts every nanosecond of each step
-to one category: gemm, attention, moe_routing, moe_expert, allreduce, collective,
-elementwise, sampling, memory, other, idle. The categories of a step sum exactly to its
-wall time; where streams overlap, the higher-priority category owns the instant
-(allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
-elementwise > other > memory).
+` + categoryHelp() + `
 
 ` + wrap("Steps (--steps auto tries these in order): "+breakdown.StepMethodsHelp(), 90) + `
 
@@ -53,6 +52,27 @@ Shows what an export holds: nsys and export-schema versions, GPUs with activity,
 time span of GPU activity, every table with its row count, kernel, memcpy and memset
 counts per device, and warnings that matter for analysis (no kernel table, CUDA graphs
 traced at graph level, no NVTX ranges, no GPU activity).`,
+}
+
+// categoryHelp lists the categories (kernelclass.Order) and their priority when streams
+// overlap, wrapped for the help text, from kernelclass itself so that the help never
+// leaves one out.
+func categoryHelp() string {
+	var names []string
+	for _, c := range kernelclass.Order {
+		names = append(names, c.String())
+	}
+	prio := slices.Clone(kernelclass.Order[:])
+	prio = slices.DeleteFunc(prio, func(c kernelclass.Category) bool { return c == kernelclass.Idle })
+	slices.SortStableFunc(prio, func(a, b kernelclass.Category) int { return cmp.Compare(b.Priority(), a.Priority()) })
+	var order []string
+	for _, c := range prio {
+		order = append(order, c.String())
+	}
+	text := "to one category: " + strings.Join(names, ", ") + " (untraced_graph: CUDA graphs traced at graph level, whose kernels have no rows of their own). " +
+		"The categories of a step sum exactly to its wall time; where streams overlap, the higher-priority category owns the instant (" +
+		strings.Join(order, " > ") + ")."
+	return wrap(text, 90)
 }
 
 // wrap breaks text into lines of at most width bytes at spaces.

@@ -216,7 +216,7 @@ func TestProgressNameEscaped(t *testing.T) {
 	cb := progressFor("dir/in\x1b[2J\x9b\xff.sqlite", &stdio{errOut: &errOut}, true)
 	cb("CUPTI_ACTIVITY_KIND_KERNEL", 2<<20, 2<<20)
 	got := errOut.String()
-	if want := "\r" + `in\x1b[2J\x9b\xff.sqlite: CUPTI_ACTIVITY_KIND_KERNEL 2097152/2097152 rows (100%)` + "   \n"; got != want {
+	if want := "\r" + `in\x1b[2J\x9b\xff.sqlite: 2,097,152/2,097,152 rows (100%) done` + "   \n"; got != want {
 		t.Errorf("progress line %q, want %q", got, want)
 	}
 }

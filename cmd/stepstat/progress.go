@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,38 +21,87 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progressFor returns the reader's progress callback: a line on stderr, rewritten in
-// place, for tables of over a million rows, when stderr is a terminal or force is set.
+// progressFor returns the reader's progress callback: one line on stderr, rewritten in
+// place, once over a million rows are read, when stderr is a terminal or force is set.
+// The reader reads tables at once from two goroutines and reports each on its own; the
+// line sums them (rows read of every table so far over their row counts), so that the
+// total only grows as tables start and never flips from one table's count to another's.
 func progressFor(path string, o *stdio, force bool) func(table string, done, total int64) {
 	if !force && !isTerminal(o.errOut) {
 		return nil
 	}
 	var (
-		mu    sync.Mutex // the reader reports from two goroutines at once
-		last  time.Time
-		shown bool
+		mu     sync.Mutex
+		last   time.Time
+		shown  bool
+		tables []string
+		done   = map[string]int64{}
+		totals = map[string]int64{} // -1: not counted
 	)
 	name := render.TerminalSafe(filepath.Base(path)) // a file name may hold escapes
-	return func(table string, done, total int64) {
+	return func(table string, d, total int64) {
 		mu.Lock()
 		defer mu.Unlock()
-		if done < 1<<20 && !shown {
+		if _, ok := done[table]; !ok {
+			tables = append(tables, table)
+		}
+		done[table], totals[table] = d, total
+		var sumDone, sumTotal int64
+		counted := true
+		var reading []string
+		for _, t := range tables {
+			sumDone += done[t]
+			if totals[t] < 0 {
+				counted = false
+			} else {
+				sumTotal += totals[t]
+			}
+			if totals[t] < 0 || done[t] < totals[t] {
+				reading = append(reading, t)
+			}
+		}
+		if sumDone < 1<<20 && !shown {
 			return
 		}
 		now := time.Now()
-		final := total >= 0 && done >= total
-		if !final && now.Sub(last) < 200*time.Millisecond {
+		final := len(reading) == 0
+		if !final && now.Sub(last) < progressEvery {
 			return
 		}
 		last, shown = now, true
-		if total > 0 {
-			fmt.Fprintf(o.errOut, "\r%s: %s %d/%d rows (%.0f%%)   ", name, render.TerminalSafe(table), done, total, 100*float64(done)/float64(total))
+		what := strings.Join(reading, ", ")
+		if what == "" {
+			what = "done"
+		}
+		if counted && sumTotal > 0 {
+			fmt.Fprintf(o.errOut, "\r%s: %s/%s rows (%.0f%%) %s   ", name, thousands(sumDone), thousands(sumTotal), 100*float64(sumDone)/float64(sumTotal), what)
 		} else {
-			fmt.Fprintf(o.errOut, "\r%s: %s %d rows   ", name, render.TerminalSafe(table), done)
+			fmt.Fprintf(o.errOut, "\r%s: %s rows %s   ", name, thousands(sumDone), what)
 		}
 		if final {
 			fmt.Fprintln(o.errOut)
 			shown = false
 		}
 	}
+}
+
+// progressEvery is the least time between two progress lines.
+var progressEvery = 200 * time.Millisecond
+
+// thousands writes n with commas between groups of three digits: 9,100,865.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

@@ -1,0 +1,169 @@
+package nsys
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Recorded is what an export says about its capture besides the GPU work: nsys's own
+// diagnostics (its warnings and errors: "No CUDA events collected. Does the process use
+// CUDA?") and the processes they are about. Front ends use it to explain a trace without
+// GPU activity; Open does not read it.
+type Recorded struct {
+	Diagnostics []Diagnostic // warnings and errors, in time order; repeated texts once
+	// Processes are the processes the diagnostics name or that made CUDA API calls, by pid.
+	Processes []RecordedProcess
+}
+
+// A Diagnostic is one warning or error of DIAGNOSTIC_EVENT.
+type Diagnostic struct {
+	Severity string // "Warning" or "Error"
+	Text     string
+	PIDs     []int64 // the processes it was reported for (pid), when known
+}
+
+// A RecordedProcess is a process of the PROCESSES table.
+type RecordedProcess struct {
+	PID      int64
+	Name     string
+	CUDACall bool // it made CUDA runtime or driver calls
+}
+
+// maxDiagnostics bounds the distinct diagnostic texts kept.
+const maxDiagnostics = 20
+
+// ReadRecorded reads the diagnostics and processes of the export at path, read-only. A
+// table the export lacks gives none of its rows, not an error.
+func ReadRecorded(ctx context.Context, path string) (*Recorded, error) {
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
+	d, err := dsn(path)
+	if err != nil {
+		return nil, &Error{path, err}
+	}
+	db, err := sql.Open("sqlite3", d)
+	if err != nil {
+		return nil, &Error{path, err}
+	}
+	defer db.Close()
+	has := func(table string, cols ...string) bool {
+		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?)`, table)
+		if err != nil {
+			return false
+		}
+		defer rows.Close()
+		seen := map[string]bool{}
+		for rows.Next() {
+			var n string
+			if rows.Scan(&n) == nil {
+				seen[n] = true
+			}
+		}
+		for _, c := range cols {
+			if !seen[c] {
+				return false
+			}
+		}
+		return len(seen) > 0
+	}
+	rec := &Recorded{}
+	pidOf := map[int64]int64{} // globalPid -> pid
+	names := map[int64]string{}
+	if has("PROCESSES", "globalPid", "pid", "name") {
+		rows, err := db.QueryContext(ctx, `SELECT globalPid, pid, COALESCE(name, '') FROM PROCESSES WHERE globalPid IS NOT NULL`)
+		if err != nil {
+			return nil, &Error{path, err}
+		}
+		for rows.Next() {
+			var g, p int64
+			var n string
+			if err := rows.Scan(&g, &p, &n); err != nil {
+				rows.Close()
+				return nil, &Error{path, err}
+			}
+			pidOf[g], names[p] = p, n
+		}
+		rows.Close()
+	}
+	want := map[int64]bool{} // pids to list
+	cuda := map[int64]bool{}
+	if has("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid") {
+		// A globalTid holds its process's globalPid in the bits above the thread id.
+		rows, err := db.QueryContext(ctx, `SELECT DISTINCT (globalTid >> 24) << 24 FROM CUPTI_ACTIVITY_KIND_RUNTIME`)
+		if err == nil {
+			for rows.Next() {
+				var g int64
+				if rows.Scan(&g) == nil {
+					if p, ok := pidOf[g]; ok {
+						want[p], cuda[p] = true, true
+					}
+				}
+			}
+			rows.Close()
+		}
+	}
+	if has("DIAGNOSTIC_EVENT", "severity", "text") {
+		pidCol := "NULL"
+		if has("DIAGNOSTIC_EVENT", "globalPid") {
+			pidCol = "globalPid"
+		}
+		// text is the message itself in current exports, a StringIds id in some older ones.
+		text := "CAST(d.text AS TEXT)"
+		if has("StringIds", "id", "value") {
+			text = "COALESCE(CASE WHEN typeof(d.text) = 'integer' THEN (SELECT value FROM StringIds WHERE id = d.text) END, CAST(d.text AS TEXT))"
+		}
+		q := fmt.Sprintf(`SELECT d.severity, %s, %s FROM DIAGNOSTIC_EVENT d WHERE d.severity IN (2, 3) ORDER BY d.timestamp`, text, pidCol)
+		rows, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return nil, &Error{path, err}
+		}
+		idx := map[string]int{}
+		for rows.Next() {
+			var sev int
+			var txt string
+			var g sql.NullInt64
+			if err := rows.Scan(&sev, &txt, &g); err != nil {
+				rows.Close()
+				return nil, &Error{path, err}
+			}
+			level := "Warning"
+			if sev == 3 {
+				level = "Error"
+			}
+			key := level + "\x00" + txt
+			i, ok := idx[key]
+			if !ok {
+				if len(rec.Diagnostics) == maxDiagnostics {
+					continue
+				}
+				i = len(rec.Diagnostics)
+				idx[key] = i
+				rec.Diagnostics = append(rec.Diagnostics, Diagnostic{Severity: level, Text: strings.TrimSpace(txt)})
+			}
+			if g.Valid {
+				if p, ok := pidOf[g.Int64]; ok {
+					want[p] = true
+					if !slices.Contains(rec.Diagnostics[i].PIDs, p) {
+						rec.Diagnostics[i].PIDs = append(rec.Diagnostics[i].PIDs, p)
+					}
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, &Error{path, err}
+		}
+	}
+	for p := range want {
+		rec.Processes = append(rec.Processes, RecordedProcess{PID: p, Name: names[p], CUDACall: cuda[p]})
+	}
+	slices.SortFunc(rec.Processes, func(a, b RecordedProcess) int { return int(a.PID - b.PID) })
+	for i := range rec.Diagnostics {
+		slices.Sort(rec.Diagnostics[i].PIDs)
+	}
+	return rec, nil
+}
