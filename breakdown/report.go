@@ -234,9 +234,15 @@ type DeviceReport struct {
 	Skipped      int
 	// Outside is the activity that belongs to no step (before the first, between step
 	// ranges, after the last).
-	Outside  Outside
-	Summary  Summary // over the phase chosen by Options.Phase
-	Warnings []error
+	Outside Outside
+	Summary Summary // over the phase chosen by Options.Phase
+	// StepKernels totals the GPU work of the summarised steps (the steps Summary covers,
+	// outliers left out) per name and category, by total time, descending: kernels by
+	// name, memory operations by kind, graph replays traced at graph level as one row
+	// (GraphReplayName). Times are clipped to the steps as Step.Busy is, so the totals add
+	// up to those steps' busy time of every category but idle.
+	StepKernels []KernelStat
+	Warnings    []error
 	// SOL compares Summary.Median with the speed-of-light floor; nil without one
 	// (Options.SOLStep, Options.SOLBytes).
 	SOL *SOL
@@ -275,10 +281,12 @@ type Report struct {
 	Meta nsys.Meta
 	// Config is the run's configuration: the performance knobs of the environment nsys
 	// recorded (nsys.Trace.Config), by name.
-	Config   []nsys.EnvVar
-	Devices  []DeviceReport
-	Kernels  []KernelStat // by total time, descending; ties by name
-	Warnings []error
+	Config  []nsys.EnvVar
+	Devices []DeviceReport
+	Kernels []KernelStat // by total time, descending; ties by name
+	// StepKernels is DeviceReport.StepKernels summed over the devices (by name and category).
+	StepKernels []KernelStat
+	Warnings    []error
 	// Ranks compares the devices: collectives matched across ranks, wait and transfer
 	// time, stragglers and step-time spread. Nil with fewer than two devices.
 	Ranks *RankReport

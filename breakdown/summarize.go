@@ -66,6 +66,11 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Kernels = contextKernelStats(t, <-kernelsDone, ctx)
+	tabs := make([][]KernelStat, len(rep.Devices))
+	for i := range rep.Devices {
+		tabs[i] = rep.Devices[i].StepKernels
+	}
+	rep.StepKernels = mergeKernelStats(tabs...)
 	if w := unclassifiedWarning(rep.Kernels); w != nil {
 		rep.Warnings = append(rep.Warnings, w)
 	}
@@ -194,6 +199,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
+	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary))
 	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
 		dr.Summary.Stall.Name = t.Names[k]
 	}

@@ -50,6 +50,8 @@ type HTMLOptions struct {
 	EChartsJS string
 	// Top is the number of rows of the top-kernels table: 0 means 20, a negative number none.
 	Top int
+	// TopKernels chooses what the top-kernels table covers (TopSteps by default).
+	TopKernels TopKernels
 }
 
 // DefaultHTMLOptions returns the options with the embedded ECharts source.
@@ -366,8 +368,8 @@ func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
 	if top == 0 {
 		top = defaultHTMLTop
 	}
-	if top > 0 && len(r.Kernels) > 0 {
-		out.Kernels = kernelTable(r.Kernels, top)
+	if ks, caption := topKernels(r.Report, opt.TopKernels); top > 0 && len(ks) > 0 {
+		out.Kernels = kernelTable(ks, top, caption)
 	}
 	return out, nil
 }
@@ -376,14 +378,14 @@ func catCell(c kernelclass.Category) htmlCell {
 	return htmlCell{Text: c.String(), Class: "cat cat-" + c.String()}
 }
 
-// kernelTable lists the kernels with the most time, over the whole trace.
-func kernelTable(ks []breakdown.KernelStat, top int) *htmlTable {
+// kernelTable lists the kernels with the most time, over what caption says (topKernels).
+func kernelTable(ks []breakdown.KernelStat, top int, caption string) *htmlTable {
 	var total int64
 	for _, k := range ks {
 		total += int64(k.Total)
 	}
 	n := min(top, len(ks))
-	t := &htmlTable{ID: "kernels", Caption: fmt.Sprintf("Top %d of %d kernel names by total time (whole trace, all devices)", n, len(ks)),
+	t := &htmlTable{ID: "kernels", Caption: fmt.Sprintf("Top %d of %d kernel names by total time (%s)", n, len(ks), caption),
 		Head: []htmlCell{cellNum("total"), cellNum("share"), cellNum("count"), cellNum("avg"), cellText("category"), cellText("name")}}
 	for _, k := range ks[:n] {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{

@@ -45,7 +45,44 @@ func CSV(w io.Writer, r *breakdown.Report) error {
 
 // TextOptions control the text report.
 type TextOptions struct {
-	Top int // number of kernel rows
+	Top        int // number of kernel rows
+	TopKernels TopKernels
+}
+
+// TopKernels chooses what the top-kernels table covers.
+type TopKernels uint8
+
+// Top-kernels views.
+const (
+	// TopSteps: the summarised steps of every device (the steps the decode table covers,
+	// outliers left out), graph replays traced at graph level and memory operations as rows.
+	TopSteps TopKernels = iota
+	// TopWhole: every kernel of the whole trace (the JSON "kernels" list).
+	TopWhole
+)
+
+// ParseTopKernels reads a --top-kernels value: "steps" or "whole".
+func ParseTopKernels(s string) (TopKernels, error) {
+	switch s {
+	case "steps":
+		return TopSteps, nil
+	case "whole":
+		return TopWhole, nil
+	}
+	return 0, fmt.Errorf("unknown --top-kernels %q (want steps or whole)", s)
+}
+
+// topKernels returns the rows of the top-kernels table and what they cover. The steps view
+// falls back to the whole trace when no device has summarised steps.
+func topKernels(r *breakdown.Report, v TopKernels) ([]breakdown.KernelStat, string) {
+	if v == TopSteps && len(r.StepKernels) > 0 {
+		n := 0
+		for i := range r.Devices {
+			n += r.Devices[i].Summary.Steps
+		}
+		return r.StepKernels, fmt.Sprintf("the %d summarised step%s of the tables above, all devices; outliers left out; --top-kernels whole for the whole trace", n, plural(n))
+	}
+	return r.Kernels, "whole trace, all devices"
 }
 
 // Text writes the report as text: header, per-device decode table, idle line, canonical
@@ -67,18 +104,18 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 		textDevice(ew, r, i)
 	}
 	textRanks(ew, r.Report)
-	if opt.Top > 0 && len(r.Kernels) > 0 {
+	if ks, caption := topKernels(r.Report, opt.TopKernels); opt.Top > 0 && len(ks) > 0 {
 		var total int64
-		for _, k := range r.Kernels {
+		for _, k := range ks {
 			total += int64(k.Total)
 		}
-		ew.printf("\nTop kernels (whole trace, all devices):\n")
-		ew.printf("%10s %7s %7s %10s  %-12s %s\n", "total", "share", "count", "avg", "category", "name")
-		for i, k := range r.Kernels {
+		ew.printf("\nTop kernels (%s):\n", caption)
+		ew.printf("%10s %7s %7s %10s  %-14s %s\n", "total", "share", "count", "avg", "category", "name")
+		for i, k := range ks {
 			if i == opt.Top {
 				break
 			}
-			ew.printf("%10s %7s %7d %10s  %-12s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
+			ew.printf("%10s %7s %7d %10s  %-14s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
 				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, shortName(TerminalSafe(k.Name)))
 		}
 	}

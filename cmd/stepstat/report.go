@@ -21,6 +21,7 @@ var reportCmd = &command{
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		html := fs.String("html", "", "also write the HTML report to this file")
 		top := fs.Int("top", 10, "kernel rows in the text report (0: none)")
+		topKernels := fs.String("top-kernels", "steps", "what the top-kernels table (text, HTML) covers: steps (the summarised steps, graph replays and memory operations as rows) or whole (every kernel of the trace)")
 		af.register(fs)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			path, err := needOne("report", args)
@@ -29,6 +30,10 @@ var reportCmd = &command{
 			}
 			if *top < 0 {
 				return usagef("report", "--top must not be negative (got %d)", *top)
+			}
+			tk, err := render.ParseTopKernels(*topKernels)
+			if err != nil {
+				return usagef("report", "%v", err)
 			}
 			if err := checkOutputs("report", []string{*output, *html}, args); err != nil {
 				return err
@@ -57,6 +62,8 @@ var reportCmd = &command{
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
 			o.phase("summarize")
+			htmlOpt := render.DefaultHTMLOptions()
+			htmlOpt.TopKernels = tk
 			write := func(w io.Writer) error {
 				switch *format {
 				case "json":
@@ -64,9 +71,9 @@ var reportCmd = &command{
 				case "csv":
 					return render.CSV(w, rep.Report)
 				case "html":
-					return render.HTML(w, rep, render.DefaultHTMLOptions())
+					return render.HTML(w, rep, htmlOpt)
 				}
-				return render.Text(w, rep, render.TextOptions{Top: *top})
+				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk})
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
@@ -74,7 +81,7 @@ var reportCmd = &command{
 			o.phase("render")
 			if *html != "" {
 				return writeOutput(*html, o.out, func(w io.Writer) error {
-					return render.HTML(w, rep, render.DefaultHTMLOptions())
+					return render.HTML(w, rep, htmlOpt)
 				})
 			}
 			return nil

@@ -1,0 +1,133 @@
+package breakdown
+
+import (
+	"sort"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// GraphReplayName is the name of the StepKernels row of graph replays traced at graph level
+// (nsys --cuda-graph-trace=graph): their kernels have no rows, so they count as one.
+const GraphReplayName = "CUDA graph replays (traced at graph level)"
+
+// summarisedWindows returns the windows of the steps a device's summary covers: the
+// phase selected (SelectSteps), outliers left out (Summary.Outliers), in time order.
+func summarisedWindows(steps []Step, opt Options, sum *Summary) []Span {
+	sel, _, _ := SelectSteps(steps, opt.Phase)
+	out := map[int]bool{}
+	for _, i := range sum.Outliers.Steps {
+		out[i] = true
+	}
+	ws := make([]Span, 0, len(sel))
+	for i := range sel {
+		if !out[sel[i].Index] {
+			ws = append(ws, Span{sel[i].Start, sel[i].End})
+		}
+	}
+	return ws
+}
+
+// stepKernels totals the device's GPU work per name and category over the windows, each
+// activity's time clipped to the windows as Step.Busy is (so the totals add up to the
+// windows' busy time of every category but idle), counting an activity in the window it
+// starts in (as Step.Kernels). Kernels are rows by name; memory operations by kind ("[CUDA
+// memcpy HtoD]"); graph replays traced at graph level one row, GraphReplayName.
+func stepKernels(t *nsys.Trace, tl *timeline, ws []Span) []KernelStat {
+	if len(ws) == 0 {
+		return nil
+	}
+	type key struct {
+		src  uint8
+		name nsys.NameID
+		mem  nsys.MemKind
+		cat  kernelclass.Category
+	}
+	type acc struct {
+		n     int
+		total time.Duration
+	}
+	per := map[key]*acc{}
+	last := ws[len(ws)-1].End
+	tl.each(func(a *activity) bool {
+		if a.start >= last {
+			return false
+		}
+		// The first window that ends after the activity starts.
+		j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
+		var d time.Duration
+		counted := false
+		for ; j < len(ws) && ws[j].Start < a.end; j++ {
+			s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
+			if e > s {
+				d += e.Sub(s)
+			}
+			if a.start >= ws[j].Start && a.start < ws[j].End {
+				counted = true
+			}
+		}
+		if d == 0 && !counted {
+			return true
+		}
+		k := key{src: a.src, cat: a.cat}
+		switch a.src {
+		case srcKernel:
+			k.name = a.name
+		case srcMemop:
+			k.mem = a.memKind
+		}
+		x := per[k]
+		if x == nil {
+			x = &acc{}
+			per[k] = x
+		}
+		if counted {
+			x.n++
+		}
+		x.total += d
+		return true
+	})
+	out := make([]KernelStat, 0, len(per))
+	for k, x := range per {
+		ks := KernelStat{Category: k.cat, Count: x.n, Total: x.total}
+		switch k.src {
+		case srcKernel:
+			ks.Name = t.Names[k.name]
+			if nk, ok := kernelclass.DecodeNCCL(ks.Name); ok {
+				ks.NCCL = &nk
+			}
+		case srcMemop:
+			ks.Name = "[CUDA " + k.mem.String() + "]"
+		case srcGraph:
+			ks.Name = GraphReplayName
+		}
+		out = append(out, ks)
+	}
+	sortKernelStats(out)
+	return out
+}
+
+// mergeKernelStats sums per-device tables by name and category, sorted as KernelStats.
+func mergeKernelStats(tables ...[]KernelStat) []KernelStat {
+	type key struct {
+		name string
+		cat  kernelclass.Category
+	}
+	at := map[key]int{}
+	var out []KernelStat
+	for _, tab := range tables {
+		for _, ks := range tab {
+			k := key{ks.Name, ks.Category}
+			if i, ok := at[k]; ok {
+				out[i].Count += ks.Count
+				out[i].Total += ks.Total
+				continue
+			}
+			at[k] = len(out)
+			out = append(out, ks)
+		}
+	}
+	sortKernelStats(out)
+	return out
+}
