@@ -68,8 +68,10 @@ func rkText(t *testing.T, r *breakdown.Report) string {
 func TestRanksText(t *testing.T) {
 	out := rkText(t, rkReport())
 	for _, want := range []string{
-		"  allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting for rank 1\n",
-		"  allreduce: 16 calls/step, 6.600ms/step, of which 200.0µs waiting for rank 0\n",
+		// The decode table's mean first, then the matched calls (a synthetic report: their
+		// kernel time is not the steps' exclusive time), labelled as such.
+		"  allreduce: 2.952ms/step = 30.0% of the mean decode step; matched collectives over the 10 aligned steps: 16 calls/step, 37.40ms/step kernel time, of which 31.00ms waiting for rank 1\n",
+		"  allreduce: 2.970ms/step = 30.0% of the mean decode step; matched collectives over the 10 aligned steps: 16 calls/step, 6.600ms/step kernel time, of which 200.0µs waiting for rank 0\n",
 		"  gemm: 5.904ms/step = 60.0% of the mean decode step; 100.0 calls/step x 60.00µs busy each\n",
 		"Ranks: 2 devices, 10 aligned steps (by index), 160 collectives matched on every rank\n",
 		"Step spread across ranks: median 60.00µs  p90 80.00µs\n",
@@ -223,7 +225,7 @@ func TestRanksPublicText(t *testing.T) {
 	for _, want := range []string{
 		"Ranks: 2 devices, 1 aligned step (by index), 230 collectives matched on every rank\n",
 		"Straggler: rank 1 makes rank 0 wait 181.7ms/step (11.2% of its median step); rank 1 arrived last at 198 of 230 matched collectives (86.1%)\n",
-		"  allreduce: 119 calls/step, 61.02ms/step, of which 33.87ms waiting for rank 1\n",
+		"  allreduce: 61.02ms/step = 3.76% of the mean step; matched collectives over the 1 aligned step: 119 calls/step, 61.02ms/step kernel time, of which 33.87ms waiting for rank 1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
