@@ -76,11 +76,16 @@ func ParseTopKernels(s string) (TopKernels, error) {
 // falls back to the whole trace when no device has summarised steps.
 func topKernels(r *breakdown.Report, v TopKernels) ([]breakdown.KernelStat, string) {
 	if v == TopSteps && len(r.StepKernels) > 0 {
-		n := 0
+		n, out := 0, 0
 		for i := range r.Devices {
 			n += r.Devices[i].Summary.Steps
+			out += len(r.Devices[i].Summary.Outliers.Steps)
 		}
-		return r.StepKernels, fmt.Sprintf("the %d summarised step%s of the tables above, all devices; outliers left out; --top-kernels whole for the whole trace", n, plural(n))
+		o := ""
+		if out > 0 {
+			o = fmt.Sprintf("; %d outlier step%s left out", out, plural(out))
+		}
+		return r.StepKernels, fmt.Sprintf("the %d summarised step%s of the tables above, all devices%s; --top-kernels whole for the whole trace", n, plural(n), o)
 	}
 	return r.Kernels, "whole trace, all devices"
 }
