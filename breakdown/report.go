@@ -215,8 +215,8 @@ type Stall struct {
 	Category kernelclass.Category
 	Name     string // Kernel's name (set by Summarize; "" from SummarizeSteps)
 	Steps    int    // the summarised steps whose longest gap, of StallGap or more, ends at a kernel of Category
-	Total  time.Duration
-	API    [NumAPIGroups]time.Duration // what the launching threads did during those gaps; adds up to Total
+	Total    time.Duration
+	API      [NumAPIGroups]time.Duration // what the launching threads did during those gaps; adds up to Total
 }
 
 // Outliers describes the steps of a phase that a summary leaves out (OutlierFactor).
