@@ -37,8 +37,16 @@ type Options struct {
 	// executions. For what needs the kernels alone (classify without NVTX rules).
 	KernelsOnly bool
 
-	// partRows, when not 0, replaces defaultPartRows (tests of the partitioned read).
+	// SQLiteOnly reads every table through SQLite, none with the direct reader of the
+	// file format (direct.go): the reference the direct reader is tested against.
+	SQLiteOnly bool
+
+	// partRows, when not 0, replaces defaultPartRows and directPartRows (tests of the
+	// partitioned read).
 	partRows int
+	// directFailed, when set, is why the direct reader stopped on a first attempt: the
+	// read is done again through SQLite (Open).
+	directFailed string
 }
 
 // ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
@@ -176,6 +184,10 @@ type reader struct {
 	warns  []error  // this lane's warnings
 	cache  procCache
 	api    *apiPlan // the runtime-table scan, planned before the lanes start
+	file    *sqliteFile // the file, for the direct reader; nil when it does not handle it
+	fileWhy string      // why file is nil
+	infos   map[string]*tableInfo
+	reads   *readLog
 	t      *Trace
 	opt    Options
 	cols   map[string]map[string]bool // table -> column set
@@ -187,10 +199,25 @@ type reader struct {
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
 // table it needs in one pass. Missing optional tables become warnings. Errors start with
 // the path.
+//
+// The large activity tables are decoded from the file directly (direct.go) unless
+// Options.SQLiteOnly; what the direct reader does not handle is read through SQLite, a
+// table at a time when known before reading, else by reading the whole file again
+// through SQLite. Trace.Reads says which.
 func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	if err := CheckFile(path); err != nil {
 		return nil, err
 	}
+	t, err := open(ctx, path, opt)
+	var u *unhandledError
+	if err != nil && !opt.SQLiteOnly && errors.As(err, &u) {
+		opt.SQLiteOnly, opt.directFailed = true, u.why
+		return open(ctx, path, opt)
+	}
+	return t, err
+}
+
+func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	d, err := dsn(path)
 	if err != nil {
 		return nil, &Error{path, err}
@@ -205,7 +232,20 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, &Error{path, err}
 	}
 	r := &reader{ctx: ctx, db: db, size: fi.Size(), t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
-		cols: map[string]map[string]bool{}, procs: &procTable{ids: map[int64]ProcID{}}}
+		cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, procs: &procTable{ids: map[int64]ProcID{}},
+		reads: &readLog{}}
+	if !opt.SQLiteOnly {
+		f, err := openSQLiteFile(path)
+		switch {
+		case err == nil:
+			r.file = f
+			defer f.Close()
+		case isUnhandled(err):
+			r.fileWhy = err.Error()
+		default:
+			return nil, &Error{path, err}
+		}
+	}
 	// Large tables are scanned through a second, C-level connection many rows per call;
 	// database/sql remains the fallback.
 	r.uri = strings.TrimSuffix(d, "&_query_only=1")
@@ -214,8 +254,12 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		defer b.Close()
 	}
 	if err := r.read(); err != nil {
+		if isUnhandled(err) {
+			return nil, err
+		}
 		return nil, &Error{path, sqliteHint(err)}
 	}
+	r.t.Reads = r.reads.sorted()
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
 	warnSidecars(r.t, path)
 	return r.t, nil
@@ -355,12 +399,21 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 		})
 	}
 	g.Wait()
+	// A table the direct reader stopped on comes first: the read is done again through
+	// SQLite (Open), which then gives whatever error the others had.
+	var first error
 	for _, p := range jobs {
 		for _, err := range p.errs {
-			if err != nil {
+			if err != nil && isUnhandled(err) {
 				return err
 			}
+			if first == nil {
+				first = err
+			}
 		}
+	}
+	if first != nil {
+		return first
 	}
 	ferrs := make([]error, len(jobs))
 	var fg errgroup.Group
@@ -414,21 +467,63 @@ func (r *reader) readTables() error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	roots := map[string]tableInfo{}
+	if rr, err := r.db.QueryContext(r.ctx, `SELECT name, rootpage, COALESCE(sql, '') FROM sqlite_master WHERE type = 'table'`); err == nil {
+		for rr.Next() {
+			var n string
+			var ti tableInfo
+			if rr.Scan(&n, &ti.root, &ti.sql) == nil {
+				roots[n] = ti
+			}
+		}
+		rr.Close()
+	}
 	for _, n := range names {
 		cols := map[string]bool{}
-		cr, err := r.db.QueryContext(r.ctx, `SELECT name FROM pragma_table_info(?)`, n)
+		ti := roots[n]
+		ti.cols = map[string]colInfo{}
+		cr, err := r.db.QueryContext(r.ctx, `SELECT name, COALESCE(type, ''), pk, dflt_value IS NOT NULL, hidden FROM pragma_table_xinfo(?)`, n)
 		if err != nil {
 			return fmt.Errorf("reading columns of %s: %w", n, err)
 		}
+		field, pks := 0, 0
+		var intPK string
 		for cr.Next() {
-			var c string
-			if err := cr.Scan(&c); err != nil {
+			var c, typ string
+			var pk, hidden int
+			var dflt bool
+			if err := cr.Scan(&c, &typ, &pk, &dflt, &hidden); err != nil {
 				cr.Close()
 				return err
 			}
-			cols[c] = true
+			if hidden == 0 {
+				cols[c] = true
+			}
+			ci := colInfo{field: field, dflt: dflt, special: hidden != 0}
+			switch hidden {
+			case 0, 3: // ordinary and stored generated columns have a field each
+				field++
+			}
+			if hidden >= 2 {
+				ti.generated = true
+			}
+			if pk > 0 {
+				pks++
+				if strings.EqualFold(typ, "INTEGER") {
+					intPK = c
+				}
+			}
+			if _, dup := ti.cols[c]; !dup {
+				ti.cols[c] = ci
+			}
 		}
 		cr.Close()
+		if pks == 1 && intPK != "" {
+			ci := ti.cols[intPK]
+			ci.alias = true
+			ti.cols[intPK] = ci
+		}
+		r.infos[n] = &ti
 		r.cols[n] = cols
 		tb := Table{Name: n, Rows: -1}
 		if r.opt.CountRows {

@@ -117,10 +117,17 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 
 // A part is a range [lo, hi) of a table's rowids, read on its own while other parts are.
 // The zero part is the whole table.
-type part struct{ lo, hi int64 }
+// A part read by the direct reader is also a run of its leaves, [la, lb).
+type part struct {
+	lo, hi int64
+	la, lb int
+}
+
+// whole reports whether the part is the whole table, its rows in a slice of their own.
+func (p part) whole() bool { return p.lo == 0 && p.hi == 0 }
 
 func (p part) where() string {
-	if p == (part{}) {
+	if p.whole() {
 		return ""
 	}
 	return fmt.Sprintf(" WHERE rowid >= %d AND rowid < %d", p.lo, p.hi)
@@ -128,7 +135,7 @@ func (p part) where() string {
 
 // and is where for a query that has a WHERE clause already.
 func (p part) and() string {
-	if p == (part{}) {
+	if p.whole() {
 		return ""
 	}
 	return fmt.Sprintf(" AND rowid >= %d AND rowid < %d", p.lo, p.hi)
@@ -145,7 +152,7 @@ type partOut[T any] struct {
 
 // begin points the part at its slots of all (p: the part, first: the table's first).
 func (o *partOut[T]) begin(all []T, p, first part) {
-	if p == (part{}) {
+	if p.whole() {
 		o.rows = all[:0] // the whole table: grows past the bound if it must
 		return
 	}
@@ -190,9 +197,24 @@ func (o *partOut[T]) out() *partOut[T] { return o }
 func readParts[T any, P any, PP interface {
 	*P
 	tablePart[T]
-}](r *reader, table, what string, ncol int, query func(part) string,
+}](r *reader, q *tableQuery, what string,
 	scan func(l *reader, d PP) func(v []int64), finish func(r *reader, rows []T, parts []P) error) *job {
-	ps, slots := r.parts(table)
+	table := q.table
+	dt := r.direct(q)
+	var ps []part
+	var slots int
+	if dt != nil {
+		partRows := r.opt.partRows
+		if partRows == 0 {
+			partRows = directPartRows
+		}
+		var err error
+		if ps, slots, err = dt.parts(r, partRows); err != nil {
+			return &job{tasks: []func(*reader) error{func(*reader) error { return err }}}
+		}
+	} else {
+		ps, slots = r.parts(table)
+	}
 	prog := r.newProgress(table, len(ps))
 	// Each part fills its own slots of one slice: rows of rowid id go from slot id-lo on,
 	// so no part waits for another and the rows need no copy when none was dropped.
@@ -203,7 +225,13 @@ func readParts[T any, P any, PP interface {
 		j.tasks = append(j.tasks, func(l *reader) error {
 			d := PP(&states[i])
 			d.out().begin(all, p, ps[0])
-			return l.scanPart(prog, query(p), ncol, scan(l, d))
+			if dt != nil {
+				if err := dt.scan(l.ctx, p, prog, scan(l, d)); err != nil {
+					return fmt.Errorf("reading %s: %w", table, err)
+				}
+				return nil
+			}
+			return l.scanPart(prog, q.sql(l, p), len(q.cols), scan(l, d))
 		})
 	}
 	j.finish = func(r *reader) error {
@@ -247,6 +275,10 @@ func renumber[T any, P any, PP interface {
 // finish close together, large enough that each part's query and seek cost nothing.
 const defaultPartRows = 1 << 21
 
+// directPartRows is the same for the direct reader, whose parts cost nothing to start:
+// smaller, so that many lanes share a table evenly.
+const directPartRows = 1 << 19
+
 // parts splits table into rowid ranges of about defaultPartRows rows (Options.partRows),
 // to be read concurrently, and returns the number of slots they index (hi-lo of the
 // whole): a part's rows can be stored at their rowid's offset without knowing how many
@@ -278,7 +310,7 @@ func (r *reader) parts(table string) ([]part, int) {
 	n := int((span + int64(partRows) - 1) / int64(partRows))
 	ps := make([]part, n)
 	for i := range ps {
-		ps[i] = part{lo.Int64 + span*int64(i)/int64(n), lo.Int64 + span*int64(i+1)/int64(n)}
+		ps[i] = part{lo: lo.Int64 + span*int64(i)/int64(n), hi: lo.Int64 + span*int64(i+1)/int64(n)}
 	}
 	return ps, int(span)
 }
@@ -420,8 +452,8 @@ func (r *reader) planKernels() (*job, error) {
 		nameCol = "shortName"
 		r.warnf("%s has no demangledName column; classifying short names", kernelTable)
 	}
-	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(kernelTable, "correlationId", "0") + `, ` +
-		nameCol + `, ` + r.colOr(kernelTable, "globalPid", "0") + ` FROM ` + kernelTable
+	q := &tableQuery{table: kernelTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("deviceId"),
+		needCol("streamId"), optCol("correlationId", 0), needCol(nameCol), optCol("globalPid", 0)}}
 	// Kernel.Site indexes the part's own sites until finishKernels numbers them.
 	scan := func(_ *reader, d *kernelPart) func(v []int64) {
 		return func(v []int64) {
@@ -432,7 +464,7 @@ func (r *reader) planKernels() (*job, error) {
 			d.rows = append(d.rows, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
 		}
 	}
-	return readParts(r, kernelTable, "kernel", 7, func(p part) string { return q + p.where() }, scan, finishKernels), nil
+	return readParts(r, q, "kernel", scan, finishKernels), nil
 }
 
 // finishKernels numbers the names and the sites of the parts' kernels, names the kernels
@@ -599,16 +631,16 @@ func (r *reader) readMemops() error {
 		if err := r.require(tb, "start", "end", "deviceId", "streamId"); err != nil {
 			return err
 		}
-		kind := r.colOr(tb, "copyKind", "0")
+		kind := optCol("copyKind", 0)
 		if tb == "CUPTI_ACTIVITY_KIND_MEMSET" {
-			kind = fmt.Sprint(int(Memset))
+			kind = constCol(int64(Memset))
 		}
-		q := `SELECT start, end, deviceId, streamId, ` + r.colOr(tb, "correlationId", "0") + `, ` +
-			r.colOr(tb, "bytes", "0") + `, ` + kind + `, ` + r.colOr(tb, "globalPid", "0") + ` FROM ` + tb
+		q := &tableQuery{table: tb, cols: []tableCol{needCol("start"), needCol("end"), needCol("deviceId"),
+			needCol("streamId"), optCol("correlationId", 0), optCol("bytes", 0), kind, optCol("globalPid", 0)}}
 		var drop dropCounter
 		before := len(r.t.Memops)
 		r.t.Memops = slices.Grow(r.t.Memops, r.maxRowid(tb))
-		err := r.scan(tb, q, 8, func(v []int64) {
+		err := r.scanTable(q, func(v []int64) {
 			if !drop.keep(v[0], v[1], v[8]) || !drop.keepDevice(v[2], v[8]) {
 				return
 			}
@@ -633,10 +665,10 @@ func (r *reader) readGraphs() error {
 	if err := r.require(graphTable, "start", "end", "deviceId", "streamId"); err != nil {
 		return err
 	}
-	q := `SELECT start, end, deviceId, streamId, ` + r.colOr(graphTable, "correlationId", "0") + `, ` +
-		r.colOr(graphTable, "globalPid", "0") + ` FROM ` + graphTable
+	q := &tableQuery{table: graphTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("deviceId"),
+		needCol("streamId"), optCol("correlationId", 0), optCol("globalPid", 0)}}
 	var drop dropCounter
-	err := r.scan(graphTable, q, 6, func(v []int64) {
+	err := r.scanTable(q, func(v []int64) {
 		if !drop.keep(v[0], v[1], v[6]) || !drop.keepDevice(v[2], v[6]) {
 			return
 		}
@@ -764,9 +796,12 @@ func (r *reader) planCalls() (*job, error) {
 	// Filtered in SQL: SQLite then decodes the other columns of kept rows only. Against
 	// stepping every row out and filtering in C, the 60 M-row table of the 2-GPU eager
 	// bench trace took 8.1-8.6 s instead of 8.8-10.3 s (three runs each, one lane).
-	q := `SELECT start, end, ` + r.colOr(runtimeTable, "globalTid", "0") + `, ` +
-		r.colOr(runtimeTable, "correlationId", "0") + `, nameId FROM ` + runtimeTable +
-		` WHERE nameId IN (` + p.idList + `)`
+	kept := make([]bool, len(p.names))
+	for id, n := range p.names {
+		kept[id] = n.ok
+	}
+	q := &tableQuery{table: runtimeTable, cols: []tableCol{needCol("start"), needCol("end"), optCol("globalTid", 0),
+		optCol("correlationId", 0), needCol("nameId")}, in: "nameId", kept: kept}
 	// A part keeps only the calls the analysis uses (about a third of the rows of eager
 	// traces): joining the parts moves them down. APICall.Caller indexes the part's own
 	// callers until finishCalls numbers them.
@@ -786,7 +821,7 @@ func (r *reader) planCalls() (*job, error) {
 				Caller: d.caller(l, v[2], ni)})
 		}
 	}
-	return readParts(r, runtimeTable, "CUDA API", 5, func(pt part) string { return q + pt.and() }, scan, finishCalls), nil
+	return readParts(r, q, "CUDA API", scan, finishCalls), nil
 }
 
 // finishCalls numbers the callers of the parts' calls and sorts the calls.

@@ -203,6 +203,9 @@ type Trace struct {
 	Sites      []Site   // Kernel.Site indexes this
 	Procs      []int64  // globalPid per ProcID
 	Warnings   []error  // non-fatal: dropped rows, missing tables, fallbacks
+	// Reads says, for each large table read, whether the direct reader decoded it from
+	// the file or SQLite read it, and why; by table name.
+	Reads []TableRead
 	// Config holds the performance knobs of the environment nsys recorded for the run
 	// (TARGET_INFO_SYSTEM_ENV), by name: allow-listed prefixes only (ConfigKnob); empty
 	// when the export has no recorded environment.
