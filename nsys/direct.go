@@ -1,14 +1,14 @@
 package nsys
 
 import (
-	"fmt"
-	"slices"
-	"sync"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The direct reader: the large activity tables are read by walking their B-trees in the

@@ -177,23 +177,23 @@ func dsn(path string) (string, error) {
 
 // A reader holds the open database during Open.
 type reader struct {
-	ctx    context.Context
-	db     *sql.DB
-	batch  *batchDB // nil when unavailable
-	uri    string   // SQLite URI of the file, for more connections
-	warns  []error  // this lane's warnings
-	cache  procCache
-	api    *apiPlan // the runtime-table scan, planned before the lanes start
+	ctx     context.Context
+	db      *sql.DB
+	batch   *batchDB // nil when unavailable
+	uri     string   // SQLite URI of the file, for more connections
+	warns   []error  // this lane's warnings
+	cache   procCache
+	api     *apiPlan    // the runtime-table scan, planned before the lanes start
 	file    *sqliteFile // the file, for the direct reader; nil when it does not handle it
 	fileWhy string      // why file is nil
 	infos   map[string]*tableInfo
 	reads   *readLog
-	t      *Trace
-	opt    Options
-	cols   map[string]map[string]bool // table -> column set
-	size   int64                      // of the file: bounds the rows a table can hold
-	procs  *procTable
-	counts map[string]int64
+	t       *Trace
+	opt     Options
+	cols    map[string]map[string]bool // table -> column set
+	size    int64                      // of the file: bounds the rows a table can hold
+	procs   *procTable
+	counts  map[string]int64
 }
 
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
