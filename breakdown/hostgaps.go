@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -12,7 +13,7 @@ type hostGaps struct {
 	calls   []nsys.APICall // every call of the trace, by start
 	callers []nsys.Caller  // of the trace
 	tl      *timeline      // the device: only its processes' calls count
-	pts     []nsys.Time    // scratch
+	evs     []hostEvent    // scratch
 	next    int
 	active  []int
 }
@@ -36,6 +37,10 @@ func hostKind(k nsys.APIKind) HostActivity {
 // attribute splits [g0, g1) among host activities: at each instant the highest-priority
 // kind of call in progress owns it (synchronize > copy > launch), else "no CUDA call".
 // Gaps must come in increasing time order.
+//
+// It sweeps the starts and ends of the calls in progress once, in time order, keeping a
+// count of the calls of each kind in progress: O(m log m) in the m calls overlapping the
+// gap (a walk of every call for every piece of the gap took 18.6 s for 80 k calls).
 func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Duration) {
 	// A call that ended by g0 overlaps no later gap either: it is never kept.
 	for ; g.next < len(g.calls) && g.calls[g.next].Start < g1; g.next++ {
@@ -54,30 +59,45 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 		out[HostNone] += g1.Sub(g0)
 		return
 	}
-	pts := append(g.pts[:0], g0, g1)
-	defer func() { g.pts = pts[:0] }()
+	// A call owns the instants from its start to its end, both clipped to the gap.
+	evs := g.evs[:0]
 	for _, i := range g.active {
 		c := &g.calls[i]
-		if c.Start > g0 && c.Start < g1 {
-			pts = append(pts, c.Start)
-		}
-		if c.End > g0 && c.End < g1 {
-			pts = append(pts, c.End)
+		s, e := max(c.Start, g0), min(c.End, g1)
+		if k := hostKind(g.callers[c.Caller].Kind); s < e && k != HostNone {
+			evs = append(evs, hostEvent{s, k, 1}, hostEvent{e, k, -1})
 		}
 	}
-	slices.Sort(pts)
-	pts = slices.Compact(pts)
-	for k := 0; k+1 < len(pts); k++ {
-		a, b := pts[k], pts[k+1]
-		who := HostNone
-		for _, i := range g.active {
-			c := &g.calls[i]
-			if c.Start <= a && c.End >= b {
-				if hk := hostKind(g.callers[c.Caller].Kind); hk < who {
-					who = hk
-				}
+	slices.SortFunc(evs, func(a, b hostEvent) int { return cmp.Compare(a.at, b.at) })
+	g.evs = evs[:0]
+	var n [NumHostActivities]int
+	owner := func() HostActivity {
+		for k := range HostNone {
+			if n[k] > 0 {
+				return k
 			}
 		}
-		out[who] += b.Sub(a)
+		return HostNone
 	}
+	prev := g0
+	for i := 0; i < len(evs); {
+		at := evs[i].at
+		if at > prev {
+			out[owner()] += at.Sub(prev)
+			prev = at
+		}
+		for ; i < len(evs) && evs[i].at == at; i++ {
+			n[evs[i].kind] += int(evs[i].delta)
+		}
+	}
+	if g1 > prev {
+		out[owner()] += g1.Sub(prev)
+	}
+}
+
+// A hostEvent is a call of one kind starting (delta 1) or ending (-1) inside a gap.
+type hostEvent struct {
+	at    nsys.Time
+	kind  HostActivity
+	delta int8
 }

@@ -368,6 +368,9 @@ func (d *directTable) leaf(l leafRef, b []byte, st *rowState, fn func(v []int64)
 // passes the filter. pay is the payload's bytes on the page; the rest of its size bytes
 // start on overflow page ovfl.
 func (d *directTable) record(pay []byte, ovfl uint32, size int64, st *rowState) (bool, error) {
+	if int64(len(pay)) == size {
+		return d.recordLocal(pay, st)
+	}
 	local := pay
 	need := func(n int64) error {
 		if n <= int64(len(pay)) {
@@ -452,6 +455,114 @@ func (d *directTable) record(pay []byte, ovfl uint32, size int64, st *rowState) 
 	}
 	return true, nil
 }
+
+// recordLocal is record for a payload wholly on its page (all rows of nsys' activity
+// tables): the same checks, the filter column first.
+func (d *directTable) recordLocal(pay []byte, st *rowState) (bool, error) {
+	size := len(pay)
+	if size == 0 {
+		return false, unhandledf("empty record")
+	}
+	hs, at := int(pay[0]), 1
+	if hs >= 0x80 {
+		h, n := getVarint(pay)
+		if n == 0 || h > 98307 {
+			return false, unhandledf("record header of %d bytes", h)
+		}
+		hs, at = int(h), n
+	}
+	if hs < at || hs > size {
+		return false, unhandledf("record header of %d bytes", hs)
+	}
+	types, offs := st.types[:d.nfield], st.offs[:d.nfield]
+	body, nf := hs, 0
+	for nf < len(types) && at < hs {
+		t := uint64(pay[at])
+		if t < 0x80 {
+			at++
+		} else {
+			x, m := getVarint(pay[at:hs])
+			if m == 0 {
+				return false, unhandledf("record header unreadable")
+			}
+			t, at = uint64(x), at+m
+		}
+		types[nf], offs[nf] = t, int64(body)
+		if t < 12 {
+			body += int(serialLens[t])
+		} else if l := serialLen(t); l <= int64(size) {
+			body += int(l)
+		} else {
+			return false, unhandledf("record body does not match its header")
+		}
+		nf++
+		if body > size {
+			return false, unhandledf("record body does not match its header")
+		}
+	}
+	if at >= hs && (at > hs || body != size) {
+		return false, unhandledf("record body does not match its header")
+	}
+	v := st.v
+	var bad int64
+	get := func(c int) error {
+		fi := d.fields[c]
+		if fi < 0 {
+			v[c] = d.defs[c]
+			return nil
+		}
+		if fi >= nf {
+			v[c], bad = d.null(c, bad)
+			return nil
+		}
+		o := offs[fi]
+		switch types[fi] {
+		case 0:
+			v[c], bad = d.null(c, bad)
+		case 1:
+			v[c] = int64(int8(pay[o]))
+		case 2:
+			v[c] = int64(int16(binary.BigEndian.Uint16(pay[o:])))
+		case 3:
+			v[c] = int64(int8(pay[o]))<<16 | int64(pay[o+1])<<8 | int64(pay[o+2])
+		case 4:
+			v[c] = int64(int32(binary.BigEndian.Uint32(pay[o:])))
+		case 5:
+			v[c] = int64(int16(binary.BigEndian.Uint16(pay[o:])))<<32 | int64(binary.BigEndian.Uint32(pay[o+2:]))
+		case 6:
+			v[c] = int64(binary.BigEndian.Uint64(pay[o:]))
+		case 8:
+			v[c] = 0
+		case 9:
+			v[c] = 1
+		default:
+			return unhandledf("column %d holds a %s", c, serialName(types[fi]))
+		}
+		return nil
+	}
+	if d.in >= 0 {
+		if err := get(d.in); err != nil {
+			return false, err
+		}
+		x := v[d.in]
+		if bad != 0 || x < 0 || x >= int64(len(d.kept)) || !d.kept[x] {
+			return false, nil
+		}
+	}
+	for c := range d.fields {
+		if c == d.in {
+			continue
+		}
+		if err := get(c); err != nil {
+			return false, err
+		}
+	}
+	v[len(d.fields)] = bad
+	return true, nil
+}
+
+// serialLens are the body lengths of serial types 0-11.
+var serialLens = [12]int8{0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0}
 
 // null returns the value of a NULL in output column c and the mask with c's bit set
 // when the column is not COALESCE'd (SQLite's column_int64 of NULL is 0).
