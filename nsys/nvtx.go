@@ -1,0 +1,178 @@
+package nsys
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+)
+
+// NVTX event types (ENUM_NSYS_EVENT_TYPE).
+const (
+	nvtxPushPop      = 59
+	nvtxStartEnd     = 60
+	nvtxDomainCreate = 75
+)
+
+const nvtxTable = "NVTX_EVENTS"
+
+func (r *reader) readNVTX() error {
+	if !r.has(nvtxTable) {
+		return nil
+	}
+	if err := r.require(nvtxTable, "start", "eventType"); err != nil {
+		return err
+	}
+	textCol := "''"
+	if r.hasCol(nvtxTable, "text") {
+		textCol = "COALESCE(text, '')"
+	}
+	// start and end come with their SQLite types: rows are held to the kernel rows' rules
+	// (keepRange), and a NULL end (a range never closed) is told from a text or blob one.
+	endCol, endTypeCol := "NULL", "'null'"
+	if r.hasCol(nvtxTable, "end") {
+		endCol, endTypeCol = "end", "typeof(end)"
+	}
+	q := fmt.Sprintf(`SELECT start, typeof(start), %s, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
+		endCol, endTypeCol, r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
+		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
+	rows, err := r.db.QueryContext(r.ctx, q)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	defer rows.Close()
+	textIdx := map[string]uint32{}
+	intern := func(s string) uint32 {
+		if i, ok := textIdx[s]; ok {
+			return i
+		}
+		i := uint32(len(r.t.RangeTexts))
+		textIdx[s] = i
+		r.t.RangeTexts = append(r.t.RangeTexts, s)
+		return i
+	}
+	// Ranges named through textId are resolved after the scan; until then Text holds
+	// ^idIndex with the high bit set.
+	const pending = 1 << 31
+	idIdx := map[int64]uint32{}
+	var idOrder []int64
+	type domainRow struct {
+		id     uint32
+		text   string
+		textID int64
+	}
+	var domains []domainRow
+	var typ, textID, tid, domain int64
+	var start, end any
+	var startType, endType, text string
+	var n int64
+	var drop dropCounter
+	for rows.Next() {
+		if err := rows.Scan(&start, &startType, &end, &endType, &typ, &textID, &tid, &domain, &text); err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		n++
+		if typ == nvtxDomainCreate {
+			domains = append(domains, domainRow{uint32(domain), text, textID})
+			continue
+		}
+		s, e, ok := drop.keepRange(start, startType, end, endType)
+		if !ok {
+			continue
+		}
+		rg := Range{Start: s, End: e, Thread: tid, Domain: uint32(domain), Proc: r.proc(tid)}
+		if text == "" && textID != 0 {
+			i, ok := idIdx[textID]
+			if !ok {
+				i = uint32(len(idOrder))
+				idIdx[textID] = i
+				idOrder = append(idOrder, textID)
+			}
+			rg.Text = pending | i
+		} else {
+			rg.Text = intern(text)
+		}
+		if typ == nvtxPushPop {
+			rg.Depth = 0
+		} else {
+			rg.Depth = -1
+		}
+		r.t.Ranges = append(r.t.Ranges, rg)
+		if r.opt.Progress != nil && n&0xFFFF == 0 {
+			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	var domainIDs []int64
+	for _, d := range domains {
+		if d.text == "" && d.textID != 0 {
+			domainIDs = append(domainIDs, d.textID)
+		}
+	}
+	strs, err := r.loadStrings(nvtxTable, append(slices.Clone(idOrder), domainIDs...))
+	if err != nil {
+		return err
+	}
+	for i := range r.t.Ranges {
+		if t := r.t.Ranges[i].Text; t&pending != 0 {
+			r.t.Ranges[i].Text = intern(strs[idOrder[t&^pending]])
+		}
+	}
+	for _, d := range domains {
+		name := d.text
+		if name == "" {
+			name = strs[d.textID]
+		}
+		r.t.Domains[d.id] = name
+	}
+	r.t.Ranges = dropUnclosed(r.t.Ranges, r.t.RangeTexts, &drop)
+	drop.warn(r, "NVTX", nvtxTable, len(r.t.Ranges))
+	// Ranges that start together nest by length: the longer (or never closed) one first.
+	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(rangeEnd(b), rangeEnd(a))
+	})
+	r.t.Ranges = nestRanges(r.t.Ranges)
+	return nil
+}
+
+// rangeEnd returns r.End, or the largest Time for a range that was never closed.
+func rangeEnd(r Range) Time {
+	if r.Open() {
+		return 1<<63 - 1
+	}
+	return r.End
+}
+
+// nestRanges sets Depth of push/pop ranges (Depth 0 on input) from their nesting on each
+// thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start,
+// then longest first.
+func nestRanges(rs []Range) []Range {
+	// A range's depth is the number of earlier ranges of its thread that have not ended
+	// when it starts. Starts only grow, so an ended range never counts again: a min-heap of
+	// the ends per thread drops them in O(log n) each (a never-closed range stays, without
+	// keeping the ended ranges above it), so deep nesting costs n log n, not n x depth.
+	stacks := map[int64]*endHeap{}
+	for i := range rs {
+		if rs[i].Depth < 0 {
+			rs[i].Depth = 0
+			continue
+		}
+		h := stacks[rs[i].Thread]
+		if h == nil {
+			h = &endHeap{}
+			stacks[rs[i].Thread] = h
+		}
+		start := rs[i].Start
+		for h.Len() > 0 && (*h)[0] <= start {
+			heap.Pop(h)
+		}
+		rs[i].Depth = int16(min(h.Len(), 1<<14))
+		heap.Push(h, rangeEnd(rs[i]))
+	}
+	return rs
+}
