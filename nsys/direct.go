@@ -35,6 +35,9 @@ type tableQuery struct {
 	cols  []tableCol
 	in    string
 	kept  []bool
+	// text, when set, is a TEXT column also read (COALESCE(text, '')): given to the row
+	// function through directTable.text. Only for tables read in one part (scanTable).
+	text string
 }
 
 // sql returns the query for SQLite, for part p of the table.
@@ -108,6 +111,10 @@ type directTable struct {
 	in     int     // output column that filters the rows, -1 none
 	kept   []bool
 	leaves []leafRef
+	// textField is the record field of tableQuery.text (-1: none); text is its value in
+	// the row being read: NULL reads as empty.
+	textField int
+	text      []byte
 }
 
 // planDirect plans the direct read of q, or says why it reads through SQLite.
@@ -131,7 +138,15 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if ti.generated {
 		return nil, "it has generated columns"
 	}
-	d := &directTable{file: r.file, table: q.table, in: -1, kept: q.kept}
+	d := &directTable{file: r.file, table: q.table, in: -1, kept: q.kept, textField: -1}
+	if q.text != "" {
+		ci, has := ti.cols[q.text]
+		if !has || ci.alias || ci.dflt || ci.special {
+			return nil, "text column " + q.text + " missing, a rowid alias, with a default or generated"
+		}
+		d.textField = ci.field
+		d.nfield = ci.field + 1
+	}
 	for i, c := range q.cols {
 		ci, has := ti.cols[c.name]
 		field, def, null := -1, c.def, !c.opt

@@ -23,26 +23,17 @@ func (r *reader) readNVTX() error {
 	if err := r.require(nvtxTable, "start", "eventType"); err != nil {
 		return err
 	}
-	textCol := "''"
-	if r.hasCol(nvtxTable, "text") {
-		textCol = "COALESCE(text, '')"
-	}
-	// start and end come with their SQLite types: rows are held to the kernel rows' rules
-	// (keepRange), and a NULL end (a range never closed) is told from a text or blob one.
-	endCol, endTypeCol := "NULL", "'null'"
-	if r.hasCol(nvtxTable, "end") {
-		endCol, endTypeCol = "end", "typeof(end)"
-	}
-	q := fmt.Sprintf(`SELECT start, typeof(start), %s, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
-		endCol, endTypeCol, r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
-		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
-	rows, err := r.db.QueryContext(r.ctx, q)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", nvtxTable, err)
-	}
-	defer rows.Close()
 	textIdx := map[string]uint32{}
-	intern := func(s string) uint32 {
+	intern := func(s []byte) uint32 {
+		if i, ok := textIdx[string(s)]; ok {
+			return i
+		}
+		i := uint32(len(r.t.RangeTexts))
+		textIdx[string(s)] = i
+		r.t.RangeTexts = append(r.t.RangeTexts, string(s))
+		return i
+	}
+	internString := func(s string) uint32 {
 		if i, ok := textIdx[s]; ok {
 			return i
 		}
@@ -62,48 +53,37 @@ func (r *reader) readNVTX() error {
 		textID int64
 	}
 	var domains []domainRow
-	var typ, textID, tid, domain int64
-	var start, end any
-	var startType, endType, text string
-	var n int64
 	var drop dropCounter
-	for rows.Next() {
-		if err := rows.Scan(&start, &startType, &end, &endType, &typ, &textID, &tid, &domain, &text); err != nil {
-			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	row := func(nr *nvtxRow, text []byte) {
+		if nr.typ == nvtxDomainCreate {
+			domains = append(domains, domainRow{uint32(nr.domain), string(text), nr.textID})
+			return
 		}
-		n++
-		if typ == nvtxDomainCreate {
-			domains = append(domains, domainRow{uint32(domain), text, textID})
-			continue
-		}
-		s, e, ok := drop.keepRange(start, startType, end, endType)
+		s, e, ok := drop.keepRange(nr.start, nr.startKind, nr.end, nr.endKind)
 		if !ok {
-			continue
+			return
 		}
-		rg := Range{Start: s, End: e, Thread: tid, Domain: uint32(domain), Proc: r.proc(tid)}
-		if text == "" && textID != 0 {
-			i, ok := idIdx[textID]
+		rg := Range{Start: s, End: e, Thread: nr.tid, Domain: uint32(nr.domain), Proc: r.proc(nr.tid)}
+		if len(text) == 0 && nr.textID != 0 {
+			i, ok := idIdx[nr.textID]
 			if !ok {
 				i = uint32(len(idOrder))
-				idIdx[textID] = i
-				idOrder = append(idOrder, textID)
+				idIdx[nr.textID] = i
+				idOrder = append(idOrder, nr.textID)
 			}
 			rg.Text = pending | i
 		} else {
 			rg.Text = intern(text)
 		}
-		if typ == nvtxPushPop {
+		if nr.typ == nvtxPushPop {
 			rg.Depth = 0
 		} else {
 			rg.Depth = -1
 		}
 		r.t.Ranges = append(r.t.Ranges, rg)
-		if r.opt.Progress != nil && n&0xFFFF == 0 {
-			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
-		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	if err := r.scanNVTX(row); err != nil {
+		return err
 	}
 	var domainIDs []int64
 	for _, d := range domains {
@@ -117,7 +97,7 @@ func (r *reader) readNVTX() error {
 	}
 	for i := range r.t.Ranges {
 		if t := r.t.Ranges[i].Text; t&pending != 0 {
-			r.t.Ranges[i].Text = intern(strs[idOrder[t&^pending]])
+			r.t.Ranges[i].Text = internString(strs[idOrder[t&^pending]])
 		}
 	}
 	for _, d := range domains {
@@ -175,4 +155,98 @@ func nestRanges(rs []Range) []Range {
 		heap.Push(h, rangeEnd(rs[i]))
 	}
 	return rs
+}
+
+// An nvtxRow is the columns of one NVTX_EVENTS row the reader uses.
+type nvtxRow struct {
+	start, end               int64
+	startKind, endKind       valueKind
+	typ, textID, tid, domain int64
+}
+
+// scanNVTX reads the push/pop, start/end and domain rows of NVTX_EVENTS and calls row
+// with each, with its text (valid during the call only): directly from the file when the
+// direct reader handles the table, else through SQLite.
+func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
+	kept := make([]bool, nvtxDomainCreate+1)
+	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
+	q := &tableQuery{table: nvtxTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("eventType"),
+		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept}
+	if r.hasCol(nvtxTable, "text") {
+		q.text = "text"
+	}
+	var d *directTable
+	if r.hasCol(nvtxTable, "end") {
+		d = r.direct(q)
+	} else {
+		r.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
+	}
+	if d != nil {
+		var nr nvtxRow
+		err := d.scan(r.ctx, part{lb: len(d.leaves)}, r.newProgress(nvtxTable, 1), func(v []int64) {
+			// The direct reader gives INTEGER or NULL (bit set) start and end; other types
+			// are left to SQLite.
+			nr = nvtxRow{start: v[0], end: v[1], typ: v[2], textID: v[3], tid: v[4], domain: v[5]}
+			nr.startKind, nr.endKind = valueInt, valueInt
+			if v[6]&1 != 0 {
+				nr.startKind = valueNull
+			}
+			if v[6]&2 != 0 {
+				nr.endKind = valueNull
+			}
+			row(&nr, d.text)
+		})
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		return nil
+	}
+	textCol := "''"
+	if r.hasCol(nvtxTable, "text") {
+		textCol = "COALESCE(text, '')"
+	}
+	// start and end come with their SQLite types: rows are held to the kernel rows' rules
+	// (keepRange), and a NULL end (a range never closed) is told from a text or blob one.
+	endCol, endTypeCol := "NULL", "'null'"
+	if r.hasCol(nvtxTable, "end") {
+		endCol, endTypeCol = "end", "typeof(end)"
+	}
+	sq := fmt.Sprintf(`SELECT start, typeof(start), %s, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
+		endCol, endTypeCol, r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
+		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
+	rows, err := r.db.QueryContext(r.ctx, sq)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	defer rows.Close()
+	var nr nvtxRow
+	var start, end any
+	var startType, endType, text string
+	var n int64
+	kind := func(v any, typ string) (int64, valueKind) {
+		x, ok := v.(int64)
+		switch {
+		case typ == "integer" && ok:
+			return x, valueInt
+		case typ == "null":
+			return 0, valueNull
+		}
+		return 0, valueOther
+	}
+	for rows.Next() {
+		if err := rows.Scan(&start, &startType, &end, &endType, &nr.typ, &nr.textID, &nr.tid, &nr.domain, &text); err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		n++
+		nr.start, nr.startKind = kind(start, startType)
+		nr.end, nr.endKind = kind(end, endType)
+		row(&nr, []byte(text))
+		if r.opt.Progress != nil && n&0xFFFF == 0 {
+			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	return nil
 }

@@ -209,6 +209,21 @@ func (d *directTable) record(pay []byte, ovfl uint32, size int64, st *rowState) 
 			return false, nil
 		}
 	}
+	if d.textField >= 0 {
+		d.text = nil
+		if fi := d.textField; fi < nf {
+			t, o := st.types[fi], st.offs[fi]
+			if t != 0 && (t < 13 || t%2 == 0) {
+				return false, unhandledf("text column holds a %s", serialName(t))
+			}
+			if l := serialLen(t); l > 0 {
+				if err := need(o + l); err != nil {
+					return false, err
+				}
+				d.text = pay[o : o+l]
+			}
+		}
+	}
 	return true, nil
 }
 
@@ -314,6 +329,16 @@ func (d *directTable) recordLocal(pay []byte, st *rowState) (bool, error) {
 		}
 	}
 	v[len(d.fields)] = bad
+	if d.textField >= 0 {
+		d.text = nil
+		if fi := d.textField; fi < nf {
+			t, o := types[fi], offs[fi]
+			if t != 0 && (t < 13 || t%2 == 0) {
+				return false, unhandledf("text column holds a %s", serialName(t))
+			}
+			d.text = pay[o : o+serialLen(t)]
+		}
+	}
 	return true, nil
 }
 

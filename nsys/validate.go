@@ -100,41 +100,47 @@ func (d *dropCounter) warn(r *reader, what, table string, kept int) {
 // (a range may start at 0, the session start).
 // A NULL end is a range never closed: kept, with End < Start (Range.Open), and checked once
 // all rows are read (dropUnclosed).
-func (d *dropCounter) keepRange(start any, startType string, end any, endType string) (Time, Time, bool) {
-	s, ok := start.(int64)
-	if startType != "integer" || !ok {
+func (d *dropCounter) keepRange(s int64, sk valueKind, e int64, ek valueKind) (Time, Time, bool) {
+	if sk != valueInt {
 		d.badType++
 		return 0, 0, false
 	}
-	if endType == "null" {
+	if ek == valueNull {
 		if s != 0 && !d.keep(s, s, 0) { // the start alone
 			return 0, 0, false
 		}
-		e := Time(-1)
+		end := Time(-1)
 		if s < 0 {
-			e = Time(s) - 1
+			end = Time(s) - 1
 		}
-		return Time(s), e, true
+		return Time(s), end, true
 	}
-	e, ok := end.(int64)
-	if endType != "integer" || !ok {
+	if ek != valueInt {
 		d.badType++
 		return 0, 0, false
 	}
 	if s == 0 && e != 0 {
 		// A range may start at the session start (hand-made exports do); only both
 		// timestamps zero is the missing-value pattern for NVTX rows.
-		s0 := s
 		if !d.keep(1, e, 0) {
 			return 0, 0, false
 		}
-		return Time(s0), Time(e), true
+		return Time(s), Time(e), true
 	}
 	if !d.keep(s, e, 0) {
 		return 0, 0, false
 	}
 	return Time(s), Time(e), true
 }
+
+// A valueKind is the SQLite type of an NVTX timestamp as keepRange tells them apart.
+type valueKind uint8
+
+const (
+	valueInt   valueKind = iota // INTEGER
+	valueNull                   // NULL
+	valueOther                  // REAL, TEXT or BLOB
+)
 
 // dropUnclosed drops the ranges that were never closed (NULL end) although a later range
 // of the same name (digits aside: "decode 7" and "decode 8" are one name) and domain
