@@ -110,6 +110,7 @@ type directTable struct {
 	nfield int     // fields to parse: the highest read + 1
 	in     int     // output column that filters the rows, -1 none
 	kept   []bool
+	order  []uint8 // the output columns in decoding order: the filter first
 	leaves []leafRef
 	// textField is the record field of tableQuery.text (-1: none); text is its value in
 	// the row being read: NULL reads as empty.
@@ -171,8 +172,16 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if q.in != "" && d.in < 0 {
 		return nil, "filter column " + q.in + " not read"
 	}
-	if d.nfield > 64 {
-		return nil, "more than 64 columns"
+	if d.nfield > 64 || len(d.fields) > 62 {
+		return nil, "more than 62 columns"
+	}
+	if d.in >= 0 {
+		d.order = append(d.order, uint8(d.in))
+	}
+	for c := range d.fields {
+		if c != d.in {
+			d.order = append(d.order, uint8(c))
+		}
 	}
 	var err error
 	if d.leaves, err = r.file.leaves(uint32(ti.root)); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 )
 
 // Options control what Open reads.

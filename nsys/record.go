@@ -17,10 +17,12 @@ func (d *directTable) scan(ctx context.Context, p part, prog *tableProgress, fn 
 	ps := f.pageSize
 	buf := make([]byte, runPages*ps)
 	st := &rowState{
-		v:     make([]int64, len(d.fields)+1),
-		types: make([]uint64, d.nfield),
-		offs:  make([]int64, d.nfield+1),
-		page:  make([]byte, ps),
+		v:      make([]int64, len(d.fields)+1),
+		types:  make([]uint64, d.nfield),
+		offs:   make([]int64, d.nfield+1),
+		types8: make([]uint8, d.nfield),
+		offs8:  make([]int32, d.nfield),
+		page:   make([]byte, ps),
 	}
 	var n int64
 	defer func() { prog.add(n, true) }()
@@ -60,6 +62,8 @@ type rowState struct {
 	offs    []int64
 	scratch []byte
 	page    []byte
+	types8  []uint8 // recordFast's
+	offs8   []int32
 }
 
 // leaf decodes the rows of one leaf page; it returns the number of rows on it.
@@ -70,7 +74,7 @@ func (d *directTable) leaf(l leafRef, b []byte, st *rowState, fn func(v []int64)
 		return 0, err
 	}
 	if p.typ != pageLeafTable {
-		return 0, unhandledf("page %d: not a leaf page any more", l.pgno)
+		return 0, unhandledf("page %d: an interior page among the leaves", l.pgno)
 	}
 	if p.cells == 0 && len(d.leaves) > 1 {
 		return 0, unhandledf("page %d: a leaf page without cells", l.pgno)
@@ -125,6 +129,9 @@ func (d *directTable) leaf(l leafRef, b []byte, st *rowState, fn func(v []int64)
 // start on overflow page ovfl.
 func (d *directTable) record(pay []byte, ovfl uint32, size int64, st *rowState) (bool, error) {
 	if int64(len(pay)) == size {
+		if keep, ok := d.recordFast(pay, st); ok {
+			return keep, nil
+		}
 		return d.recordLocal(pay, st)
 	}
 	local := pay
@@ -341,6 +348,104 @@ func (d *directTable) recordLocal(pay []byte, st *rowState) (bool, error) {
 	}
 	return true, nil
 }
+
+// recordFast is recordLocal for the common record: a one-byte header size and one-byte
+// serial types for the fields read (integers, NULLs, short text), no TEXT or REAL in an
+// integer column. ok is false for any other record, which recordLocal then reads (and
+// finds what is wrong with it, if anything).
+func (d *directTable) recordFast(pay []byte, st *rowState) (keep, ok bool) {
+	size := len(pay)
+	if size == 0 {
+		return false, false
+	}
+	hs := int(pay[0])
+	if hs >= 0x80 || hs > size || hs < 1 {
+		return false, false
+	}
+	nf := min(d.nfield, hs-1)
+	offs := st.offs8[:nf]
+	types := st.types8[:nf]
+	hdr := pay[1 : 1+nf]
+	body := hs
+	for i, t := range hdr {
+		if t >= 0x80 {
+			return false, false
+		}
+		types[i], offs[i] = t, int32(body)
+		body += int(fastLens[t])
+	}
+	if body > size || (nf == hs-1 && body != size) {
+		return false, false
+	}
+	v := st.v
+	var bad int64
+	for c := range d.order {
+		c := int(d.order[c])
+		fi := d.fields[c]
+		if fi < 0 {
+			v[c] = d.defs[c]
+			continue
+		}
+		t := uint8(0)
+		o := 0
+		if fi < nf {
+			t, o = types[fi], int(offs[fi])
+		}
+		switch t {
+		case 0:
+			if d.nulls[c] {
+				v[c] = 0
+				bad |= 1 << c
+			} else {
+				v[c] = d.defs[c]
+			}
+		case 1:
+			v[c] = int64(int8(pay[o]))
+		case 2:
+			v[c] = int64(int16(binary.BigEndian.Uint16(pay[o:])))
+		case 3:
+			v[c] = int64(int8(pay[o]))<<16 | int64(pay[o+1])<<8 | int64(pay[o+2])
+		case 4:
+			v[c] = int64(int32(binary.BigEndian.Uint32(pay[o:])))
+		case 5:
+			v[c] = int64(int16(binary.BigEndian.Uint16(pay[o:])))<<32 | int64(binary.BigEndian.Uint32(pay[o+2:]))
+		case 6:
+			v[c] = int64(binary.BigEndian.Uint64(pay[o:]))
+		case 8:
+			v[c] = 0
+		case 9:
+			v[c] = 1
+		default:
+			return false, false
+		}
+		if c == d.in {
+			x := v[c]
+			if bad != 0 || x < 0 || x >= int64(len(d.kept)) || !d.kept[x] {
+				return false, true
+			}
+		}
+	}
+	v[len(d.fields)] = bad
+	if d.textField >= 0 {
+		d.text = nil
+		if fi := d.textField; fi < nf {
+			t, o := types[fi], int(offs[fi])
+			if t != 0 && (t < 13 || t%2 == 0) {
+				return false, false
+			}
+			d.text = pay[o : o+int(fastLens[t])]
+		}
+	}
+	return true, true
+}
+
+// fastLens are the body lengths of the serial types of one byte.
+var fastLens = func() (l [128]uint8) {
+	for t := range l {
+		l[t] = uint8(serialLen(uint64(t)))
+	}
+	return l
+}()
 
 // serialLens are the body lengths of serial types 0-11.
 var serialLens = [12]int8{0, 1, 2, 3, 4, 6, 8, 8, 0, 0, 0, 0}

@@ -188,17 +188,42 @@ type leafRef struct {
 }
 
 // leaves walks the table B-tree rooted at root and returns its leaf pages in rowid
-// order. Interior pages are read once each; a page met twice, a walk deeper than
-// maxDepth or keys out of order are errors.
+// order. A B-tree is balanced: the depth of its leaves is found down the leftmost path,
+// and the walk reads the interior pages only, once each; the leaves' own headers are
+// checked when they are read (directTable.leaf). A page met twice, an interior page
+// where a leaf should be or the reverse, a walk deeper than maxDepth and keys out of order
+// are errors.
 func (s *sqliteFile) leaves(root uint32) ([]leafRef, error) {
 	seen := make([]uint64, (uint64(s.npages)+64)/64)
 	buf := make([]byte, s.pageSize)
+	leafDepth := 0
+	for pg := root; ; leafDepth++ {
+		if leafDepth >= maxDepth {
+			return nil, unhandledf("B-tree deeper than %d at page %d", maxDepth, pg)
+		}
+		b, err := s.readPages(pg, 1, buf)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.parsePage(pg, b)
+		if err != nil {
+			return nil, err
+		}
+		if p.typ == pageLeafTable {
+			break
+		}
+		if p.cells == 0 {
+			return nil, unhandledf("page %d: an interior page without cells", pg)
+		}
+		pc, err := p.cell(0, 5)
+		if err != nil {
+			return nil, err
+		}
+		pg = binary.BigEndian.Uint32(p.data[pc:])
+	}
 	var out []leafRef
 	var walk func(pg uint32, lo, hi int64, depth int) error
 	walk = func(pg uint32, lo, hi int64, depth int) error {
-		if depth > maxDepth {
-			return unhandledf("B-tree deeper than %d at page %d", maxDepth, pg)
-		}
 		if pg < 1 || pg > s.npages {
 			return unhandledf("page %d out of the file's %d", pg, s.npages)
 		}
@@ -206,6 +231,10 @@ func (s *sqliteFile) leaves(root uint32) ([]leafRef, error) {
 			return unhandledf("page %d met twice in one B-tree", pg)
 		}
 		seen[pg/64] |= 1 << (pg % 64)
+		if depth == leafDepth {
+			out = append(out, leafRef{pg, lo, hi})
+			return nil
+		}
 		b, err := s.readPages(pg, 1, buf)
 		if err != nil {
 			return err
@@ -214,9 +243,11 @@ func (s *sqliteFile) leaves(root uint32) ([]leafRef, error) {
 		if err != nil {
 			return err
 		}
-		if p.typ == pageLeafTable {
-			out = append(out, leafRef{pg, lo, hi})
-			return nil
+		if p.typ != pageInteriorTable {
+			return unhandledf("page %d: a leaf above the B-tree's other leaves", pg)
+		}
+		if p.cells == 0 {
+			return unhandledf("page %d: an interior page without cells", pg)
 		}
 		// Copy the children and keys out: buf is reused by the walk below.
 		type child struct {
