@@ -2,7 +2,9 @@ package nsys_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -81,4 +83,79 @@ func firstDiff(a, b string) string {
 		}
 	}
 	return fmt.Sprintf("lengths %d vs %d lines", len(la), len(lb))
+}
+
+// TestDirectFallbacks reads exports the direct reader leaves to SQLite, and wants the
+// reason in Trace.Reads and the same trace as SQLite alone gives: a REAL timestamp in the
+// kernel table (met while reading: the whole read is done again through SQLite), a
+// column with a DEFAULT (a record written before it was added reads the default), and a
+// -wal file with frames beside the export.
+func TestDirectFallbacks(t *testing.T) {
+	for _, c := range []struct {
+		name, why string
+		sql       []string
+		wal       bool
+	}{
+		{"real-start", "holds a REAL", []string{`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 0.5 WHERE rowid = 3`}, false},
+		{"default-column", "has a default", []string{`ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN globalPid TO oldPid`,
+			`ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN globalPid INTEGER DEFAULT 7`}, false},
+		{"wal", "-wal file with frames", []string{`PRAGMA journal_mode = WAL`, `UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + 1 WHERE rowid = 2`}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "trace.sqlite")
+			nsystest.Gunzip(t, "../testdata/traces/dense-eager.sqlite.gz", path)
+			db, err := sql.Open("sqlite3", "file:"+path+"?mode=rw")
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.SetMaxOpenConns(1)
+			if c.wal {
+				// Keep the -wal file: copy the database and its WAL while the writer is open.
+				if _, err := db.Exec(`PRAGMA wal_autocheckpoint = 0`); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, q := range c.sql {
+				if _, err := db.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if c.wal {
+				for _, s := range []string{"", "-wal"} {
+					b, err := os.ReadFile(path + s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, "copy.sqlite"+s), b, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				db.Close()
+				path = filepath.Join(dir, "copy.sqlite")
+			} else {
+				db.Close()
+			}
+			want, werr := nsys.Open(context.Background(), path, nsys.Options{SQLiteOnly: true})
+			got, gerr := nsys.Open(context.Background(), path, nsys.Options{})
+			if werr != nil || gerr != nil {
+				t.Fatalf("direct: %v, sqlite: %v", gerr, werr)
+			}
+			if g, w := dumpTrace(got), dumpTrace(want); g != w {
+				t.Errorf("differs from SQLite's:\n%s", firstDiff(g, w))
+			}
+			found := false
+			for _, rd := range got.Reads {
+				if rd.Table == "CUPTI_ACTIVITY_KIND_KERNEL" {
+					found = !rd.Direct && strings.Contains(rd.Why, c.why)
+					if !found {
+						t.Errorf("kernel table read %+v, want through SQLite because %q", rd, c.why)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no read of the kernel table in %+v", got.Reads)
+			}
+		})
+	}
 }

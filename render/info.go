@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -50,6 +51,10 @@ func NewInfo(t *nsys.Trace) *Info {
 			in.GraphLaunches++
 		}
 	}
+	in.Reads = []InfoRead{}
+	for _, rd := range t.Reads {
+		in.Reads = append(in.Reads, InfoRead{Table: rd.Table, Direct: rd.Direct, Why: rd.Why})
+	}
 	for _, w := range t.Warnings {
 		in.Warnings = append(in.Warnings, w.Error())
 	}
@@ -71,6 +76,20 @@ func InfoText(w io.Writer, in *Info) error {
 		tw.printf("GPU span: %s (%d .. %d ns)\n", Duration(in.DurationNS), in.StartNS, in.EndNS)
 	}
 	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
+	var direct []string
+	for _, rd := range in.Reads {
+		if rd.Direct {
+			direct = append(direct, strings.TrimPrefix(rd.Table, "CUPTI_ACTIVITY_KIND_"))
+		}
+	}
+	if len(direct) > 0 {
+		tw.printf("Reader:   %s decoded from the file directly\n", strings.Join(direct, ", "))
+	}
+	for _, rd := range in.Reads {
+		if !rd.Direct {
+			tw.printf("Reader:   %s through SQLite: %s\n", rd.Table, TerminalSafe(rd.Why))
+		}
+	}
 	tw.printf("\n%6s  %8s  %8s  %6s  %6s  %11s  %s\n", "device", "kernels", "time", "memcpy", "memset", "graph execs", "gpu")
 	for _, d := range in.Devices {
 		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, Duration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, TerminalSafe(orNA(d.GPU)))

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render"
 )
 
 // reportExts are the extensions of Nsight Systems reports (.qdrep before 2021.4).
@@ -103,6 +104,24 @@ func looksLikeSQLite(path string) bool {
 // registerCache registers --cache, which keeps the export of a report beside it.
 func registerCache(fs *pflag.FlagSet, cache *bool) {
 	fs.BoolVar(cache, "cache", false, "for a .nsys-rep input, keep its SQLite export beside it (NAME.sqlite) and reuse it while newer than the report")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "say on stderr how each large table was read: decoded from the file directly, or through SQLite and why")
+}
+
+// verbose is --verbose of the command running (set when its flags are registered).
+var verbose bool
+
+// logReads writes, with --verbose, how the reader read each large table of t.
+func logReads(o *stdio, t *nsys.Trace) {
+	if !verbose {
+		return
+	}
+	for _, rd := range t.Reads {
+		if rd.Direct {
+			fmt.Fprintf(o.errOut, "stepstat: %s: %s read directly from the file\n", render.TerminalSafe(t.Path), rd.Table)
+		} else {
+			fmt.Fprintf(o.errOut, "stepstat: %s: %s read through SQLite: %s\n", render.TerminalSafe(t.Path), rd.Table, render.TerminalSafe(rd.Why))
+		}
+	}
 }
 
 // lookNsys finds the nsys command; tests replace PATH to choose a fake one or none.
