@@ -14,6 +14,7 @@ import (
 	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
 
@@ -24,10 +25,31 @@ import (
 // (hf_workload.py: transformers' generate() and hand-written loops), checked by
 // TestThirdPartyCaptures, or of our workload in --serve-order (TestServeOrderCaptures).
 func thirdParty(base string) bool {
-	return strings.HasPrefix(base, "hf-") || strings.HasPrefix(base, "loop-") || strings.Contains(base, "-serve")
+	if strings.HasPrefix(base, "hf-") || strings.HasPrefix(base, "loop-") || strings.Contains(base, "-serve") {
+		return true
+	}
+	// Captures with a ground-truth sidecar (NAME.truth.json: the serving situations of
+	// testdata/traces/README.md) are checked against their sidecar, not against workload.py's shape.
+	_, err := os.Stat(filepath.Join("..", "testdata", "traces", strings.TrimSuffix(base, ".sqlite.gz")+".truth.json"))
+	return err == nil
 }
 
 // gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.
+// captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
+func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
+	t.Helper()
+	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
 func gunzipCapture(t *testing.T, gz, dir string) string {
 	t.Helper()
 	path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(gz), ".gz"))
@@ -340,8 +362,8 @@ func checkPublicReport(t *testing.T, rep *breakdown.Report) {
 		}
 	}
 	for _, f := range []func(io.Writer) error{
-		func(w io.Writer) error { return render.Text(w, rep, render.TextOptions{Top: 10}) },
-		func(w io.Writer) error { return render.JSON(w, rep) },
+		func(w io.Writer) error { return render.Text(w, findings.Of(rep), render.TextOptions{Top: 10}) },
+		func(w io.Writer) error { return render.JSON(w, findings.Of(rep)) },
 		func(w io.Writer) error { return render.CSV(w, rep) },
 	} {
 		if err := f(io.Discard); err != nil {

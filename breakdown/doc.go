@@ -1,6 +1,7 @@
 // Package breakdown breaks the GPU timeline of an LLM inference server down into steps and
-// per-category time, and compares two such breakdowns. It does not read trace files (package
-// nsys does) and does not decide what a kernel name is (package kernelclass does).
+// per-category time. It reads no trace file (package nsys does), does not decide what a
+// kernel name is (package kernelclass does), and neither draws conclusions nor compares
+// reports (packages findings and compare do, on its results).
 //
 // Summarize (summarize.go) runs the pipeline; each stage has its own file, in this order:
 //
@@ -22,8 +23,6 @@
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
 //     sol.go: the speed-of-light view.
-//  10. findings.go: the findings, rules over the report's own numbers.
 //
-// report.go holds the result types; config.go the run configuration of diff's sides;
-// compare.go compares two reports (diff) and story.go says what changed.
+// report.go holds the result types; units.go how a time and a share are written in text.
 package breakdown

@@ -42,7 +42,7 @@ type Options struct {
 	Batch int
 
 	// NoContext turns context classification off: kernels keep the category of their name
-	// (and --nvtx-category), whatever their place in the step.
+	// (and NVTXCategories), whatever their place in the step.
 	NoContext bool
 	// split, when not nil, replaces splitAt for account (tests of the split sweep).
 	split func(steps, kernels int) int
@@ -110,6 +110,19 @@ const (
 	AllSteps                           // every step, whatever its phase
 )
 
+// ParsePhaseSelection parses "decode", "prefill" or "all".
+func ParsePhaseSelection(s string) (PhaseSelection, error) {
+	switch s {
+	case "decode":
+		return DecodeSteps, nil
+	case "prefill":
+		return PrefillSteps, nil
+	case "all":
+		return AllSteps, nil
+	}
+	return DecodeSteps, fmt.Errorf("unknown phase %q (want decode, prefill or all)", s)
+}
+
 // Phase returns the phase selected: Decode, Prefill, or Unknown for AllSteps.
 func (s PhaseSelection) Phase() Phase {
 	switch s {
@@ -160,22 +173,48 @@ type OptionError struct {
 func (e *OptionError) Error() string { return e.Option.String() + ": " + e.Err.Error() }
 func (e *OptionError) Unwrap() error { return e.Err }
 
-// checkSOL checks the speed-of-light options (not the trace).
-func checkSOL(opt Options) error {
-	negative := errors.New("must not be negative")
+// ErrNegative is the Err of an OptionError for an option that must not be negative.
+var ErrNegative = errors.New("must not be negative")
+
+// A NeedsOption is the Err of an OptionError for an option given without any of the
+// options it needs.
+type NeedsOption struct{ Any []Option }
+
+func (e *NeedsOption) Error() string {
+	names := make([]string, len(e.Any))
+	for i, o := range e.Any {
+		names[i] = o.String()
+	}
+	return "needs " + strings.Join(names, " or ")
+}
+
+// An ExcludesOption is the Err of an OptionError for an option given with one it
+// excludes.
+type ExcludesOption struct{ Other Option }
+
+func (e *ExcludesOption) Error() string { return "exclusive with " + e.Other.String() }
+
+// CheckSOL checks the speed-of-light options (not the trace): none negative, the bandwidth
+// finite, one floor at most, the bandwidth only with a bytes floor and the batch only with a
+// floor. Summarize calls it; a front end may call it before reading a trace.
+func CheckSOL(opt Options) error {
 	switch {
 	case opt.SOLStep < 0:
-		return &OptionError{OptSOLStep, negative}
+		return &OptionError{OptSOLStep, ErrNegative}
 	case opt.SOLBytes < 0:
-		return &OptionError{OptSOLBytes, negative}
+		return &OptionError{OptSOLBytes, ErrNegative}
+	case opt.SOLStep > 0 && opt.SOLBytes > 0:
+		return &OptionError{OptSOLBytes, &ExcludesOption{OptSOLStep}}
 	case opt.Bandwidth < 0:
-		return &OptionError{OptBandwidth, negative}
-	case opt.Batch < 0:
-		return &OptionError{OptBatch, negative}
+		return &OptionError{OptBandwidth, ErrNegative}
 	case math.IsNaN(opt.Bandwidth) || math.IsInf(opt.Bandwidth, 0):
 		return &OptionError{OptBandwidth, errors.New("must be a finite number")}
-	case opt.SOLStep > 0 && opt.SOLBytes > 0:
-		return &OptionError{OptSOLBytes, errors.New("exclusive with a step-time floor (SOLStep)")}
+	case opt.Bandwidth > 0 && opt.SOLBytes == 0:
+		return &OptionError{OptBandwidth, &NeedsOption{[]Option{OptSOLBytes}}}
+	case opt.Batch < 0:
+		return &OptionError{OptBatch, ErrNegative}
+	case opt.Batch > 0 && opt.SOLStep == 0 && opt.SOLBytes == 0:
+		return &OptionError{OptBatch, &NeedsOption{[]Option{OptSOLStep, OptSOLBytes}}}
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package breakdown
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -57,7 +59,7 @@ func inferPhases(steps []Step, shapes []stepShape) {
 			walls = append(walls, steps[i].Wall())
 		}
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue
@@ -87,4 +89,19 @@ func mix64(x uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x
+}
+
+// PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
+func PhaseCounts(steps []Step) string {
+	var n [3]int
+	for _, s := range steps {
+		n[s.Phase]++
+	}
+	var parts []string
+	for _, p := range []Phase{Prefill, Decode, Unknown} {
+		if n[p] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -252,9 +252,9 @@ func finishRanks(rr *RankReport, groups [][]Step, spreads []time.Duration) {
 		for g, grp := range groups {
 			walls[g] = grp[d].Wall()
 		}
-		rr.Devices[d].MedianStep = quantile(walls, 0.5)
+		rr.Devices[d].MedianStep = Quantile(walls, 0.5)
 	}
-	rr.SpreadMedian, rr.SpreadP90 = quantile(spreads, 0.5), quantile(spreads, 0.9)
+	rr.SpreadMedian, rr.SpreadP90 = Quantile(spreads, 0.5), Quantile(spreads, 0.9)
 	best := 0
 	for d := range rr.Devices {
 		if rr.Devices[d].LastArrivals > best {

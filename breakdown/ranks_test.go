@@ -300,7 +300,7 @@ func TestRanksTwo(t *testing.T) {
 		t.Errorf("spreads %v %v, median %v, p90 %v; want 100ns, 300ns, 100ns, 240ns", rr.Steps[0].Spread, rr.Steps[3].Spread, rr.SpreadMedian, rr.SpreadP90)
 	}
 	for d := range rr.Devices {
-		if rr.Devices[d].MedianStep != quantile([]time.Duration{want.walls[0][d], want.walls[1][d], want.walls[2][d], want.walls[3][d]}, 0.5) {
+		if rr.Devices[d].MedianStep != Quantile([]time.Duration{want.walls[0][d], want.walls[1][d], want.walls[2][d], want.walls[3][d]}, 0.5) {
 			t.Errorf("rank %d median step %v", d, rr.Devices[d].MedianStep)
 		}
 	}

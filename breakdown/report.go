@@ -30,19 +30,6 @@ func (p Phase) String() string {
 	return "unknown"
 }
 
-// ParsePhase parses "prefill", "decode" or "unknown".
-func ParsePhase(s string) (Phase, error) {
-	switch s {
-	case "prefill":
-		return Prefill, nil
-	case "decode":
-		return Decode, nil
-	case "unknown":
-		return Unknown, nil
-	}
-	return Unknown, fmt.Errorf("unknown phase %q (want prefill, decode or unknown)", s)
-}
-
 // Method is how steps were found on a device.
 type Method uint8
 

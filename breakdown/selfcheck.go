@@ -54,7 +54,7 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 	for i, s := range dec {
 		walls[i] = s.Wall()
 	}
-	med := quantile(walls, 0.5)
+	med := Quantile(walls, 0.5)
 	var far []int
 	for _, s := range dec {
 		if med > 0 && (s.Wall() > 10*med || 10*s.Wall() < med) {

@@ -7,17 +7,18 @@ import (
 	"time"
 )
 
-// quantile returns the q-quantile of ds with linear interpolation between order statistics,
+// Quantile returns the q-quantile of ds with linear interpolation between order statistics,
 // rounded to the nanosecond.
-func quantile(ds []time.Duration, q float64) time.Duration {
+func Quantile(ds []time.Duration, q float64) time.Duration {
 	xs := make([]float64, len(ds))
 	for i, d := range ds {
 		xs[i] = float64(d)
 	}
-	return time.Duration(math.Floor(quantileF(xs, q) + 0.5))
+	return time.Duration(math.Floor(QuantileF(xs, q) + 0.5))
 }
 
-func quantileF(xs []float64, q float64) float64 {
+// QuantileF is Quantile of float samples, unrounded (package compare reads medians with it).
+func QuantileF(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}

@@ -25,7 +25,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSOL(opt); err != nil {
+	if err := CheckSOL(opt); err != nil {
 		return nil, err
 	}
 	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}

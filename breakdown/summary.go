@@ -65,7 +65,7 @@ func summarize(all []Step, opt Options) (Summary, error) {
 		sum.Gaps.add(&steps[i].Gaps)
 	}
 	n := float64(len(steps))
-	sum.Median, sum.P10, sum.P90 = quantile(walls, 0.5), quantile(walls, 0.1), quantile(walls, 0.9)
+	sum.Median, sum.P10, sum.P90 = Quantile(walls, 0.5), Quantile(walls, 0.1), Quantile(walls, 0.9)
 	sum.Mean = totalWall / time.Duration(len(steps))
 	sum.LaunchesPerStp = float64(launches) / n
 	sum.KernelsPerStep = float64(kernels) / n
@@ -85,8 +85,8 @@ func summarize(all []Step, opt Options) (Summary, error) {
 			busy += steps[i].Busy[c]
 			k += steps[i].Kernels[c]
 		}
-		cs := CategorySummary{Median: quantile(per, 0.5), P90: quantile(per, 0.9),
-			KernelsPerStep: float64(k) / n, CallsMedian: quantileF(calls, 0.5)}
+		cs := CategorySummary{Median: Quantile(per, 0.5), P90: Quantile(per, 0.9),
+			KernelsPerStep: float64(k) / n, CallsMedian: QuantileF(calls, 0.5)}
 		if totalWall > 0 {
 			cs.Share = float64(excl) / float64(totalWall)
 		}
@@ -96,17 +96,17 @@ func summarize(all []Step, opt Options) (Summary, error) {
 		sum.Categories[c] = cs
 		totals[c] = excl
 	}
-	setMeans(&sum, totals)
+	SetMeans(&sum, totals)
 	return sum, err
 }
 
-// setMeans sets each category's Mean from its total exclusive time over the steps, so that
+// SetMeans sets each category's Mean from its total exclusive time over the steps, so that
 // the means add up exactly to sum.Mean: each gets its total divided by the step count,
 // truncated, and the nanoseconds the truncations lost go one each to the categories with
 // the largest remainders (ties to the earlier category id). The exclusive times of a step
 // add up to its wall time, so the totals add up to the steps' total wall time and exactly
 // that many nanoseconds are left over.
-func setMeans(sum *Summary, totals [kernelclass.NumCategories]time.Duration) {
+func SetMeans(sum *Summary, totals [kernelclass.NumCategories]time.Duration) {
 	n := time.Duration(sum.Steps)
 	var left time.Duration = sum.Mean
 	var order [kernelclass.NumCategories]kernelclass.Category

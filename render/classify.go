@@ -44,7 +44,7 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 		if rule == "" {
 			rule = "-"
 		}
-		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", Duration(int64(k.Total)), Percent(frac(int64(k.Total), total)), k.Count,
+		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
 			k.Category, TerminalSafe(rule), TerminalSafe(k.Name))
 	}
 	nOther := 0
@@ -54,7 +54,7 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 		}
 	}
 	ew.printf("\nCoverage: %s of kernel time (%d of %d names) is unclassified (other) in %s\n",
-		Percent(frac(other, total)), nOther, len(ks), TerminalSafe(path))
+		breakdown.FormatPercent(frac(other, total)), nOther, len(ks), TerminalSafe(path))
 	return ew.err
 }
 

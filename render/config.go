@@ -6,16 +6,17 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// ConfigCaption says where the run configuration comes from and what it keeps.
-const ConfigCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
+// configCaption says where the run configuration comes from and what it keeps.
+const configCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
 	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL or AUTH dropped)"
 
-// ConfigLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
+// configLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
 // when the capture recorded none.
-func ConfigLine(cfg []nsys.EnvVar) string {
+func configLine(cfg []nsys.EnvVar) string {
 	if len(cfg) == 0 {
 		return ""
 	}
@@ -47,18 +48,18 @@ func nameProtos(ps []string) []string {
 	return out
 }
 
-// NCCLProtoNote says what the protocol decoded from NCCL kernel names can and cannot tell:
+// ncclProtoNote says what the protocol decoded from NCCL kernel names can and cannot tell:
 // the suffix (_LL, _LL128, _SIMPLE) names the kernel variant that was launched, not the
 // protocol setting, so NCCL_PROTO from the recorded environment is shown beside it. It is
 // "" when no kernel name carries a protocol.
-func NCCLProtoNote(cfg []nsys.EnvVar, protos []string) string {
+func ncclProtoNote(cfg []nsys.EnvVar, protos []string) string {
 	ps := nameProtos(protos)
 	if len(ps) == 0 {
 		return ""
 	}
 	names := strings.Join(ps, ", ")
 	const what = "the name is the kernel variant launched, not proof of the protocol setting"
-	if v, ok := breakdown.ConfigValue(cfg, "NCCL_PROTO"); ok {
+	if v, ok := compare.ConfigValue(cfg, "NCCL_PROTO"); ok {
 		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", v, names, what)
 	}
 	return fmt.Sprintf("NCCL kernel names say %s (%s); NCCL_PROTO is not in the recorded environment", names, what)
@@ -76,7 +77,7 @@ func reportProtos(r *breakdown.Report) []string {
 }
 
 // sideProtos lists the protocols of a diff side's NCCL kernel names.
-func sideProtos(s *breakdown.SideSummary) []string {
+func sideProtos(s *compare.SideSummary) []string {
 	var out []string
 	for _, n := range s.NCCL {
 		out = append(out, n.Proto)
@@ -86,18 +87,18 @@ func sideProtos(s *breakdown.SideSummary) []string {
 
 // protoSet is NCCL_PROTO of a configuration, "" when unset.
 func protoSet(cfg []nsys.EnvVar) string {
-	v, _ := breakdown.ConfigValue(cfg, "NCCL_PROTO")
+	v, _ := compare.ConfigValue(cfg, "NCCL_PROTO")
 	return v
 }
 
 // configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL".
-func configChangeText(c breakdown.ConfigChange) string {
+func configChangeText(c compare.ConfigChange) string {
 	b, n := c.Base, c.New
 	if !c.BaseSet {
-		b = breakdown.Unset
+		b = compare.Unset
 	}
 	if !c.NewSet {
-		n = breakdown.Unset
+		n = compare.Unset
 	}
 	return c.Name + ": " + b + " -> " + n
 }
@@ -109,7 +110,7 @@ type ConfigChangeJSON struct {
 	New  *string `json:"new"`
 }
 
-func configChangesJSON(cs []breakdown.ConfigChange) []ConfigChangeJSON {
+func configChangesJSON(cs []compare.ConfigChange) []ConfigChangeJSON {
 	out := []ConfigChangeJSON{}
 	for _, c := range cs {
 		j := ConfigChangeJSON{Name: c.Name}
@@ -129,8 +130,8 @@ func configTable(r *breakdown.Report) *htmlTable {
 	if len(r.Config) == 0 {
 		return nil
 	}
-	t := &htmlTable{ID: "config", Caption: ConfigCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
-		Note: NCCLProtoNote(r.Config, reportProtos(r))}
+	t := &htmlTable{ID: "config", Caption: configCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
+		Note: ncclProtoNote(r.Config, reportProtos(r))}
 	for _, e := range r.Config {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(e.Name), cellName(e.Value)}})
 	}
@@ -138,7 +139,7 @@ func configTable(r *breakdown.Report) *htmlTable {
 }
 
 // diffConfigTable is the diff page's table of changed knobs, nil when none changed.
-func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffConfigTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	if len(c.Config) == 0 {
 		return nil
 	}
@@ -147,10 +148,10 @@ func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 	for _, ch := range c.Config {
 		b, n := ch.Base, ch.New
 		if !ch.BaseSet {
-			b = breakdown.Unset
+			b = compare.Unset
 		}
 		if !ch.NewSet {
-			n = breakdown.Unset
+			n = compare.Unset
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ch.Name), cellName(b), cellName(n)}})
 	}
@@ -158,13 +159,13 @@ func diffConfigTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 }
 
 // diffNCCLNote is the note under the diff's NCCL table: what each side's names say.
-func diffNCCLNote(c *breakdown.Comparison, bl, nl string) string {
+func diffNCCLNote(c *compare.Comparison, bl, nl string) string {
 	var notes []string
 	for _, s := range []struct {
 		label string
-		ss    *breakdown.SideSummary
+		ss    *compare.SideSummary
 	}{{bl, &c.Base}, {nl, &c.New}} {
-		if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+		if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 			notes = append(notes, s.label+": "+n)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -25,7 +27,7 @@ func TestReportConfig(t *testing.T) {
 	r := configReport(cfg)
 
 	var text bytes.Buffer
-	if err := Text(&text, r, TextOptions{}); err != nil {
+	if err := Text(&text, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -38,7 +40,7 @@ func TestReportConfig(t *testing.T) {
 	}
 
 	var js bytes.Buffer
-	if err := JSON(&js, r); err != nil {
+	if err := JSON(&js, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {
@@ -56,18 +58,18 @@ func TestReportConfig(t *testing.T) {
 	}
 	// Without a recorded environment: "config" is {} and the note says NCCL_PROTO is not there.
 	js.Reset()
-	if err := JSON(&js, configReport(nil)); err != nil {
+	if err := JSON(&js, findings.Of(configReport(nil))); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(js.String(), `"config":{}`) || strings.Contains(js.String(), "proto_set") {
 		t.Errorf("json without config: %s", js.String())
 	}
-	if n := NCCLProtoNote(nil, []string{"LL", "LL128", "LL"}); n != "NCCL kernel names say LL, LL128 (the name is the kernel variant launched, not proof of the protocol setting); NCCL_PROTO is not in the recorded environment" {
+	if n := ncclProtoNote(nil, []string{"LL", "LL128", "LL"}); n != "NCCL kernel names say LL, LL128 (the name is the kernel variant launched, not proof of the protocol setting); NCCL_PROTO is not in the recorded environment" {
 		t.Errorf("note %q", n)
 	}
 
 	var page bytes.Buffer
-	if err := HTML(&page, r, HTMLOptions{EChartsJS: "/*echarts*/"}); err != nil {
+	if err := HTML(&page, findings.Of(r), HTMLOptions{EChartsJS: "/*echarts*/"}); err != nil {
 		t.Fatal(err)
 	}
 	h := page.String()
@@ -80,12 +82,12 @@ func TestReportConfig(t *testing.T) {
 }
 
 func TestDiffConfigFirst(t *testing.T) {
-	side := func(label string, cfg []nsys.EnvVar) breakdown.Side {
-		return breakdown.Side{Label: label, Reports: []*breakdown.Report{configReport(cfg)}}
+	side := func(label string, cfg []nsys.EnvVar) compare.Side {
+		return compare.Side{Label: label, Reports: []*findings.Report{findings.Of(configReport(cfg))}}
 	}
-	c := breakdown.Compare(side("base", []nsys.EnvVar{{Name: "NCCL_ALGO", Value: "Ring"}, {Name: "OMP_NUM_THREADS", Value: "8"}}),
+	c := compare.Compare(side("base", []nsys.EnvVar{{Name: "NCCL_ALGO", Value: "Ring"}, {Name: "OMP_NUM_THREADS", Value: "8"}}),
 		side("new", []nsys.EnvVar{{Name: "NCCL_PROTO", Value: "LL"}, {Name: "OMP_NUM_THREADS", Value: "8"}}),
-		breakdown.Decode, breakdown.CompareOptions{})
+		breakdown.Decode, compare.Options{})
 	var text bytes.Buffer
 	if err := DiffText(&text, c); err != nil {
 		t.Fatal(err)

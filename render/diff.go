@@ -9,9 +9,10 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 )
 
-func diffRowJSON(r *breakdown.Row) DiffRowJSON {
+func diffRowJSON(r *compare.Row) DiffRowJSON {
 	out := DiffRowJSON{BaseMedianNS: int64(math.Round(r.Base.Center)), NewMedianNS: int64(math.Round(r.New.Center)),
 		PValue: round6(r.P), Significant: r.Significant, BaseN: r.Base.N, NewN: r.New.N}
 	if !math.IsNaN(r.DeltaPct) {
@@ -23,7 +24,7 @@ func diffRowJSON(r *breakdown.Row) DiffRowJSON {
 
 // diffMeans prints the mean per step of each category on both sides and its change: the
 // rows add up to the mean step (Summary's rounding).
-func diffMeans(ew *errWriter, c *breakdown.Comparison, bl, nl string, nameW int) {
+func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 	ew.printf("\nMeans per %s step (the rows add up to the mean step):\n", c.Phase)
 	ew.printf("%-*s %12s %12s %14s\n", nameW, "", bl, nl, "change/step")
 	for _, cat := range kernelclass.Order {
@@ -31,13 +32,13 @@ func diffMeans(ew *errWriter, c *breakdown.Comparison, bl, nl string, nameW int)
 		if b == 0 && n == 0 {
 			continue
 		}
-		ew.printf("%-*s %12s %12s %14s\n", nameW, cat, Duration(int64(b)), Duration(int64(n)), signedDuration(float64(n-b)))
+		ew.printf("%-*s %12s %12s %14s\n", nameW, cat, breakdown.FormatDuration(int64(b)), breakdown.FormatDuration(int64(n)), signedDuration(float64(n-b)))
 	}
-	ew.printf("%-*s %12s %12s %14s\n", nameW, "mean step", Duration(int64(c.Base.MeanStep)), Duration(int64(c.New.MeanStep)),
+	ew.printf("%-*s %12s %12s %14s\n", nameW, "mean step", breakdown.FormatDuration(int64(c.Base.MeanStep)), breakdown.FormatDuration(int64(c.New.MeanStep)),
 		signedDuration(float64(c.New.MeanStep-c.Base.MeanStep)))
 }
 
-func sideJSON(s *breakdown.SideSummary) DiffSideJSON {
+func sideJSON(s *compare.SideSummary) DiffSideJSON {
 	out := DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
 		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config),
@@ -51,7 +52,7 @@ func sideJSON(s *breakdown.SideSummary) DiffSideJSON {
 	return out
 }
 
-func changesJSON(cs []breakdown.KernelChange) []KernelChangeJSON {
+func changesJSON(cs []compare.KernelChange) []KernelChangeJSON {
 	out := []KernelChangeJSON{}
 	for _, c := range cs {
 		out = append(out, KernelChangeJSON{Family: c.Family, Category: c.Category.String(), BaseNames: nonNil(c.BaseNames),
@@ -68,7 +69,7 @@ func nonNil(s []string) []string {
 }
 
 // NewDiffJSON builds the JSON contract from a comparison.
-func NewDiffJSON(c *breakdown.Comparison) *DiffJSON {
+func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 	unit := "step"
 	if c.Options.PerRun {
 		unit = "run"
@@ -89,7 +90,7 @@ func NewDiffJSON(c *breakdown.Comparison) *DiffJSON {
 }
 
 // diffWarnings collects the comparison's warnings and the rows', without repeats.
-func diffWarnings(c *breakdown.Comparison) []string {
+func diffWarnings(c *compare.Comparison) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(err error) {
@@ -113,14 +114,14 @@ func diffWarnings(c *breakdown.Comparison) []string {
 }
 
 // DiffJSONWrite writes the comparison as JSON contract stepstat.diff.v1.
-func DiffJSONWrite(w io.Writer, c *breakdown.Comparison) error {
+func DiffJSONWrite(w io.Writer, c *compare.Comparison) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(NewDiffJSON(c))
 }
 
 // pctRange formats a confidence interval as "± x%" of its center, like benchstat.
-func pctRange(s breakdown.Stat) string {
+func pctRange(s compare.Stat) string {
 	if s.N == 0 {
 		return ""
 	}
@@ -137,7 +138,7 @@ func pctRange(s breakdown.Stat) string {
 	return fmt.Sprintf("± %.0f%%", 100*v)
 }
 
-func rowDelta(r *breakdown.Row) string {
+func rowDelta(r *compare.Row) string {
 	switch {
 	case r.Base.N == 0 || r.New.N == 0:
 		return "?"
@@ -149,7 +150,7 @@ func rowDelta(r *breakdown.Row) string {
 	return fmt.Sprintf("%+.2f%%", r.DeltaPct)
 }
 
-func rowPN(r *breakdown.Row) string {
+func rowPN(r *compare.Row) string {
 	n := fmt.Sprintf("n=%d", r.Base.N)
 	if r.Base.N != r.New.N {
 		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
@@ -159,7 +160,7 @@ func rowPN(r *breakdown.Row) string {
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
 // kernel changes, then numbered warnings.
-func DiffText(w io.Writer, c *breakdown.Comparison) error {
+func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
 	unit := "step"
 	if c.Options.PerRun {
@@ -177,9 +178,9 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	}
 	diffStory(ew, c, bl, nl)
 	const colW = 16
-	var rows []breakdown.Row
+	var rows []compare.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
-	for _, r := range append(append([]breakdown.Row{}, c.Categories...), c.Step) {
+	for _, r := range append(append([]compare.Row{}, c.Categories...), c.Step) {
 		if r.Name != "whole step" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
@@ -191,8 +192,8 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
 	for i := range rows {
 		r := &rows[i]
-		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, Duration(int64(r.Base.Center)), pctRange(r.Base),
-			Duration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
+		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
+			breakdown.FormatDuration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
 	diffMeans(ew, c, bl, nl, nameW)
 	ew.printf("\n%-22s %12s %12s\n", "", bl, nl)
@@ -205,23 +206,23 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 		ew.printf("\nNCCL kernels:\n%-6s %-14s %-10s %-7s %-6s %8s %10s\n", "side", "op", "algo", "proto", "dtype", "count", "total")
 		for _, s := range []struct {
 			label string
-			n     []breakdown.NCCLCount
+			n     []compare.NCCLCount
 		}{{bl, c.Base.NCCL}, {nl, c.New.NCCL}} {
 			for _, n := range s.n {
 				ew.printf("%-6s %-14s %-10s %-7s %-6s %8d %10s\n", s.label, orDefault(n.Op, "-"), orDefault(n.Algo, "-"),
-					orDefault(n.Proto, "-"), orDefault(n.DType, "-"), n.Count, Duration(int64(n.Total)))
+					orDefault(n.Proto, "-"), orDefault(n.DType, "-"), n.Count, breakdown.FormatDuration(int64(n.Total)))
 			}
 		}
 		for _, s := range []struct {
 			label string
-			ss    *breakdown.SideSummary
+			ss    *compare.SideSummary
 		}{{bl, &c.Base}, {nl, &c.New}} {
-			if n := NCCLProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
+			if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
 				ew.printf("  %s: %s\n", s.label, TerminalSafe(n))
 			}
 		}
 	}
-	changes := func(title string, cs []breakdown.KernelChange, total func(k breakdown.KernelChange) (int, int64)) {
+	changes := func(title string, cs []compare.KernelChange, total func(k compare.KernelChange) (int, int64)) {
 		if len(cs) == 0 {
 			return
 		}
@@ -232,11 +233,11 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, Duration(t), TerminalSafe(k.Family))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(k.Family))
 		}
 	}
-	changes("Kernels only in "+nl, c.Appeared, func(k breakdown.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
-	changes("Kernels only in "+bl, c.Vanished, func(k breakdown.KernelChange) (int, int64) { return k.BaseCount, int64(k.BaseTotal) })
+	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
+	changes("Kernels only in "+bl, c.Vanished, func(k compare.KernelChange) (int, int64) { return k.BaseCount, int64(k.BaseTotal) })
 	if len(c.Variants) > 0 {
 		ew.printf("\nChanged variants (same kernel family, other tile or template choice):\n")
 		for i, k := range c.Variants {
@@ -248,7 +249,7 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 				nl, TerminalSafe(strings.Join(k.NewNames, ", ")))
 		}
 	}
-	ew.printf("\nNote: %s\n", DiffCaveat)
+	ew.printf("\nNote: %s\n", diffCaveat)
 	if ws := diffWarnings(c); len(ws) > 0 {
 		ew.printf("\nWarnings:\n")
 		for i, w := range ws {
@@ -258,8 +259,8 @@ func DiffText(w io.Writer, c *breakdown.Comparison) error {
 	return ew.err
 }
 
-// DiffCaveat explains what the p-values mean for steps of one run.
-const DiffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
+// diffCaveat explains what the p-values mean for steps of one run.
+const diffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
 	"so with many steps tiny shifts test as significant; read the effect size, use --min-change, and prefer several runs per side with --unit run."
 
 func center(s string, w int) string {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 )
 
 // TestDiffHTMLInBrowser opens diff pages in headless Chromium, with the flags and checks of
@@ -26,13 +26,13 @@ func TestDiffHTMLInBrowser(t *testing.T) {
 	charts := []string{"diff-cats", "diff-steps"}
 	for _, tc := range []struct {
 		name string
-		c    func(t *testing.T) *breakdown.Comparison
+		c    func(t *testing.T) *compare.Comparison
 		tips bool // show every tooltip and look for injected markup
 		full bool // screenshot the whole page too
 	}{
-		{"dense", func(t *testing.T) *breakdown.Comparison { return captureComparison(t) }, true, true},
-		{"untrusted", func(t *testing.T) *breakdown.Comparison { return untrustedComparison(t) }, true, true},
-		{"bucketed-5000", func(t *testing.T) *breakdown.Comparison { return synthComparison(5000, 3000) }, false, false},
+		{"dense", func(t *testing.T) *compare.Comparison { return captureComparison(t) }, true, true},
+		{"untrusted", func(t *testing.T) *compare.Comparison { return untrustedComparison(t) }, true, true},
+		{"bucketed-5000", func(t *testing.T) *compare.Comparison { return synthComparison(5000, 3000) }, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "diff-"+tc.name+".html")

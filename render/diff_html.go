@@ -13,6 +13,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
@@ -55,7 +56,7 @@ type htmlDiff struct {
 // per step, NCCL kernels, the kernels that appeared, vanished or changed variant, the
 // caveat and the warnings. Like HTML it loads nothing from the network, and the same
 // comparison and options give the same bytes.
-func DiffHTML(w io.Writer, c *breakdown.Comparison, opt HTMLOptions) error {
+func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 	if err := checkScriptText(opt.EChartsJS); err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func DiffHTML(w io.Writer, c *breakdown.Comparison, opt HTMLOptions) error {
 
 // sideNames returns the labels of the two sides, told apart when they are equal (the
 // charts' legends merge series of the same name).
-func sideNames(c *breakdown.Comparison) (string, string) {
+func sideNames(c *compare.Comparison) (string, string) {
 	bl, nl := c.Base.Label, c.New.Label
 	if bl == nl {
 		return "base " + bl, "new " + nl
@@ -91,7 +92,7 @@ func sideNames(c *breakdown.Comparison) (string, string) {
 	return bl, nl
 }
 
-func diffFacts(c *breakdown.Comparison) []htmlFact {
+func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
 	if c.Options.PerRun {
 		unit = "run (each run's median per step is a sample)"
@@ -113,13 +114,13 @@ func diffFacts(c *breakdown.Comparison) []htmlFact {
 }
 
 // diffSides lists, per side, the runs and how their steps were found.
-func diffSides(c *breakdown.Comparison) *htmlTable {
+func diffSides(c *compare.Comparison) *htmlTable {
 	t := &htmlTable{ID: "sides", Caption: "Steps found per side",
 		Head: []htmlCell{cellText("side"), cellText("label"), cellNum("runs"), cellNum("devices/run"), cellText("steps found"),
 			cellNum(c.Phase.String() + " steps compared"), cellText("step method"), cellText("files")}}
 	for _, s := range []struct {
 		side string
-		ss   *breakdown.SideSummary
+		ss   *compare.SideSummary
 	}{{"base", &c.Base}, {"new", &c.New}} {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(s.side), cellName(s.ss.Label), cellNum(strconv.Itoa(len(s.ss.Paths))),
 			cellNum(strconv.Itoa(s.ss.Devices)), cellText(orDefault(s.ss.PhaseMix, "none")), cellNum(strconv.Itoa(s.ss.Steps)),
@@ -128,12 +129,12 @@ func diffSides(c *breakdown.Comparison) *htmlTable {
 	return t
 }
 
-func newHTMLDiff(c *breakdown.Comparison) (*htmlDiff, error) {
+func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: DiffCaveat}
+	out := &htmlDiff{Caveat: diffCaveat}
 	r := &c.Step
-	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", Duration(int64(math.Round(r.Base.Center))),
-		Duration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
+	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
+		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
 	cats, err := diffCatsChart(c)
 	if err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func newHTMLDiff(c *breakdown.Comparison) (*htmlDiff, error) {
 }
 
 // deltaWords says the delta of a row in the lead line.
-func deltaWords(r *breakdown.Row) string {
+func deltaWords(r *compare.Row) string {
 	switch d := rowDelta(r); d {
 	case "~":
 		return "no significant change"
@@ -177,8 +178,8 @@ func deltaWords(r *breakdown.Row) string {
 
 // shownRows returns the rows DiffText prints: the categories either side has, then the
 // whole step.
-func shownRows(c *breakdown.Comparison) []*breakdown.Row {
-	var out []*breakdown.Row
+func shownRows(c *compare.Comparison) []*compare.Row {
+	var out []*compare.Row
 	for i := range c.Categories {
 		r := &c.Categories[i]
 		if r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
@@ -190,7 +191,7 @@ func shownRows(c *breakdown.Comparison) []*breakdown.Row {
 }
 
 // rowCategory returns the category a row is about, and false for the whole step.
-func rowCategory(r *breakdown.Row) (kernelclass.Category, bool) {
+func rowCategory(r *compare.Row) (kernelclass.Category, bool) {
 	for _, cat := range kernelclass.Order {
 		if cat.String() == r.Name {
 			return cat, true
@@ -200,7 +201,7 @@ func rowCategory(r *breakdown.Row) (kernelclass.Category, bool) {
 }
 
 // deltaClass marks significant changes: "worse" for slower, "better" for faster.
-func deltaClass(r *breakdown.Row) string {
+func deltaClass(r *compare.Row) string {
 	if !r.Significant {
 		return ""
 	}
@@ -211,7 +212,7 @@ func deltaClass(r *breakdown.Row) string {
 }
 
 // diffTable is DiffText's benchstat table: median ± CI per side, the delta or ~, p and n.
-func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-table",
 		Caption: fmt.Sprintf("Time per %s step: median ± %g%% confidence interval, each row its own samples and test (medians do not add up; the means table does)", c.Phase, 100*c.Options.Confidence),
 		Head:    []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
@@ -224,8 +225,8 @@ func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 		if cl := deltaClass(r); cl != "" {
 			delta.Class += " " + cl
 		}
-		row := htmlRow{Cells: []htmlCell{name, cellNum(Duration(int64(r.Base.Center))), cellText(pctRange(r.Base)),
-			cellNum(Duration(int64(r.New.Center))), cellText(pctRange(r.New)), delta, cellText(rowPN(r))}}
+		row := htmlRow{Cells: []htmlCell{name, cellNum(breakdown.FormatDuration(int64(r.Base.Center))), cellText(pctRange(r.Base)),
+			cellNum(breakdown.FormatDuration(int64(r.New.Center))), cellText(pctRange(r.New)), delta, cellText(rowPN(r))}}
 		if r == &c.Step {
 			row.Class = "total"
 		}
@@ -239,7 +240,7 @@ func diffTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 
 // diffMeansTable is DiffText's means table: each category's mean per step on both sides,
 // adding up to the mean step, and the change.
-func diffMeansTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffMeansTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step)", c.Phase),
 		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step")}}
 	for _, cat := range kernelclass.Order {
@@ -247,16 +248,16 @@ func diffMeansTable(c *breakdown.Comparison, bl, nl string) *htmlTable {
 		if b == 0 && n == 0 {
 			continue
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(cat), cellNum(Duration(int64(b))), cellNum(Duration(int64(n))),
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(cat), cellNum(breakdown.FormatDuration(int64(b))), cellNum(breakdown.FormatDuration(int64(n))),
 			cellNum(signedDuration(float64(n - b)))}})
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("mean step"), cellNum(Duration(int64(c.Base.MeanStep))),
-		cellNum(Duration(int64(c.New.MeanStep))), cellNum(signedDuration(float64(c.New.MeanStep - c.Base.MeanStep)))}})
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("mean step"), cellNum(breakdown.FormatDuration(int64(c.Base.MeanStep))),
+		cellNum(breakdown.FormatDuration(int64(c.New.MeanStep))), cellNum(signedDuration(float64(c.New.MeanStep - c.Base.MeanStep)))}})
 	return t
 }
 
 // diffCounts is DiffText's counts table, with the median step.
-func diffCounts(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffCounts(c *compare.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "diff-counts", Caption: "Counts per " + c.Phase.String() + " step",
 		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl)}}
 	f1 := func(f float64) string { return fmt.Sprintf("%.1f", f) }
@@ -265,7 +266,7 @@ func diffCounts(c *breakdown.Comparison, bl, nl string) *htmlTable {
 		b, n string
 	}{
 		{c.Phase.String() + " steps", strconv.Itoa(c.Base.Steps), strconv.Itoa(c.New.Steps)},
-		{"median step", Duration(int64(c.Base.MedianStep)), Duration(int64(c.New.MedianStep))},
+		{"median step", breakdown.FormatDuration(int64(c.Base.MedianStep)), breakdown.FormatDuration(int64(c.New.MedianStep))},
 		{"host launches/step", f1(c.Base.LaunchesPerStep), f1(c.New.LaunchesPerStep)},
 		{"kernels/step", f1(c.Base.KernelsPerStep), f1(c.New.KernelsPerStep)},
 		{"idle gaps/step", f1(c.Base.GapsPerStep), f1(c.New.GapsPerStep)},
@@ -278,7 +279,7 @@ func diffCounts(c *breakdown.Comparison, bl, nl string) *htmlTable {
 }
 
 // diffNCCL lists NCCL kernels by op, algorithm, protocol and data type, per side.
-func diffNCCL(c *breakdown.Comparison, bl, nl string) *htmlTable {
+func diffNCCL(c *compare.Comparison, bl, nl string) *htmlTable {
 	if len(c.Base.NCCL)+len(c.New.NCCL) == 0 {
 		return nil
 	}
@@ -286,18 +287,18 @@ func diffNCCL(c *breakdown.Comparison, bl, nl string) *htmlTable {
 		Head: []htmlCell{cellText("side"), cellText("op"), cellText("algo"), cellText("proto"), cellText("dtype"), cellNum("count"), cellNum("total")}}
 	for _, s := range []struct {
 		label string
-		n     []breakdown.NCCLCount
+		n     []compare.NCCLCount
 	}{{bl, c.Base.NCCL}, {nl, c.New.NCCL}} {
 		for _, n := range s.n {
 			t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(s.label), cellName(orDefault(n.Op, "-")), cellName(orDefault(n.Algo, "-")),
-				cellName(orDefault(n.Proto, "-")), cellName(orDefault(n.DType, "-")), cellNum(strconv.Itoa(n.Count)), cellNum(Duration(int64(n.Total)))}})
+				cellName(orDefault(n.Proto, "-")), cellName(orDefault(n.DType, "-")), cellNum(strconv.Itoa(n.Count)), cellNum(breakdown.FormatDuration(int64(n.Total)))}})
 		}
 	}
 	return t
 }
 
 // changeTable lists kernel families of one side only.
-func changeTable(id, caption string, cs []breakdown.KernelChange, base bool) *htmlTable {
+func changeTable(id, caption string, cs []compare.KernelChange, base bool) *htmlTable {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -312,14 +313,14 @@ func changeTable(id, caption string, cs []breakdown.KernelChange, base bool) *ht
 		if base {
 			n, total, names = k.BaseCount, k.BaseTotal, k.BaseNames
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(n)), cellNum(Duration(int64(total))),
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(n)), cellNum(breakdown.FormatDuration(int64(total))),
 			familyCell(k.Family), namesCell(names)}})
 	}
 	return t
 }
 
 // variantTable lists kernel families whose names differ between the sides.
-func variantTable(cs []breakdown.KernelChange, bl, nl string) *htmlTable {
+func variantTable(cs []compare.KernelChange, bl, nl string) *htmlTable {
 	if len(cs) == 0 {
 		return nil
 	}
@@ -352,7 +353,7 @@ func namesCell(names []string) htmlCell {
 // diffCatsChart: grouped bars, base vs new, of each category's median exclusive time per
 // step (the categories either side has), and of the whole step on an axis of its own; the
 // new side's bars are labelled with the change, coloured where it is significant.
-func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
+func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	bl, nl := sideNames(c)
 	title := fmt.Sprintf("Median time per %s step by category: %s vs %s", c.Phase, bl, nl)
 	sub := "labels: the change of the median where significant (red slower, green faster), else ~; right: the whole step"
@@ -393,7 +394,7 @@ func diffCatsChart(c *breakdown.Comparison) (chartBlock, error) {
 
 // barPair returns the bars of a row: the base median, and the new median labelled with
 // the change.
-func barPair(r *breakdown.Row) (opts.BarData, opts.BarData) {
+func barPair(r *compare.Row) (opts.BarData, opts.BarData) {
 	b := opts.BarData{Value: math.Round(r.Base.Center) / 1e3}
 	n := opts.BarData{Value: math.Round(r.New.Center) / 1e3}
 	label := &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: rowDelta(r), Color: "#777777"}
@@ -412,7 +413,7 @@ func barPair(r *breakdown.Row) (opts.BarData, opts.BarData) {
 // maxChartSteps steps on either side, both sides are shown in buckets of the same size:
 // the median per bucket, and thin lines for the shortest and longest step. ok is false
 // when neither side has steps.
-func diffStepsChart(c *breakdown.Comparison) (chartBlock, bool, error) {
+func diffStepsChart(c *compare.Comparison) (chartBlock, bool, error) {
 	flat := func(runs [][]time.Duration) []time.Duration {
 		var out []time.Duration
 		for _, r := range runs {
@@ -503,7 +504,7 @@ func diffStepsChart(c *breakdown.Comparison) (chartBlock, bool, error) {
 	return cb, err == nil, err
 }
 
-func diffStepAxisName(c *breakdown.Comparison, g stepGroups) string {
+func diffStepAxisName(c *compare.Comparison, g stepGroups) string {
 	what := c.Phase.String() + " step (position among the compared steps)"
 	if g.bucketed() {
 		return fmt.Sprintf("%s, buckets of %d", what, g.k)

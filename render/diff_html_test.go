@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -19,14 +21,14 @@ import (
 
 // captureComparison compares the project's dense captures, eager (base) against CUDA
 // graphs (new), as `stepstat diff` does by default.
-func captureComparison(t testing.TB) *breakdown.Comparison {
+func captureComparison(t testing.TB) *compare.Comparison {
 	t.Helper()
 	dir := filepath.Join("..", "testdata", "traces")
 	a := traceReport(t, filepath.Join(dir, "dense-eager.sqlite.gz"), breakdown.Options{})
 	b := traceReport(t, filepath.Join(dir, "dense-graph.sqlite.gz"), breakdown.Options{})
 	a.Path, b.Path = "dense-eager.sqlite", "dense-graph.sqlite" // each read had its own temporary folder
-	return breakdown.Compare(breakdown.Side{Label: "dense-eager", Reports: []*breakdown.Report{a}},
-		breakdown.Side{Label: "dense-graph", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+	return compare.Compare(compare.Side{Label: "dense-eager", Reports: []*findings.Report{findings.Of(a)}},
+		compare.Side{Label: "dense-graph", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{})
 }
 
 // untrustedKernel is a kernel name that holds the payload; Normalize drops the payload
@@ -36,7 +38,7 @@ const untrustedKernel = "evil" + payload + "_kernel"
 // untrustedComparison compares two synthetic runs whose base label, paths, kernel names
 // and NCCL data type hold markup: one kernel family appears, one vanishes, one changes
 // variant, and both sides have NCCL kernels.
-func untrustedComparison(t testing.TB) *breakdown.Comparison {
+func untrustedComparison(t testing.TB) *compare.Comparison {
 	t.Helper()
 	a, b := synthReport(8, 1), synthReport(8, 1)
 	a.Path, b.Path = "traces/"+payload+".sqlite", "traces/new.sqlite"
@@ -54,8 +56,8 @@ func untrustedComparison(t testing.TB) *breakdown.Comparison {
 		breakdown.KernelStat{Name: "ncclDevKernel_AllReduce_Sum_" + payload + "_RING_LL", Category: kernelclass.AllReduce,
 			Count: 16, Total: 2000 * us, NCCL: &kernelclass.NCCLKernel{Op: "AllReduce", RedOp: "Sum", Algo: "RING", Proto: "LL", DType: payload}})
 	b.Kernels = slicesDeleteName(b.Kernels, "flash_fwd_splitkv_kernel")
-	return breakdown.Compare(breakdown.Side{Label: payload, Reports: []*breakdown.Report{a}},
-		breakdown.Side{Label: "tuned", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+	return compare.Compare(compare.Side{Label: payload, Reports: []*findings.Report{findings.Of(a)}},
+		compare.Side{Label: "tuned", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{})
 }
 
 func slicesDeleteName(ks []breakdown.KernelStat, name string) []breakdown.KernelStat {
@@ -84,15 +86,15 @@ func fasterGEMM(r *breakdown.Report, d time.Duration) {
 
 // synthComparison compares synthetic runs of nb and nn steps; the new one's GEMMs are
 // 15 µs faster.
-func synthComparison(nb, nn int) *breakdown.Comparison {
+func synthComparison(nb, nn int) *compare.Comparison {
 	a, b := synthReport(nb, 1), synthReport(nn, 1)
 	b.Path = "synthetic-new.sqlite"
 	fasterGEMM(b, 15*time.Microsecond)
-	return breakdown.Compare(breakdown.Side{Label: "base", Reports: []*breakdown.Report{a}},
-		breakdown.Side{Label: "new", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+	return compare.Compare(compare.Side{Label: "base", Reports: []*findings.Report{findings.Of(a)}},
+		compare.Side{Label: "new", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{})
 }
 
-func renderDiff(t testing.TB, c *breakdown.Comparison, opt HTMLOptions) []byte {
+func renderDiff(t testing.TB, c *compare.Comparison, opt HTMLOptions) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := DiffHTML(&b, c, opt); err != nil {
@@ -104,10 +106,10 @@ func renderDiff(t testing.TB, c *breakdown.Comparison, opt HTMLOptions) []byte {
 func TestDiffHTMLGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		c    func(t *testing.T) *breakdown.Comparison
+		c    func(t *testing.T) *compare.Comparison
 	}{
-		{"diff-dense", func(t *testing.T) *breakdown.Comparison { return captureComparison(t) }},
-		{"diff-untrusted", func(t *testing.T) *breakdown.Comparison { return untrustedComparison(t) }},
+		{"diff-dense", func(t *testing.T) *compare.Comparison { return captureComparison(t) }},
+		{"diff-untrusted", func(t *testing.T) *compare.Comparison { return untrustedComparison(t) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkGolden(t, tc.name+".html", renderDiff(t, tc.c(t), stubJS))
@@ -154,7 +156,7 @@ func pageTables(page string) map[string][][]string {
 // TestDiffHTMLTable checks that the page's benchstat table holds what DiffText prints,
 // string for string, and the counts.
 func TestDiffHTMLTable(t *testing.T) {
-	for name, c := range map[string]*breakdown.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
+	for name, c := range map[string]*compare.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
 		t.Run(name, func(t *testing.T) {
 			var text bytes.Buffer
 			if err := DiffText(&text, c); err != nil {
@@ -223,7 +225,7 @@ func TestDiffHTMLContent(t *testing.T) {
 	if got := tables["diff-variants"]; len(got) != 2 || !strings.Contains(got[1][4], "tilesize64x128x64") || !strings.Contains(got[1][5], "tilesize128x128x64") {
 		t.Errorf("variants table %q", got)
 	}
-	for _, want := range []string{"Note: " + html.EscapeString(DiffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
+	for _, want := range []string{"Note: " + html.EscapeString(diffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
 		`<dt>Phase compared</dt><dd>decode</dd>`, `<td class="num better">-`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -298,7 +300,7 @@ func TestDiffHTMLUntrusted(t *testing.T) {
 // TestDiffHTMLLoadsNothing: no reference to load anything, no http outside ECharts, and
 // ECharts inlined once.
 func TestDiffHTMLLoadsNothing(t *testing.T) {
-	for name, c := range map[string]*breakdown.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
+	for name, c := range map[string]*compare.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
 		page := string(renderDiff(t, c, DefaultHTMLOptions()))
 		if m := loadRefs.FindAllString(page, 5); m != nil {
 			t.Errorf("%s: page references something to load: %q", name, m)
@@ -396,8 +398,8 @@ func TestDiffHTMLCharts(t *testing.T) {
 // side, and a writer that fails.
 func TestDiffHTMLEdges(t *testing.T) {
 	a, b := synthReport(6, 1), synthReport(6, 1)
-	same := breakdown.Compare(breakdown.Side{Label: "x", Reports: []*breakdown.Report{a}},
-		breakdown.Side{Label: "x", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{})
+	same := compare.Compare(compare.Side{Label: "x", Reports: []*findings.Report{findings.Of(a)}},
+		compare.Side{Label: "x", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{})
 	page := string(renderDiff(t, same, stubJS))
 	if !strings.Contains(page, `"name":"base x"`) || !strings.Contains(page, `"name":"new x"`) {
 		t.Error("equal labels are not told apart in the charts")
@@ -408,8 +410,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 	for i := range p.Devices[0].Steps {
 		p.Devices[0].Steps[i].Phase = breakdown.Prefill
 	}
-	empty := breakdown.Compare(breakdown.Side{Label: "a", Reports: []*breakdown.Report{a}},
-		breakdown.Side{Label: "b", Reports: []*breakdown.Report{p}}, breakdown.Decode, breakdown.CompareOptions{})
+	empty := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{findings.Of(a)}},
+		compare.Side{Label: "b", Reports: []*findings.Report{findings.Of(p)}}, breakdown.Decode, compare.Options{})
 	page = string(renderDiff(t, empty, stubJS))
 	var steps struct{ Series []seriesJSON }
 	chartOption(t, page, "diff-steps", &steps)
@@ -420,8 +422,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 		t.Error("the lead does not say there is nothing to compare")
 	}
 
-	runs := breakdown.Compare(breakdown.Side{Label: "a", Reports: []*breakdown.Report{a, synthReport(4, 2)}},
-		breakdown.Side{Label: "b", Reports: []*breakdown.Report{b}}, breakdown.Decode, breakdown.CompareOptions{PerRun: true, MinChange: 0.01})
+	runs := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{findings.Of(a), findings.Of(synthReport(4, 2))}},
+		compare.Side{Label: "b", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{PerRun: true, MinChange: 0.01})
 	page = string(renderDiff(t, runs, stubJS))
 	chartOption(t, page, "diff-steps", &steps)
 	if len(steps.Series[0].Data) != 5+3*2 {

@@ -16,14 +16,15 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// EChartsVersion is the version of the ECharts source embedded in the binary
+// echartsVersion is the version of the ECharts source embedded in the binary
 // (render/assets/echarts.min.js, from the npm package echarts; Apache-2.0, see
 // render/assets/LICENSE and NOTICE).
-const EChartsVersion = "5.6.0"
+const echartsVersion = "5.6.0"
 
 //go:embed assets/echarts.min.js
 var echartsMinJS string
@@ -202,7 +203,7 @@ func checkScriptText(s string) error {
 // × category heatmap, the idle-gap histogram), a per-device comparison when there are
 // several devices, and the same numbers as plain tables. It loads nothing from the network,
 // and the same report and options give the same bytes.
-func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
+func HTML(w io.Writer, r *findings.Report, opt HTMLOptions) error {
 	if err := checkScriptText(opt.EChartsJS); err != nil {
 		return err
 	}
@@ -215,13 +216,13 @@ func HTML(w io.Writer, r *breakdown.Report, opt HTMLOptions) error {
 		Heading:   "stepstat report",
 		Generator: "stepstat",
 		EChartsJS: template.JS(opt.EChartsJS),
-		Facts:     reportFacts(r),
-		FactTable: deviceOverview(r),
-		Config:    configTable(r),
+		Facts:     reportFacts(r.Report),
+		FactTable: deviceOverview(r.Report),
+		Config:    configTable(r.Report),
 		Content:   content,
 	}
 	for _, wn := range r.Warnings {
-		page.Warnings = append(page.Warnings, WarningText(wn))
+		page.Warnings = append(page.Warnings, warningText(wn))
 	}
 	if err := reportPage.ExecuteTemplate(w, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
@@ -275,7 +276,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 		Head: []htmlCell{cellNum("device"), cellText("GPU"), cellNum("steps"), cellText("phases"), cellNum("skipped"), cellText("method"), cellText("detail"), cellText("outside steps")}}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		phases := PhaseCounts(d.Steps)
+		phases := breakdown.PhaseCounts(d.Steps)
 		if phases == "" {
 			phases = "none"
 		}
@@ -299,7 +300,7 @@ func outsideText(o *breakdown.Outside) string {
 	if o.Windows == 0 {
 		return "none"
 	}
-	return fmt.Sprintf("%s in %d window%s, %d kernels", Duration(int64(o.Wall)), o.Windows, plural(o.Windows), o.TotalKernels())
+	return fmt.Sprintf("%s in %d window%s, %d kernels", breakdown.FormatDuration(int64(o.Wall)), o.Windows, plural(o.Windows), o.TotalKernels())
 }
 
 func gpuName(s string) string {
@@ -315,14 +316,14 @@ type htmlFinding struct {
 	Severity, Headline, Claim, Suggestion string
 }
 
-func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
+func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
 	out := &htmlReport{}
 	for i := range r.Devices {
-		fs := Findings(r, i)
+		fs := r.Findings[i]
 		for k := range fs {
 			f := &fs[k]
 			out.Findings = append(out.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[i].Device),
-				Severity: f.Severity.String(), Headline: FindingHeadline(f), Claim: FindingClaim(f), Suggestion: FindingSuggestion(f)})
+				Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
 		}
 	}
 	out.NoFindings = len(out.Findings) == 0
@@ -332,9 +333,9 @@ func newHTMLReport(r *breakdown.Report, opt HTMLOptions) (*htmlReport, error) {
 			return nil, err
 		}
 		if d.Sentences != nil {
-			d.Sentences = DeviceSentences(r, &r.Devices[i]) // per-rank wording with several ranks
+			d.Sentences = deviceSentences(r.Report, &r.Devices[i]) // per-rank wording with several ranks
 		}
-		d.SOL = SOLLine(&r.Devices[i])
+		d.SOL = solLine(&r.Devices[i])
 		out.Devices = append(out.Devices, d)
 	}
 	if len(r.Devices) > 1 {
@@ -381,8 +382,8 @@ func kernelTable(ks []breakdown.KernelStat, top int) *htmlTable {
 		Head: []htmlCell{cellNum("total"), cellNum("share"), cellNum("count"), cellNum("avg"), cellText("category"), cellText("name")}}
 	for _, k := range ks[:n] {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{
-			cellNum(Duration(int64(k.Total))), cellNum(Percent(frac(int64(k.Total), total))), cellNum(strconv.Itoa(k.Count)),
-			cellNum(Duration(int64(k.Total) / int64(max(k.Count, 1)))), catCell(k.Category), cellName(k.Name)}})
+			cellNum(breakdown.FormatDuration(int64(k.Total))), cellNum(breakdown.FormatPercent(frac(int64(k.Total), total))), cellNum(strconv.Itoa(k.Count)),
+			cellNum(breakdown.FormatDuration(int64(k.Total) / int64(max(k.Count, 1)))), catCell(k.Category), cellName(k.Name)}})
 	}
 	return t
 }

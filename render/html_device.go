@@ -38,10 +38,10 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	if sm.Steps == 0 {
 		h.Empty = "No " + phaseWhat(sm) + "s to summarise; the charts and the step table show every step."
 	} else {
-		h.Lead = SummaryLead(sm)
+		h.Lead = summaryLead(sm)
 		h.Summary = summaryTable(sm)
-		h.IdleLine = IdleLine(sm)
-		h.Sentences = Sentences(sm)
+		h.IdleLine = idleLine(sm)
+		h.Sentences = summarySentences(sm)
 	}
 	var err error
 	if h.Charts, err = deviceCharts(d); err != nil {
@@ -53,12 +53,12 @@ func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 
 // summaryTable is the text report's decode table.
 func summaryTable(sm *breakdown.Summary) *htmlTable {
-	t := &htmlTable{Caption: SummaryCaption(sm),
+	t := &htmlTable{Caption: summaryCaption(sm),
 		Head: []htmlCell{cellText("category"), cellNum("mean/step"), cellNum("share"), cellNum("kernels/step")}}
 	for _, r := range summaryRows(sm) {
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(r.cat), cellNum(r.mean), cellNum(r.share), cellNum(r.kernels)}})
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(Duration(int64(sm.Mean))), cellNum("100%"),
+	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("total"), cellNum(breakdown.FormatDuration(int64(sm.Mean))), cellNum("100%"),
 		cellNum(fmt.Sprintf("%.1f", sm.KernelsPerStep))}})
 	return t
 }
@@ -105,9 +105,9 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	}
 	t0 := d.Steps[0].Start
 	row := func(s *breakdown.Step) htmlRow {
-		cells := []htmlCell{cellNum(strconv.Itoa(s.Index)), cellText(s.Phase.String()), cellNum(Duration(int64(s.Start - t0))), cellNum(Duration(int64(s.Wall())))}
+		cells := []htmlCell{cellNum(strconv.Itoa(s.Index)), cellText(s.Phase.String()), cellNum(breakdown.FormatDuration(int64(s.Start - t0))), cellNum(breakdown.FormatDuration(int64(s.Wall())))}
 		for _, c := range cats {
-			cells = append(cells, cellNum(Duration(int64(s.Exclusive[c]))))
+			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
 		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)))
 		if hasLabel {
@@ -396,7 +396,7 @@ func gridBottom(n int) string {
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	title := "Share of the mean " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps", Duration(int64(sm.Mean)), sm.Steps)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
@@ -435,7 +435,7 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	g := &sm.Gaps
 	n := float64(max(sm.Steps, 1))
-	title := fmt.Sprintf("Idle gaps per %s: %.1f gaps, %s", phaseWhat(sm), sm.GapsPerStep, Duration(int64(float64(g.Total)/n)))
+	title := fmt.Sprintf("Idle gaps per %s: %.1f gaps, %s", phaseWhat(sm), sm.GapsPerStep, breakdown.FormatDuration(int64(float64(g.Total)/n)))
 	sub := "left: gaps and idle time per step by gap size; right: what the host did meanwhile"
 	counts := make([]opts.BarData, breakdown.NumGapSizes)
 	times := make([]opts.BarData, breakdown.NumGapSizes)

@@ -28,10 +28,10 @@ func rankTable(ds []breakdown.DeviceReport) *htmlTable {
 		d := &ds[i]
 		sm := &d.Summary
 		cells := []htmlCell{cellNum(strconv.Itoa(int(d.Device))), cellName(gpuName(d.GPU)), cellNum(strconv.Itoa(sm.Steps)),
-			cellNum(Duration(int64(sm.Median))), cellNum(Duration(int64(sm.P10))), cellNum(Duration(int64(sm.P90))),
-			cellNum(Duration(int64(sm.Mean)))}
+			cellNum(breakdown.FormatDuration(int64(sm.Median))), cellNum(breakdown.FormatDuration(int64(sm.P10))), cellNum(breakdown.FormatDuration(int64(sm.P90))),
+			cellNum(breakdown.FormatDuration(int64(sm.Mean)))}
 		for _, c := range cats {
-			cells = append(cells, cellNum(Duration(int64(sm.Categories[c].Mean))))
+			cells = append(cells, cellNum(breakdown.FormatDuration(int64(sm.Categories[c].Mean))))
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: cells})
 	}
@@ -126,9 +126,9 @@ func rankLines(rr *breakdown.RankReport) []string {
 	lines := []string{fmt.Sprintf("%d aligned step%s (by %s), %d collective call%s matched on every rank, %d kernel%s unmatched.",
 		n, plural(n), rr.AlignedBy, len(rr.Calls), plural(len(rr.Calls)), rr.Unmatched, plural(rr.Unmatched))}
 	if n > 0 {
-		lines = append(lines, fmt.Sprintf("Step spread across ranks: median %s, p90 %s.", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90))))
+		lines = append(lines, fmt.Sprintf("Step spread across ranks: median %s, p90 %s.", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90))))
 	}
-	if s := StragglerLine(rr); s != "" {
+	if s := stragglerLine(rr); s != "" {
 		lines = append(lines, s)
 	}
 	return lines
@@ -143,10 +143,10 @@ func rankWaitTable(rr *breakdown.RankReport) *htmlTable {
 			cellNum("wait/step"), cellNum("transfer/step"), cellNum("wait share"), cellNum("times last")}}
 	for i := range rr.Devices {
 		d := &rr.Devices[i]
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprint(d.Device)), cellNum(Duration(int64(d.MedianStep))),
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprint(d.Device)), cellNum(breakdown.FormatDuration(int64(d.MedianStep))),
 			cellNum(perStep(d.AllReduce.Time, n)), cellNum(perStep(d.Collective.Time, n)), cellNum(perStep(d.Wait, n)),
-			cellNum(perStep(d.Transfer, n)), cellNum(Percent(frac(int64(d.Wait), int64(d.Wait+d.Transfer)))),
-			cellNum(fmt.Sprintf("%d (%s)", d.LastArrivals, Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls))))))}})
+			cellNum(perStep(d.Transfer, n)), cellNum(breakdown.FormatPercent(frac(int64(d.Wait), int64(d.Wait+d.Transfer)))),
+			cellNum(fmt.Sprintf("%d (%s)", d.LastArrivals, breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls))))))}})
 	}
 	return t
 }

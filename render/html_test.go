@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
 
@@ -83,7 +84,7 @@ func checkGolden(t *testing.T, name string, got []byte) {
 func render(t testing.TB, r *breakdown.Report, opt HTMLOptions) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := HTML(&b, r, opt); err != nil {
+	if err := HTML(&b, findings.Of(r), opt); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -344,8 +345,8 @@ func TestEmbeddedECharts(t *testing.T) {
 	if len(js) < 500_000 {
 		t.Fatalf("embedded ECharts is %d bytes; want the full echarts.min.js", len(js))
 	}
-	if !strings.Contains(js, `version="`+EChartsVersion+`"`) {
-		t.Errorf("embedded ECharts is not version %s", EChartsVersion)
+	if !strings.Contains(js, `version="`+echartsVersion+`"`) {
+		t.Errorf("embedded ECharts is not version %s", echartsVersion)
 	}
 	if err := checkScriptText(js); err != nil {
 		t.Error(err)
@@ -362,7 +363,7 @@ func TestEmbeddedECharts(t *testing.T) {
 
 func TestHTMLRejectsBadScript(t *testing.T) {
 	for _, js := range []string{"a</script>b", "a</SCRIPT b", "<!-- x"} {
-		if err := HTML(io.Discard, synthReport(3, 1), HTMLOptions{EChartsJS: js}); err == nil {
+		if err := HTML(io.Discard, findings.Of(synthReport(3, 1)), HTMLOptions{EChartsJS: js}); err == nil {
 			t.Errorf("EChartsJS %q: no error", js)
 		}
 	}
@@ -378,7 +379,7 @@ func (w *failWriter) Write(p []byte) (int, error) {
 }
 
 func TestHTMLWriteError(t *testing.T) {
-	err := HTML(&failWriter{n: 4000}, synthReport(3, 1), stubJS)
+	err := HTML(&failWriter{n: 4000}, findings.Of(synthReport(3, 1)), stubJS)
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("err = %v, want the writer's error", err)
 	}
@@ -469,5 +470,30 @@ func TestHTMLNoSteps(t *testing.T) {
 		if strings.Contains(page, bad) {
 			t.Errorf("page holds %q", bad)
 		}
+	}
+}
+
+// TestCategoryColors: every category of kernelclass has its own colour (a category added
+// without one would draw in no colour and lose its swatch), and the style sheet has a
+// swatch rule for each.
+func TestCategoryColors(t *testing.T) {
+	hex := regexp.MustCompile(`^#[0-9a-f]{6}$`)
+	seen := map[string]kernelclass.Category{}
+	for c := kernelclass.Category(0); c < kernelclass.NumCategories; c++ {
+		col := categoryColors[c]
+		if !hex.MatchString(col) {
+			t.Errorf("category %s: colour %q, want #rrggbb", c, col)
+			continue
+		}
+		if o, ok := seen[col]; ok {
+			t.Errorf("categories %s and %s share the colour %s", o, c, col)
+		}
+		seen[col] = c
+		if rule := fmt.Sprintf(".cat-%s::before { background: %s !important; }", c, col); !strings.Contains(string(categoryCSS()), rule) {
+			t.Errorf("style sheet has no swatch for %s (%s)", c, rule)
+		}
+	}
+	if len(kernelclass.Order) != int(kernelclass.NumCategories) {
+		t.Errorf("kernelclass.Order lists %d categories of %d: the swatches follow Order", len(kernelclass.Order), kernelclass.NumCategories)
 	}
 }

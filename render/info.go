@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -73,7 +74,7 @@ func InfoText(w io.Writer, in *Info) error {
 	tw.printf("Trace:    %s\n", TerminalSafe(in.Path))
 	tw.printf("Nsight:   %s (export schema %s, %s)\n", TerminalSafe(orNA(in.NsysVersion)), TerminalSafe(orNA(in.ExportSchema)), orDefault(in.MetaTable, "no metadata table"))
 	if in.DurationNS > 0 {
-		tw.printf("GPU span: %s (%d .. %d ns)\n", Duration(in.DurationNS), in.StartNS, in.EndNS)
+		tw.printf("GPU span: %s (%d .. %d ns)\n", breakdown.FormatDuration(in.DurationNS), in.StartNS, in.EndNS)
 	}
 	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
 	var direct []string
@@ -92,7 +93,7 @@ func InfoText(w io.Writer, in *Info) error {
 	}
 	tw.printf("\n%6s  %8s  %8s  %6s  %6s  %11s  %s\n", "device", "kernels", "time", "memcpy", "memset", "graph execs", "gpu")
 	for _, d := range in.Devices {
-		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, Duration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, TerminalSafe(orNA(d.GPU)))
+		tw.printf("%6d  %8d  %8s  %6d  %6d  %11d  %s\n", d.Device, d.Kernels, breakdown.FormatDuration(d.KernelNS), d.Memcpy, d.Memset, d.GraphExecs, TerminalSafe(orNA(d.GPU)))
 	}
 	if len(in.Devices) == 0 {
 		tw.printf("%6s  (no GPU activity)\n", "-")

@@ -32,51 +32,51 @@ func textRanks(ew *errWriter, r *breakdown.Report) {
 		ew.printf("  no aligned steps to compare\n")
 		return
 	}
-	ew.printf("Step spread across ranks: median %s  p90 %s\n", Duration(int64(rr.SpreadMedian)), Duration(int64(rr.SpreadP90)))
+	ew.printf("Step spread across ranks: median %s  p90 %s\n", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90)))
 	ew.printf("Per rank, means per aligned step of the matched collectives (allreduce + collective = wait + transfer), beside the median step:\n")
 	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
 		"wait/step", "transfer/step", "wait share", "times last")
 	for i := range rr.Devices {
 		d := &rr.Devices[i]
-		last := fmt.Sprintf("%d (%s)", d.LastArrivals, Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
-		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, Duration(int64(d.MedianStep)),
+		last := fmt.Sprintf("%d (%s)", d.LastArrivals, breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
+		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, breakdown.FormatDuration(int64(d.MedianStep)),
 			perStep(d.AllReduce.Time, n), perStep(d.Collective.Time, n), perStep(d.Wait, n), perStep(d.Transfer, n),
-			Percent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
+			breakdown.FormatPercent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
 	}
-	if s := StragglerLine(rr); s != "" {
+	if s := stragglerLine(rr); s != "" {
 		ew.printf("%s\n", s)
 	}
 }
 
 // perStep formats a total over n steps as time per step.
 func perStep[T ~int64](total T, n int) string {
-	return Duration(int64(total) / int64(max(n, 1)))
+	return breakdown.FormatDuration(int64(total) / int64(max(n, 1)))
 }
 
-// StragglerLine names the rank that arrived last at most matched collectives, e.g.
+// stragglerLine names the rank that arrived last at most matched collectives, e.g.
 // "Straggler: rank 1 arrived last at 198 of 230 matched collectives (86.1%)"; "" when no
 // collective was matched.
-func StragglerLine(rr *breakdown.RankReport) string {
+func stragglerLine(rr *breakdown.RankReport) string {
 	if rr == nil || rr.Straggler < 0 || len(rr.Calls) == 0 {
 		return ""
 	}
 	d := &rr.Devices[rr.Straggler]
 	return fmt.Sprintf("Straggler: rank %d arrived last at %d of %d matched collectives (%s)", d.Device, d.LastArrivals,
-		len(rr.Calls), Percent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
+		len(rr.Calls), breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
 }
 
-// DeviceSentences returns the canonical sentences of a device of the report: those of
-// Sentences, where in a multi-rank report the allreduce and collective sentences become
-// rank sentences (see RankSentence).
-func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
-	out := Sentences(&d.Summary)
+// deviceSentences returns the canonical sentences of a device of the report: those of
+// summarySentences, where in a multi-rank report the allreduce and collective sentences become
+// rank sentences (see rankSentence).
+func deviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
+	out := summarySentences(&d.Summary)
 	if r == nil || r.Ranks == nil {
 		return out
 	}
 	for i, s := range out {
 		for _, c := range []kernelclass.Category{kernelclass.AllReduce, kernelclass.Collective} {
 			if strings.HasPrefix(s, c.String()+": ") {
-				if rs, ok := RankSentence(r.Ranks, d.Device, c); ok {
+				if rs, ok := rankSentence(r.Ranks, d.Device, c); ok {
 					out[i] = rs
 				}
 			}
@@ -85,12 +85,12 @@ func DeviceSentences(r *breakdown.Report, d *breakdown.DeviceReport) []string {
 	return out
 }
 
-// RankSentence describes one category of matched collectives on one rank, e.g.
+// rankSentence describes one category of matched collectives on one rank, e.g.
 // "allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting for rank 1": the matched
 // calls per aligned step, the rank's kernel time in them per step, and the part of it spent
 // waiting for the last rank to arrive, named when one rank caused all of it, else the rank
 // that caused most. ok is false when the rank matched no call of the category.
-func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.Category) (string, bool) {
+func rankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.Category) (string, bool) {
 	if rr == nil || len(rr.Steps) == 0 {
 		return "", false
 	}
@@ -122,22 +122,22 @@ func RankSentence(rr *breakdown.RankReport, device nsys.DeviceID, c kernelclass.
 	if cm.WaitFor[top] == cm.Wait {
 		return s + fmt.Sprintf(" for rank %d", rr.Devices[top].Device), true
 	}
-	return s + fmt.Sprintf(", %s of it for rank %d", Percent(frac(int64(cm.WaitFor[top]), int64(cm.Wait))), rr.Devices[top].Device), true
+	return s + fmt.Sprintf(", %s of it for rank %d", breakdown.FormatPercent(frac(int64(cm.WaitFor[top]), int64(cm.Wait))), rr.Devices[top].Device), true
 }
 
-// SOLLine describes a device's speed-of-light view in one line, e.g.
+// solLine describes a device's speed-of-light view in one line, e.g.
 // "Speed of light: floor 7.125ms = 34.2 GB / 4.8 TB/s (H200 datasheet HBM3e bandwidth);
 // measured median decode step 9.840ms = 1.38x floor, 72.4% efficient; 101.6 tokens/s per
 // sequence, 6,504 tokens/s total at batch 64". "" when the device has none.
-func SOLLine(d *breakdown.DeviceReport) string {
+func solLine(d *breakdown.DeviceReport) string {
 	s := d.SOL
 	if s == nil {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Speed of light: floor %s", Duration(int64(s.Floor)))
+	fmt.Fprintf(&b, "Speed of light: floor %s", breakdown.FormatDuration(int64(s.Floor)))
 	if s.Bytes > 0 {
-		fmt.Fprintf(&b, " = %s / %s", Bytes(s.Bytes), Bandwidth(s.Bandwidth))
+		fmt.Fprintf(&b, " = %s / %s", bytesText(s.Bytes), bandwidthText(s.Bandwidth))
 	}
 	fmt.Fprintf(&b, " (%s); ", solSource(s))
 	what := "median " + d.Summary.Phase.String() + " step"
@@ -148,17 +148,17 @@ func SOLLine(d *breakdown.DeviceReport) string {
 		fmt.Fprintf(&b, "measured: no steps")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "measured %s %s = %.2fx floor, %s efficient; %s tokens/s per sequence", what, Duration(int64(s.Measured)),
-		s.Ratio, Percent(s.Efficiency), Count(s.TokensPerSec))
+	fmt.Fprintf(&b, "measured %s %s = %.2fx floor, %s efficient; %s tokens/s per sequence", what, breakdown.FormatDuration(int64(s.Measured)),
+		s.Ratio, breakdown.FormatPercent(s.Efficiency), countText(s.TokensPerSec))
 	if s.Batch > 0 {
-		fmt.Fprintf(&b, ", %s tokens/s total at batch %d", Count(s.TotalTokensPerSec), s.Batch)
+		fmt.Fprintf(&b, ", %s tokens/s total at batch %d", countText(s.TotalTokensPerSec), s.Batch)
 	}
 	return b.String()
 }
 
-// Bytes formats a byte count in decimal units with up to four significant digits
+// bytesText formats a byte count in decimal units with up to four significant digits
 // (34.2 GB, 17.18 GB, 512 MB).
-func Bytes(n int64) string {
+func bytesText(n int64) string {
 	v := float64(n)
 	for _, u := range []struct {
 		f    float64
@@ -171,8 +171,8 @@ func Bytes(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// Bandwidth formats bytes per second in decimal units (4.8 TB/s, 900 GB/s).
-func Bandwidth(bps float64) string {
+// bandwidthText formats bytes per second in decimal units (4.8 TB/s, 900 GB/s).
+func bandwidthText(bps float64) string {
 	for _, u := range []struct {
 		f    float64
 		name string
@@ -184,9 +184,9 @@ func Bandwidth(bps float64) string {
 	return strconv.FormatFloat(bps, 'g', 4, 64) + " B/s"
 }
 
-// Count formats a rate: one decimal below 1,000, else a whole number with thousands
+// countText formats a rate: one decimal below 1,000, else a whole number with thousands
 // separators (101.6, 6,504).
-func Count(f float64) string {
+func countText(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "n/a"
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -57,7 +59,7 @@ func rkReport() *breakdown.Report {
 func rkText(t *testing.T, r *breakdown.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, r, TextOptions{}); err != nil {
+	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -103,15 +105,15 @@ func TestRankSentenceShares(t *testing.T) {
 	cm := &r.Ranks.Devices[0].AllReduce
 	cm.WaitFor = []time.Duration{0, 232500 * time.Microsecond, 77500 * time.Microsecond}
 	r.Ranks.Devices = append(r.Ranks.Devices, breakdown.RankDevice{Device: 2})
-	s, ok := RankSentence(r.Ranks, 0, kernelclass.AllReduce)
+	s, ok := rankSentence(r.Ranks, 0, kernelclass.AllReduce)
 	if want := "allreduce: 16 calls/step, 37.40ms/step, of which 31.00ms waiting, 75.0% of it for rank 1"; !ok || s != want {
 		t.Errorf("got %q, want %q", s, want)
 	}
-	if _, ok := RankSentence(r.Ranks, 0, kernelclass.Collective); ok {
+	if _, ok := rankSentence(r.Ranks, 0, kernelclass.Collective); ok {
 		t.Error("sentence for a category without matched calls")
 	}
 	r.Ranks.Devices[1].AllReduce.Wait = 0
-	if s, _ := RankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
+	if s, _ := rankSentence(r.Ranks, 1, kernelclass.AllReduce); s != "allreduce: 16 calls/step, 6.600ms/step, none of it waiting for another rank" {
 		t.Errorf("no wait: %q", s)
 	}
 }
@@ -139,17 +141,17 @@ func TestSOLText(t *testing.T) {
 
 func TestUnitsSOL(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{Bytes(34_200_000_000), "34.2 GB"},
-		{Bytes(16 << 30), "17.18 GB"},
-		{Bytes(512_000_000), "512 MB"},
-		{Bytes(12), "12 B"},
-		{Bandwidth(4.8e12), "4.8 TB/s"},
-		{Bandwidth(1.792e12), "1.792 TB/s"},
-		{Bandwidth(936e9), "936 GB/s"},
-		{Count(101.626), "101.6"},
-		{Count(6504.07), "6,504"},
-		{Count(1234567.8), "1,234,568"},
-		{Count(999.96), "1000.0"},
+		{bytesText(34_200_000_000), "34.2 GB"},
+		{bytesText(16 << 30), "17.18 GB"},
+		{bytesText(512_000_000), "512 MB"},
+		{bytesText(12), "12 B"},
+		{bandwidthText(4.8e12), "4.8 TB/s"},
+		{bandwidthText(1.792e12), "1.792 TB/s"},
+		{bandwidthText(936e9), "936 GB/s"},
+		{countText(101.626), "101.6"},
+		{countText(6504.07), "6,504"},
+		{countText(1234567.8), "1,234,568"},
+		{countText(999.96), "1000.0"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -163,7 +165,7 @@ func TestRanksJSON(t *testing.T) {
 		Source: breakdown.SourceDatasheet, Datasheet: "H200 datasheet HBM3e bandwidth", Measured: 9840 * time.Microsecond, Ratio: 9.84 / 7.125, Efficiency: 7.125 / 9.84,
 		TokensPerSec: 1e3 / 9.84, Batch: 64, TotalTokensPerSec: 64e3 / 9.84}
 	var b bytes.Buffer
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	var v struct {
@@ -196,7 +198,7 @@ func TestRanksJSON(t *testing.T) {
 	// One device: no "ranks" key at all.
 	r.Ranks = nil
 	b.Reset()
-	if err := JSON(&b, r); err != nil {
+	if err := JSON(&b, findings.Of(r)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), `"ranks"`) {
@@ -224,6 +226,48 @@ func TestRanksPublicText(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRankTableAddsUp checks the text rank table of the 2-GPU captures under the statistic
+// it names: per rank, the means per aligned step of the matched all-reduce and other
+// collective time add up to wait + transfer, to the printed rounding.
+func TestRankTableAddsUp(t *testing.T) {
+	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
+		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
+		var buf bytes.Buffer
+		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		rows, in := 0, false
+		for _, line := range strings.Split(buf.String(), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case strings.HasPrefix(line, "Per rank, means per aligned step"):
+				in = true
+			case in && len(f) > 0 && f[0] == "rank":
+			case in && len(f) >= 7 && f[0] != "Straggler:":
+				var comm, split, slack float64
+				for i, cell := range f[2:6] {
+					v, h := printed(t, cell)
+					if i < 2 {
+						comm += v
+					} else {
+						split += v
+					}
+					slack += h
+				}
+				if math.Abs(comm-split) > slack*(1+1e-9) {
+					t.Errorf("%s rank %s: allreduce + collective %g, wait + transfer %g; more than the rounding (%g) apart", name, f[0], comm, split, slack)
+				}
+				rows++
+			default:
+				in = false
+			}
+		}
+		if rows != 2 {
+			t.Errorf("%s: %d rank rows found, want 2:\n%s", name, rows, buf.String())
 		}
 	}
 }

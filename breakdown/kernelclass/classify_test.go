@@ -10,11 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // kernelNamesFile is the classifier corpus: <category> TAB <name> per line.
@@ -369,46 +370,20 @@ func readTraceKernels(t *testing.T, path string) (kernels []traceKernel, ok bool
 	return kernels, true
 }
 
-// fuzzSeeds returns the seed names in the top-level testdata/fuzz/<target> directory. Files
-// in Go's corpus format ("go test fuzz v1" and one string(...) line) give one seed each;
-// other files give one seed per line.
+// fuzzSeeds returns the seeds of target, a fuzz target of one string, from the top-level
+// testdata/fuzz/<target> directory, where every target's seeds are.
 func fuzzSeeds(f *testing.F, target string) []string {
 	f.Helper()
-	dir := filepath.Join("..", "..", "testdata", "fuzz", target)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		f.Fatal(err)
-	}
 	var seeds []string
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
+	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "..", "testdata", "fuzz", target)) {
+		s, ok := vals[0].(string)
+		if len(vals) != 1 || !ok {
+			f.Fatalf("%s corpus entry %v: want (string)", target, vals)
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			f.Fatal(err)
-		}
-		text := string(data)
-		if body, ok := strings.CutPrefix(text, "go test fuzz v1\n"); ok {
-			for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
-				quoted, ok := strings.CutPrefix(line, "string(")
-				quoted, ok2 := strings.CutSuffix(quoted, ")")
-				s, err := strconv.Unquote(quoted)
-				if !ok || !ok2 || err != nil {
-					f.Fatalf("%s: bad corpus line %q", e.Name(), line)
-				}
-				seeds = append(seeds, s)
-			}
-			continue
-		}
-		for _, line := range strings.Split(text, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				seeds = append(seeds, line)
-			}
-		}
+		seeds = append(seeds, s)
 	}
 	if len(seeds) == 0 {
-		f.Fatalf("no seeds in %s", dir)
+		f.Fatalf("no seeds for %s", target)
 	}
 	return seeds
 }

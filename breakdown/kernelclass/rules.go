@@ -53,7 +53,7 @@ func headRE(alt string) string {
 // gatherTopK, sbtopk/mbtopk, bitonicSortKVInPlace, cub radix sorts, cunn_SoftMaxForward
 // (softmax over a vocabulary-sized row) and ArgMax reductions are sampling. An MoE router
 // written with torch ops (softmax, topk, sort, scatter) therefore lands in elementwise and
-// sampling; map its NVTX range with --nvtx-category to count it as moe_routing.
+// sampling; map its NVTX range to moe_routing (breakdown.Options.NVTXCategories) to count it so.
 // Convolutions (cuDNN, TensorRT implicit GEMM) count as gemm. vllm::act_and_mul_kernel
 // (SiLU-and-multiply of dense MLPs and experts alike) is elementwise. nvFuser fusions are
 // elementwise unless their scheduler is matmul.
@@ -148,8 +148,9 @@ func compileBuiltinRules() []Rule {
 	return rules
 }
 
-// ParseRules reads user rules in the --rules file format and returns them in file order;
-// source names the input in rule names and errors.
+// ParseRules reads user rules in the rules-file format (testdata/rules/example.rules; the
+// README's "How steps and time are counted") and returns them in file order; source names
+// the input in rule names and errors.
 //
 // The format is line-oriented. Blank lines and lines whose first non-blank character is
 // '#' are ignored. Every other line is a category identifier (as printed by

@@ -74,15 +74,8 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	if opt.Steps, err = breakdown.ParseStepMethod(f.steps); err != nil {
 		return opt, optionUsage(cmd, err)
 	}
-	switch f.phase {
-	case "decode":
-		opt.Phase = breakdown.DecodeSteps
-	case "prefill":
-		opt.Phase = breakdown.PrefillSteps
-	case "all":
-		opt.Phase = breakdown.AllSteps
-	default:
-		return opt, usagef(cmd, "--phase: unknown phase %q (want decode, prefill or all)", f.phase)
+	if opt.Phase, err = breakdown.ParsePhaseSelection(f.phase); err != nil {
+		return opt, usagef(cmd, "--phase: %v", err)
 	}
 	if f.skip < 0 {
 		return opt, usagef(cmd, "--skip must not be negative")
@@ -132,13 +125,10 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	return opt, nil
 }
 
-// solOptions checks the speed-of-light flags and sets them in opt. A --sol-bytes floor
-// for a GPU whose bandwidth is not known is found only once the trace is read; it is a
-// usage error too (optionUsage).
+// solOptions sets the speed-of-light flags in opt and checks them (breakdown.CheckSOL),
+// before any trace is read. A --sol-bytes floor for a GPU whose bandwidth is not known is
+// found only once the trace is read; it is a usage error too (optionUsage).
 func (f *analysisFlags) solOptions(cmd string, opt *breakdown.Options) error {
-	if f.solStep < 0 {
-		return usagef(cmd, "--sol-step must not be negative")
-	}
 	if f.solBytes != "" {
 		n, err := parseBytes(f.solBytes)
 		if err != nil {
@@ -146,25 +136,10 @@ func (f *analysisFlags) solOptions(cmd string, opt *breakdown.Options) error {
 		}
 		opt.SOLBytes = n
 	}
-	if f.solStep > 0 && opt.SOLBytes > 0 {
-		return usagef(cmd, "give --sol-step or --sol-bytes, not both")
-	}
-	if f.bw < 0 || math.IsNaN(f.bw) || math.IsInf(f.bw, 0) {
-		return usagef(cmd, "--bandwidth: want GB/s, a positive number (got %v)", f.bw)
-	}
-	if f.bw > 0 && opt.SOLBytes == 0 {
-		return usagef(cmd, "--bandwidth needs --sol-bytes")
-	}
-	if f.batch < 0 {
-		return usagef(cmd, "--batch must not be negative")
-	}
-	if f.batch > 0 && f.solStep == 0 && opt.SOLBytes == 0 {
-		return usagef(cmd, "--batch needs --sol-step or --sol-bytes")
-	}
 	opt.SOLStep = f.solStep
 	opt.Bandwidth = f.bw * 1e9
 	opt.Batch = f.batch
-	return nil
+	return optionUsage(cmd, breakdown.CheckSOL(*opt))
 }
 
 // optionFlags are the flags that set each breakdown option an OptionError can name.
@@ -183,7 +158,24 @@ func optionUsage(cmd string, err error) error {
 	if !errors.As(err, &oe) {
 		return err
 	}
-	msg := fmt.Sprintf("%s: %v", optionFlags[oe.Option], oe.Err)
+	flag := optionFlags[oe.Option]
+	var needs *breakdown.NeedsOption
+	var excl *breakdown.ExcludesOption
+	var msg string
+	switch {
+	case errors.Is(oe.Err, breakdown.ErrNegative):
+		msg = flag + " must not be negative"
+	case errors.As(oe.Err, &needs):
+		var any []string
+		for _, o := range needs.Any {
+			any = append(any, optionFlags[o])
+		}
+		msg = flag + " needs " + strings.Join(any, " or ")
+	case errors.As(oe.Err, &excl):
+		msg = "give " + optionFlags[excl.Other] + " or " + flag + ", not both"
+	default:
+		msg = fmt.Sprintf("%s: %v", flag, oe.Err)
+	}
 	if errors.Is(oe.Err, breakdown.ErrNoBandwidth) {
 		msg += "; give --bandwidth GB/s"
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/render"
 )
 
@@ -69,7 +71,7 @@ var diffCmd = &command{
 				return err
 			}
 			phase := opt.Phase.Phase()
-			sides := make([]breakdown.Side, 2)
+			sides := make([]compare.Side, 2)
 			for i, arg := range args {
 				label, files := splitSide(arg, i)
 				sides[i].Label = label
@@ -85,13 +87,13 @@ var diffCmd = &command{
 					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
-					sides[i].Reports = append(sides[i].Reports, rep)
+					sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
 				}
 			}
 			if opt.Phase == breakdown.AllSteps {
 				phase = breakdown.Decode
 			}
-			c := breakdown.Compare(sides[0], sides[1], phase, breakdown.CompareOptions{Alpha: *alpha, Confidence: *conf,
+			c := compare.Compare(sides[0], sides[1], phase, compare.Options{Alpha: *alpha, Confidence: *conf,
 				MinChange: mc, PerRun: *unit == "run"})
 			o.phase("compare")
 			write := func(w io.Writer) error {

@@ -113,3 +113,19 @@ func TestDiffPublicPair(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffUsage: the speed-of-light flags are usage errors on diff (it compares steps, not
+// a floor), and --unit run with one file per side warns that it cannot test.
+func TestDiffUsage(t *testing.T) {
+	inCaptureDir(t, "dense-eager", "dense-graph")
+	for _, f := range [][]string{{"--sol-step", "1ms"}, {"--sol-bytes", "1GB"}, {"--bandwidth", "4800"}, {"--batch", "4"}} {
+		args := append(append([]string{"diff"}, f...), "dense-eager.sqlite", "dense-graph.sqlite")
+		if code, _, e := solRun(t, args...); code != 2 || !strings.Contains(e, f[0]+" applies to report only") {
+			t.Errorf("diff %s: exit %d, stderr %q", f[0], code, e)
+		}
+	}
+	code, out, _ := solRun(t, "diff", "--unit", "run", "dense-eager.sqlite", "dense-graph.sqlite")
+	if code != 0 || !strings.Contains(out, "one sample per run with 1 run(s) on dense-eager and 1 on dense-graph") {
+		t.Errorf("--unit run, one file per side: exit %d, no warning in:\n%s", code, out)
+	}
+}

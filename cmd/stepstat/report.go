@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/render"
 )
 
@@ -49,18 +50,19 @@ var reportCmd = &command{
 				return err
 			}
 			o.phase("read")
-			rep, err := breakdown.Summarize(t, opt)
+			sum, err := breakdown.Summarize(t, opt)
 			if err != nil {
 				return optionUsage("report", err)
 			}
 			t.Release() // the report holds none of it
+			rep := findings.Of(sum)
 			o.phase("summarize")
 			write := func(w io.Writer) error {
 				switch *format {
 				case "json":
 					return render.JSON(w, rep)
 				case "csv":
-					return render.CSV(w, rep)
+					return render.CSV(w, rep.Report)
 				case "html":
 					return render.HTML(w, rep, render.DefaultHTMLOptions())
 				}

@@ -563,3 +563,23 @@ func TestClassifyContext(t *testing.T) {
 		t.Errorf("--by-name: gatherTopK in moe_routing; its name says sampling")
 	}
 }
+
+// TestReportUsage: usage errors for what would be ignored or meaningless (a negative
+// --top, an unknown --phase), and a hint for a gzip'd export.
+func TestReportUsage(t *testing.T) {
+	inCaptureDir(t, "dense-eager")
+	if code, _, e := solRun(t, "report", "--top", "-3", "dense-eager.sqlite"); code != 2 || !strings.Contains(e, "--top must not be negative") {
+		t.Errorf("--top -3: exit %d, stderr %q", code, e)
+	}
+	if code, _, e := solRun(t, "report", "--phase", "steady", "dense-eager.sqlite"); code != 2 ||
+		!strings.Contains(e, `--phase: unknown phase "steady" (want decode, prefill or all)`) {
+		t.Errorf("--phase steady: exit %d, stderr %q", code, e)
+	}
+	gz := filepath.Join(captureDir, "dense-eager.sqlite.gz")
+	if _, err := os.Stat(gz); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := solRun(t, "report", gz); code != 1 || !strings.Contains(e, `is gzip-compressed`) || !strings.Contains(e, "gunzip -k dense-eager.sqlite.gz") {
+		t.Errorf("gzip'd export: exit %d, stderr %q", code, e)
+	}
+}

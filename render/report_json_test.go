@@ -1,0 +1,86 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
+)
+
+// TestJSONMatchesEncoding checks that JSON, which writes steps straight from the report,
+// gives the bytes encoding/json gives for NewReportJSON's value: on every capture (one
+// and two GPUs, ranks included), on the report whose names, labels, path and warnings
+// carry HTML and script, on labels with quotes, control characters, invalid UTF-8 and
+// U+2028, and on a multi-device report with a speed-of-light floor.
+func TestJSONMatchesEncoding(t *testing.T) {
+	reports := map[string]*breakdown.Report{"untrusted": untrustedReport(t), "synth": synthReport(50, 3)}
+	caps, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "*.sqlite.gz"))
+	if len(caps) == 0 {
+		t.Fatal("no captures")
+	}
+	for _, c := range caps {
+		reports[filepath.Base(c)] = traceReport(t, c, breakdown.Options{})
+	}
+	nvtx := traceReport(t, filepath.Join("..", "testdata", "traces", "dense-eager-nvtx.sqlite.gz"),
+		breakdown.Options{SOLStep: 1e6})
+	reports["sol"] = nvtx
+	odd := synthReport(6, 1)
+	for i, l := range []string{`"quoted" \ back`, "tab\tnew\nline\x01", "bad \xff utf8", "line\u2028sep\u2029", "<b>&amp;</b>", "ünïcode"} {
+		odd.Devices[0].Steps[i].Label = l
+	}
+	reports["odd labels"] = odd
+	for name, r := range reports {
+		var got, want bytes.Buffer
+		if err := JSON(&got, findings.Of(r)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(true)
+		if err := enc.Encode(NewReportJSON(findings.Of(r))); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			g, w := got.String(), want.String()
+			i := 0
+			for i < len(g) && i < len(w) && g[i] == w[i] {
+				i++
+			}
+			t.Errorf("%s: differs at byte %d:\n got ...%s\nwant ...%s", name, i, snippet(g, i), snippet(w, i))
+		}
+		if name == "synth" && !strings.Contains(got.String(), `"steps":[{"index":0`) {
+			t.Errorf("synth: no steps written")
+		}
+	}
+}
+
+func snippet(s string, i int) string {
+	return s[max(0, i-60):min(len(s), i+60)]
+}
+
+// BenchmarkJSON and BenchmarkJSONEncoding compare JSON, which writes the steps one at a
+// time, with encoding/json on NewReportJSON's value, on 200,000 steps.
+func BenchmarkJSON(b *testing.B) {
+	r := synthReport(100000, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := JSON(io.Discard, findings.Of(r)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkJSONEncoding(b *testing.B) {
+	r := synthReport(100000, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		enc := json.NewEncoder(io.Discard)
+		if err := enc.Encode(NewReportJSON(findings.Of(r))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
