@@ -202,6 +202,11 @@ func readParts[T any, P any, PP interface {
 		partRows := r.opt.partRows
 		if partRows == 0 {
 			partRows = directPartRows
+			if q.in != "" {
+				// A filtered table keeps a part's rows at the start of its slots: each
+				// part leaves up to a huge page touched past them until the join.
+				partRows = defaultPartRows
+			}
 		}
 		var err error
 		if ps, slots, err = dt.parts(r, partRows); err != nil {
@@ -270,8 +275,8 @@ func renumber[T any, P any, PP interface {
 // finish close together, large enough that each part's query and seek cost nothing.
 const defaultPartRows = 1 << 21
 
-// directPartRows is the same for the direct reader, whose parts cost nothing to start:
-// smaller, so that many lanes share a table evenly.
+// directPartRows is the same for the direct reader's unfiltered tables, whose parts cost
+// nothing to start: smaller, so that many lanes share a table evenly.
 const directPartRows = 1 << 19
 
 // parts splits table into rowid ranges of about defaultPartRows rows (Options.partRows),
