@@ -3,6 +3,7 @@ package nsys
 import (
 	"database/sql"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -206,6 +207,11 @@ func readParts[T any, P any, PP interface {
 				// A filtered table keeps a part's rows at the start of its slots: each
 				// part leaves up to a huge page touched past them until the join.
 				partRows = defaultPartRows
+			}
+			// At least four parts a lane, so that many lanes share a table evenly.
+			if first, last, ok, err := dt.rowidBounds(); err == nil && ok {
+				lanes := int64(max(1, runtime.GOMAXPROCS(0)))
+				partRows = int(max(1<<18, min(int64(partRows), (last-first+1)/(4*lanes))))
 			}
 		}
 		var err error
