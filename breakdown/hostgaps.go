@@ -13,7 +13,9 @@ type hostGaps struct {
 	calls   []nsys.APICall // every call of the trace, by start
 	callers []nsys.Caller  // of the trace
 	tl      *timeline      // the device: only its processes' calls count
-	evs     []hostEvent    // scratch
+	evs     []hostEvent    // scratch: starts, ends of a wide gap
+	wide    []hostEvent
+	ends    []uint64 // scratch: ends packed with their kind
 	next    int
 	active  []int
 }
@@ -59,17 +61,37 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 		out[HostNone] += g1.Sub(g0)
 		return
 	}
-	// A call owns the instants from its start to its end, both clipped to the gap.
-	evs := g.evs[:0]
+	// A call owns the instants from its start to its end, both clipped to the gap. The
+	// starts come in time order (the calls are sorted by start); the ends are sorted, each
+	// packed with its kind into one integer (its offset in the gap, then two bits of kind)
+	// where the gap is short enough, as it is in any capture.
+	starts, ends, wide := g.evs[:0], g.ends[:0], g.wide[:0]
+	packed := g1.Sub(g0) < 1<<60
 	for _, i := range g.active {
 		c := &g.calls[i]
 		s, e := max(c.Start, g0), min(c.End, g1)
 		if k := hostKind(g.callers[c.Caller].Kind); s < e && k != HostNone {
-			evs = append(evs, hostEvent{s, k, 1}, hostEvent{e, k, -1})
+			starts = append(starts, hostEvent{s, k})
+			if packed {
+				ends = append(ends, uint64(e-g0)<<2|uint64(k))
+			} else {
+				wide = append(wide, hostEvent{e, k})
+			}
 		}
 	}
-	slices.SortFunc(evs, func(a, b hostEvent) int { return cmp.Compare(a.at, b.at) })
-	g.evs = evs[:0]
+	if packed {
+		slices.Sort(ends)
+	} else {
+		slices.SortFunc(wide, func(a, b hostEvent) int { return cmp.Compare(a.at, b.at) })
+	}
+	g.evs, g.ends, g.wide = starts[:0], ends[:0], wide[:0]
+	nEnds := len(ends) + len(wide)
+	endAt := func(j int) hostEvent {
+		if packed {
+			return hostEvent{g0 + nsys.Time(ends[j]>>2), HostActivity(ends[j] & 3)}
+		}
+		return wide[j]
+	}
 	var n [NumHostActivities]int
 	owner := func() HostActivity {
 		for k := range HostNone {
@@ -80,14 +102,27 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 		return HostNone
 	}
 	prev := g0
-	for i := 0; i < len(evs); {
-		at := evs[i].at
+	for i, j := 0, 0; i < len(starts) || j < nEnds; {
+		at := g1
+		if i < len(starts) {
+			at = starts[i].at
+		}
+		if j < nEnds {
+			at = min(at, endAt(j).at)
+		}
 		if at > prev {
 			out[owner()] += at.Sub(prev)
 			prev = at
 		}
-		for ; i < len(evs) && evs[i].at == at; i++ {
-			n[evs[i].kind] += int(evs[i].delta)
+		for ; i < len(starts) && starts[i].at == at; i++ {
+			n[starts[i].kind]++
+		}
+		for ; j < nEnds; j++ {
+			ev := endAt(j)
+			if ev.at != at {
+				break
+			}
+			n[ev.kind]--
 		}
 	}
 	if g1 > prev {
@@ -95,9 +130,8 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumHostActivities]time.Dura
 	}
 }
 
-// A hostEvent is a call of one kind starting (delta 1) or ending (-1) inside a gap.
+// A hostEvent is a call of one kind starting or ending inside a gap.
 type hostEvent struct {
-	at    nsys.Time
-	kind  HostActivity
-	delta int8
+	at   nsys.Time
+	kind HostActivity
 }
