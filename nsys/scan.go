@@ -159,8 +159,28 @@ func (o *partOut[T]) begin(all []T, p, first part) {
 // joinParts puts the parts' rows together, in table order, at the start of all: in place
 // when no part dropped a row, else moved down, and the slots emptied are given back at
 // once, so that memory peaks near the rows kept, not twice that.
+//
+// A part that held more rows than its slots (SQLite's reads of rowid ranges of a damaged
+// table can return rows outside the range) grew a slice of its own: then the parts are
+// joined into a new slice, since moving rows down within all would overwrite the rows of
+// the parts after it.
 func joinParts[T any](t *Trace, all []T, parts []*partOut[T]) ([]T, dropCounter) {
 	var drop dropCounter
+	if len(parts) > 1 {
+		n, outside := 0, false
+		for _, d := range parts {
+			n += len(d.rows)
+			outside = outside || len(d.rows) > 0 && (d.off >= len(all) || &d.rows[0] != &all[d.off])
+		}
+		if outside {
+			out := make([]T, 0, n)
+			for _, d := range parts {
+				out = append(out, d.rows...)
+				drop.add(d.drop)
+			}
+			return out, drop
+		}
+	}
 	out := all[:0]
 	for _, d := range parts {
 		switch {
