@@ -1,7 +1,6 @@
 package breakdown
 
 import (
-	"strings"
 	"sync/atomic"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -24,49 +23,11 @@ import (
 //
 // Kernels moved by --nvtx-category keep the category the user gave them.
 
-// A role is what a kernel's name says about its place in a layer.
-type role uint8
-
-const (
-	roleNone    role = iota
-	roleGate         // softmax or sigmoid: may start routing
-	roleTopK         // top-k or sort
-	roleSampler      // argmax, multinomial and other samplers
-	roleNorm         // layer or RMS norm (in PyTorch: the mean of squares)
-	roleGather       // an inductor kernel that indexes (after routing: expert weights)
-)
-
-// nameRole reads a kernel name (inductor names list their fused ops: triton_per_fused__softmax_topk_3).
-func nameRole(name string) role {
-	s := strings.ToLower(name)
-	switch {
-	case strings.Contains(s, "topk") || strings.Contains(s, "top_k") || strings.Contains(s, "sort"):
-		return roleTopK
-	case strings.Contains(s, "argmax") || strings.Contains(s, "argmin") || strings.Contains(s, "multinomial") || strings.Contains(s, "sampl"):
-		return roleSampler
-	case strings.Contains(s, "softmax") || strings.Contains(s, "sigmoid"):
-		return roleGate
-	case strings.HasPrefix(s, "triton_") && strings.Contains(s, "_index"):
-		return roleGather
-	case strings.HasPrefix(s, "triton_"):
-		// Inductor fuses the next layer's norm into expert kernels: only the weighted
-		// combine (a sum) fused with the norm ends expert work.
-		if strings.Contains(s, "rsqrt") && strings.Contains(s, "_sum") {
-			return roleNorm
-		}
-		return roleNone
-	case strings.Contains(s, "layer_norm") || strings.Contains(s, "rms_norm") || strings.Contains(s, "rmsnorm") ||
-		strings.Contains(s, "layernorm") || strings.Contains(s, "meanops") || (strings.Contains(s, "mean") && strings.Contains(s, "rsqrt")):
-		return roleNorm
-	}
-	return roleNone
-}
-
 // contextCats holds the categories context gave kernels (index into Trace.Kernels; 0 for
 // none, else category+1), filled by each device's pass on its own kernels.
 type contextCats struct {
 	cat   []uint8
-	roles []role                 // per NameID
+	roles []kernelclass.Role     // per NameID
 	base  []kernelclass.Category // the name's own category, per NameID
 	moved atomic.Bool            // devices run their passes at once
 }
@@ -87,16 +48,17 @@ func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
 type ctxKernel struct {
 	idx   int32
 	cat   kernelclass.Category
-	role  role
+	role  kernelclass.Role
 	fixed bool // moved by an NVTX category rule: it guides the rules but keeps its category
 }
 
 // classifyContext runs the context rules over each of the device's steps and windows
-// outside steps.
+// outside steps (over each forward of a speculative round).
 func classifyContext(tl *timeline, det *detection, c *contextCats) {
 	var buf []ctxKernel
 	moved := false
 	bi := -1 // the boundary the activity falls in
+	fi := 0  // the next forward end (det.forwards) at or after the activity
 	flush := func() {
 		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
 			moved = true
@@ -116,6 +78,14 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
 		}
 		buf = append(buf, k)
+		// A speculative round is several forwards, each ending with its own lm_head and
+		// sampler (the drafts sample the draft tokens): the rules read each forward apart.
+		for fi < len(det.forwards) && det.forwards[fi] < a.start {
+			fi++
+		}
+		if det.bounds[bi].drafts > 0 && fi < len(det.forwards) && det.forwards[fi] == a.start {
+			flush()
+		}
 		return true
 	})
 	flush()
@@ -147,7 +117,8 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 	state, from := normal, 0 // from: where the pending gate or routing run starts
 	for i, k := range ks {
 		if i > lastGEMM {
-			if k.role == roleTopK || k.role == roleSampler || k.role == roleGate {
+			// XLA's argmax is a reduction fusion after the lm_head.
+			if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate || k.role == kernelclass.RoleReduce {
 				set(k, kernelclass.Sampling)
 			}
 			continue
@@ -156,24 +127,24 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 		switch state {
 		case normal, gate:
 			switch {
-			case k.role == roleTopK:
+			case k.role == kernelclass.RoleTopK:
 				if state != gate {
 					from = i
 				}
 				state = routing
-			case k.role == roleGate:
+			case k.role == kernelclass.RoleGate:
 				if state != gate {
 					from = i
 				}
 				state = gate
-			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || k.role == roleNorm):
+			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || k.role == kernelclass.RoleNorm):
 				state = normal // a softmax of attention or of something else: no routing
 			}
 		case routing:
 			// Routing runs to the first expert work: inductor fuses the next norm into
 			// routing and expert kernels, so a norm does not end it.
 			switch {
-			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == roleGather:
+			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == kernelclass.RoleGather:
 				for _, r := range ks[from:i] {
 					set(r, kernelclass.MoERouting)
 				}
@@ -181,7 +152,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				state = expert
 			case k.cat == kernelclass.Attention:
 				for _, r := range ks[from:i] {
-					if r.role == roleTopK {
+					if r.role == kernelclass.RoleTopK {
 						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
 					}
 				}
@@ -190,7 +161,7 @@ func (c *contextCats) step(ks []ctxKernel) (moved bool) {
 				state = normal
 			}
 		case expert:
-			if k.cat == kernelclass.Attention || comm || k.role == roleNorm {
+			if k.cat == kernelclass.Attention || comm || k.role == kernelclass.RoleNorm {
 				state = normal
 				continue
 			}

@@ -10,11 +10,15 @@
 //     Options.NVTXCategories overrides per launch; activity.go merges a device's kernels, memory
 //     operations and graph executions into one timeline in start order.
 //  3. kernels.go: the whole-trace kernel table (runs beside the steps).
-//  4. steps.go: step detection per device: NVTX ranges (with the work outside them), else
-//     stepfind.go's one finder over host signals (syncs, graph launches, input copies,
-//     grouped into repeating steps), else periodicity, else the whole trace; owners.go maps
-//     host ranges to the GPU work they launched; selfcheck.go warns when the steps look
-//     wrong; context.go then classifies kernels by their place in their step.
+//  4. steps.go: the one dispatcher of step detection per device, running the detectors of
+//     the method asked for (method.go: the one table of methods and auto's chain): NVTX
+//     ranges (nvtxsteps.go, with the work outside them), else the iterations of the serving
+//     loop from host signals (cuts.go: syncs, graph launches, input copies; stepfind.go
+//     groups the segments they cut), split at the ends of the model's forwards
+//     (forwards.go: the sampler after the lm_head; speculative rounds; pauses between
+//     requests), else periodicity (periodic.go), else the whole trace; owners.go maps host
+//     ranges to the GPU work they launched; selfcheck.go warns when the steps look wrong;
+//     context.go then classifies kernels by their place in their step.
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.

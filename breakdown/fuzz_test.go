@@ -48,8 +48,8 @@ func FuzzStepRanges(f *testing.F) {
 			}
 			for _, d := range dialects {
 				if m := d.re.FindStringSubmatch(s); m != nil {
-					if p := d.phase(m); p > Decode {
-						t.Fatalf("%s phase of %q = %v", d.name, s, p)
+					if st := d.read(m); st.phase > Mixed || st.batch < 0 {
+						t.Fatalf("%s reads %q as %+v", d.name, s, st)
 					}
 				}
 			}
@@ -61,10 +61,10 @@ func FuzzStepRanges(f *testing.F) {
 		switch {
 		case err != nil && m != (StepMethod{}):
 			t.Fatalf("ParseStepMethod(%q) = %+v, %v", steps, m, err)
-		case err == nil && !strings.Contains(" auto nvtx graph sync periodic whole ", " "+m.Name+" "):
-			t.Fatalf("ParseStepMethod(%q) = unknown method %q", steps, m.Name)
+		case err == nil && strings.Contains(m.Method.String(), "method("):
+			t.Fatalf("ParseStepMethod(%q) = unknown method %v", steps, m.Method)
 		case err == nil && (m.NVTX != nil) != strings.HasPrefix(steps, "nvtx:"):
-			t.Fatalf("ParseStepMethod(%q) = %q with expression %v", steps, m.Name, m.NVTX)
+			t.Fatalf("ParseStepMethod(%q) = %v with expression %v", steps, m.Method, m.NVTX)
 		case err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps):
 			t.Fatalf("ParseStepMethod(%q) error %q is not an OptionError for OptSteps", steps, err)
 		}
@@ -100,8 +100,8 @@ func FuzzStepRanges(f *testing.F) {
 				if sub == nil {
 					t.Fatalf("%s step range %q does not match the dialect", dl.name, m.text)
 				}
-				if p := dl.phase(sub); p != m.phase {
-					t.Fatalf("%s step range %q: phase %v, dialect says %v", dl.name, m.text, m.phase, p)
+				if st := dl.read(sub); st.phase != m.phase || st.batch != m.batch || st.idle {
+					t.Fatalf("%s step range %q: phase %v batch %d, dialect says %+v", dl.name, m.text, m.phase, m.batch, st)
 				}
 			}
 		}
@@ -115,13 +115,13 @@ func FuzzStepRanges(f *testing.F) {
 				}
 				// A user regex picks the ranges; the phase comes from the range's whole text
 				// (a regex "step" on "decode step 3" still gives decode).
-				if p := textPhase(m.text); p != m.phase {
-					t.Fatalf("step range %q: phase %v, want %v", m.text, m.phase, p)
+				if st := readText(m.text); st.phase != m.phase || st.idle {
+					t.Fatalf("step range %q: phase %v, want %+v", m.text, m.phase, st)
 				}
 			}
 		}
 
-		opts := []Options{{Phase: AllSteps}, {Steps: StepMethod{Name: "nvtx"}, Skip: 1}}
+		opts := []Options{{Phase: AllSteps}, {Steps: StepMethod{Method: MethodNVTX}, Skip: 1}}
 		if userRe != nil {
 			opts = append(opts, Options{Steps: userMethod, Phase: AllSteps})
 		}
@@ -157,7 +157,7 @@ func checkStepRanges(t *testing.T, tr *nsys.Trace, ms []matchedRange) {
 		if tr.RangeTexts[m.r.Text] != m.text {
 			t.Fatalf("matched range text %q, trace says %q", m.text, tr.RangeTexts[m.r.Text])
 		}
-		if m.phase > Decode {
+		if m.phase > Mixed {
 			t.Fatalf("range %q: phase %v", m.text, m.phase)
 		}
 		if e, ok := lastEnd[m.r.Thread]; ok && m.r.Start < e {

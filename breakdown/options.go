@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
@@ -48,59 +47,6 @@ type Options struct {
 	split func(steps, kernels int) int
 }
 
-// A StepMethod says how Summarize finds steps.
-type StepMethod struct {
-	// Name is "auto" (nvtx, graph, sync and periodic in turn, the first that finds steps;
-	// "" means auto too), "nvtx", "graph", "sync", "periodic" or "whole".
-	Name string
-	// NVTX, with Name "nvtx", matches the NVTX ranges that are steps; nil: the ranges of
-	// the known step dialects.
-	NVTX *regexp.Regexp
-}
-
-// ParseStepMethod parses a step method: "auto" (or ""), "nvtx", "nvtx:REGEX", "graph",
-// "sync", "periodic" or "whole". Its errors are OptionErrors for OptSteps.
-func ParseStepMethod(s string) (StepMethod, error) {
-	switch {
-	case s == "" || s == "auto":
-		return StepMethod{Name: "auto"}, nil
-	case strings.HasPrefix(s, "nvtx:"):
-		re, err := regexp.Compile(strings.TrimPrefix(s, "nvtx:"))
-		if err != nil {
-			return StepMethod{}, &OptionError{OptSteps, fmt.Errorf("bad regular expression: %w", err)}
-		}
-		return StepMethod{Name: "nvtx", NVTX: re}, nil
-	case s == "nvtx", s == "graph", s == "sync", s == "periodic", s == "whole":
-		return StepMethod{Name: s}, nil
-	}
-	return StepMethod{}, &OptionError{OptSteps, fmt.Errorf("unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", s)}
-}
-
-// String returns the text form ParseStepMethod reads.
-func (m StepMethod) String() string {
-	switch {
-	case m.Name == "":
-		return "auto"
-	case m.NVTX != nil:
-		return m.Name + ":" + m.NVTX.String()
-	}
-	return m.Name
-}
-
-// check reports whether m is a method ParseStepMethod could return, and its name.
-func (m StepMethod) check() (string, error) {
-	switch m.Name {
-	case "", "auto":
-		return "auto", nil
-	case "nvtx", "graph", "sync", "periodic", "whole":
-		if m.NVTX != nil && m.Name != "nvtx" {
-			return "", &OptionError{OptSteps, fmt.Errorf("a regular expression needs method nvtx, not %s", m.Name)}
-		}
-		return m.Name, nil
-	}
-	return "", &OptionError{OptSteps, fmt.Errorf("unknown method %q (want auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole)", m.Name)}
-}
-
 // A PhaseSelection says which steps a summary covers.
 type PhaseSelection uint8
 
@@ -108,28 +54,33 @@ const (
 	DecodeSteps  PhaseSelection = iota // the steps of phase Decode (the default)
 	PrefillSteps                       // the steps of phase Prefill
 	AllSteps                           // every step, whatever its phase
+	MixedSteps                         // the steps of phase Mixed (prompt chunks beside decoding sequences)
 )
 
-// ParsePhaseSelection parses "decode", "prefill" or "all".
+// ParsePhaseSelection parses "decode", "prefill", "mixed" or "all".
 func ParsePhaseSelection(s string) (PhaseSelection, error) {
 	switch s {
 	case "decode":
 		return DecodeSteps, nil
 	case "prefill":
 		return PrefillSteps, nil
+	case "mixed":
+		return MixedSteps, nil
 	case "all":
 		return AllSteps, nil
 	}
-	return DecodeSteps, fmt.Errorf("unknown phase %q (want decode, prefill or all)", s)
+	return DecodeSteps, fmt.Errorf("unknown phase %q (want decode, prefill, mixed or all)", s)
 }
 
-// Phase returns the phase selected: Decode, Prefill, or Unknown for AllSteps.
+// Phase returns the phase selected: Decode, Prefill, Mixed, or Unknown for AllSteps.
 func (s PhaseSelection) Phase() Phase {
 	switch s {
 	case DecodeSteps:
 		return Decode
 	case PrefillSteps:
 		return Prefill
+	case MixedSteps:
+		return Mixed
 	}
 	return Unknown
 }

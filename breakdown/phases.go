@@ -16,6 +16,10 @@ import (
 type stepShape struct {
 	sig  uint64
 	attn []nsys.NameID // distinct
+	// first is the step's first kernel (a forward's embedding), lastGEMM its last GEMM (the
+	// lm_head): the recurring pattern of a forward, counted by foldedPatternCheck.
+	first, lastGEMM nsys.NameID
+	started         bool
 }
 
 func (s *stepShape) add(a *activity) {
@@ -23,19 +27,48 @@ func (s *stepShape) add(a *activity) {
 	if a.cat == kernelclass.Attention && !slices.Contains(s.attn, a.name) {
 		s.attn = append(s.attn, a.name)
 	}
+	if !s.started {
+		s.first, s.started = a.name, true
+	}
+	if a.cat == kernelclass.GEMM {
+		s.lastGEMM = a.name
+	}
 }
 
 // inferPhases gives a phase to steps whose detection gave none, from their shape: the most
-// common kernel mix is decode; a step with another mix is prefill when it runs attention
-// kernels that decode steps never run, or takes at least three times the decode median.
-func inferPhases(steps []Step, shapes []stepShape) {
+// common kernel mix is decode; a step with another mix is a prefill candidate when it runs
+// attention kernels that decode steps never run, or takes at least three times the decode
+// median. A candidate that starts a request (starts[i]: the device's first step, or the
+// first after a window outside steps, a pause between requests) is a prefill. Inside a
+// request, a candidate is a prefill only when its GEMMs differ in number from the decode
+// steps' (a new prompt's GEMMs run other shapes); one that runs the decode steps' GEMMs is
+// a multi-token decode: the verify forward of prompt-lookup or speculative decoding, whose
+// attention is a prefill's. Speculative rounds (DraftForwards) are decode steps but at a
+// request's start, where the round holds the prompt. On a device that runs a language
+// model's forwards (llm: the finder saw a sampler after the lm_head end them), a request's
+// first step with another mix than decode's is its prefill even with decode's attention
+// (continuous batching packs a prompt into the same kernels as decoding).
+func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 	unknown := 0
+	rounds := false
 	for _, s := range steps {
 		if s.Phase == Unknown {
 			unknown++
 		}
+		rounds = rounds || s.DraftForwards > 0
 	}
 	if unknown == 0 || len(steps) < 2 {
+		return
+	}
+	if rounds {
+		for i := range steps {
+			if steps[i].Phase == Unknown {
+				steps[i].Phase = Decode
+				if starts[i] {
+					steps[i].Phase = Prefill
+				}
+			}
+		}
 		return
 	}
 	count := map[uint64]int{}
@@ -51,12 +84,14 @@ func inferPhases(steps []Step, shapes []stepShape) {
 	}
 	decodeAttn := map[nsys.NameID]bool{}
 	var walls []time.Duration
+	decodeGEMM := -1
 	for i, s := range shapes {
 		if s.sig == modal {
 			for _, n := range s.attn {
 				decodeAttn[n] = true
 			}
 			walls = append(walls, steps[i].Wall())
+			decodeGEMM = steps[i].Kernels[kernelclass.GEMM]
 		}
 	}
 	med := Quantile(walls, 0.5)
@@ -73,6 +108,12 @@ func inferPhases(steps []Step, shapes []stepShape) {
 			if !decodeAttn[n] {
 				prefill = true
 			}
+		}
+		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM {
+			prefill = false // a multi-token decode inside the request
+		}
+		if llm && starts[i] {
+			prefill = true
 		}
 		if prefill {
 			steps[i].Phase = Prefill
@@ -93,12 +134,14 @@ func mix64(x uint64) uint64 {
 
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
 func PhaseCounts(steps []Step) string {
-	var n [3]int
+	var n [numPhases]int
 	for _, s := range steps {
-		n[s.Phase]++
+		if s.Phase < numPhases {
+			n[s.Phase]++
+		}
 	}
 	var parts []string
-	for _, p := range []Phase{Prefill, Decode, Unknown} {
+	for _, p := range []Phase{Prefill, Mixed, Decode, Unknown} {
 		if n[p] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[p], p))
 		}

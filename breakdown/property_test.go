@@ -171,9 +171,9 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 	// The brute force classifies by name: context classification is checked elsewhere.
 	opt := Options{NoContext: true}
 	opt.Steps, _ = ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
-	if opt.Steps.Name == "nvtx" {
+	if opt.Steps.Method == MethodNVTX {
 		if marker != "nvtx" {
-			opt.Steps = StepMethod{Name: "auto"}
+			opt.Steps = StepMethod{Method: MethodAuto}
 		}
 	}
 	opt.Skip = []int{0, 0, 0, 1, 2}[rng.IntN(5)]
@@ -184,8 +184,8 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 	// A forced method (graph, sync, periodic) that finds no steps on any device fails, as
 	// nvtx does (TestForcedMethodFindsNone); such a timeline is summarised as one step.
 	var ns *NoStepsError
-	if _, err := Summarize(gt.t, gt.opt); errors.As(err, &ns) && ns.Method == opt.Steps.Name {
-		gt.opt.Steps = StepMethod{Name: "whole"}
+	if _, err := Summarize(gt.t, gt.opt); errors.As(err, &ns) && ns.Method == opt.Steps.Method {
+		gt.opt.Steps = StepMethod{Method: MethodWhole}
 		gt.desc += " (found no steps: whole)"
 	}
 	return gt
@@ -556,7 +556,7 @@ func TestPriorityOverlap(t *testing.T) {
 	g := newTGen(t)
 	g.launch(1, 0, k(kernelclass.GEMM, 0, 7, 1000, 5000))
 	g.launch(1, 10, k(kernelclass.AllReduce, 0, 13, 2000, 3000))
-	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}, NoContext: true})
+	rep := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Method: MethodWhole}, NoContext: true})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Start != 1000 || s.End != 5000 {
 		t.Fatalf("step [%d, %d), want [1000, 5000)", s.Start, s.End)
@@ -604,7 +604,7 @@ func TestPriorityOverlap(t *testing.T) {
 					add(lo, 100, 300, 2)
 					add(hi, 200, 400, 1)
 				}
-				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "whole"}, NoContext: true}).Devices[0].Steps[0]
+				s := mustSummarize(t, g.trace(), Options{Steps: StepMethod{Method: MethodWhole}, NoContext: true}).Devices[0].Steps[0]
 				if s.Exclusive[hi] != 200 || s.Exclusive[lo] != 100 || s.Wall() != 300 {
 					t.Errorf("%v over %v (high first: %v): exclusive %v %d, %v %d, wall %d; want 200, 100, 300",
 						hi, lo, hiFirst, hi, s.Exclusive[hi], lo, s.Exclusive[lo], s.Wall())
@@ -622,7 +622,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 10, k(kernelclass.GEMM, 0, 7, 200, 300))
 		g.launch(1, 20, k(kernelclass.Elementwise, 0, 7, 300, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}, NoContext: true})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodWhole}, NoContext: true})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Wall() != 200 || s.Exclusive[kernelclass.GEMM] != 100 || s.Exclusive[kernelclass.Idle] != 100 || s.Kernels[kernelclass.GEMM] != 2 || s.Kernels[kernelclass.Elementwise] != 1 {
@@ -635,7 +635,7 @@ func TestAccountingEdges(t *testing.T) {
 		g.launch(1, 0, k(kernelclass.Attention, 0, 13, 100, 200))
 		g.launch(1, 0, k(kernelclass.Sampling, 0, 21, 100, 300))
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}, NoContext: true})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodWhole}, NoContext: true})
 		checkInvariants(t, tr, rep, Options{})
 		s := rep.Devices[0].Steps[0]
 		if s.Exclusive[kernelclass.Attention] != 100 || s.Exclusive[kernelclass.Sampling] != 100 || s.Exclusive[kernelclass.Elementwise] != 100 {
@@ -672,7 +672,7 @@ func TestAccountingEdges(t *testing.T) {
 			at += 50_000
 		}
 		tr := g.trace()
-		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "periodic"}})
+		rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodPeriodic}})
 		if m := devReport(t, rep, 0).Method; m != MethodPeriodic {
 			t.Fatalf("method %v, want periodic", m)
 		}

@@ -1,7 +1,6 @@
 package breakdown
 
 import (
-	"fmt"
 	"regexp"
 	"time"
 
@@ -10,7 +9,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// Phase says whether a step processed prompts (prefill) or generated tokens (decode).
+// Phase says whether a step processed prompts (prefill), generated tokens (decode), or both
+// in one batch (mixed: a prompt chunk beside decoding sequences, as continuous batching runs).
 type Phase uint8
 
 // Phases.
@@ -18,37 +18,17 @@ const (
 	Unknown Phase = iota
 	Prefill
 	Decode
+	Mixed
+	numPhases
 )
+
+var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed"}
 
 func (p Phase) String() string {
-	switch p {
-	case Prefill:
-		return "prefill"
-	case Decode:
-		return "decode"
+	if p < numPhases {
+		return phaseNames[p]
 	}
 	return "unknown"
-}
-
-// Method is how steps were found on a device.
-type Method uint8
-
-// Step detection methods, in the order they are tried.
-const (
-	MethodNVTX     Method = iota // NVTX ranges mapped to the GPU work they launched
-	MethodGraph                  // one step per CUDA graph launch
-	MethodSync                   // host synchronisation points (device-to-host copy, synchronize calls)
-	MethodPeriodic               // periodicity of the kernel name sequence
-	MethodWhole                  // the whole trace is one step
-)
-
-var methodNames = [...]string{"nvtx", "graph", "sync", "periodic", "whole"}
-
-func (m Method) String() string {
-	if int(m) < len(methodNames) {
-		return methodNames[m]
-	}
-	return fmt.Sprintf("method(%d)", uint8(m))
 }
 
 // Gap size classes of the idle-gap histogram.
@@ -106,9 +86,18 @@ func (g *Gaps) add(o *Gaps) {
 
 // A Step is one step on one device: a wall-clock window [Start, End).
 type Step struct {
-	Index      int // position among all steps found on the device, before Options.Skip
-	Phase      Phase
-	Label      string // the NVTX text that defined the step, if any
+	Index int // position among all steps found on the device, before Options.Skip
+	Phase Phase
+	Label string // the NVTX text that defined the step, if any
+	// DraftForwards is the number of the draft model's forwards in a speculative round (a
+	// decode step of draft forwards and the target's verify forward); 0 otherwise.
+	DraftForwards int
+	// Batch is the number of sequences in the step when its NVTX text says (SGLang bs=N,
+	// TensorRT-LLM ctx + gen requests, vLLM context + generation requests); 0 when unknown.
+	Batch int
+	// forwards counts the ends of the model's forwards (a sampler after the lm_head) in the
+	// step, when the finder could see them; the self-checks read it.
+	forwards   int
 	Start, End nsys.Time
 	// Exclusive time per category. These never overlap: at each instant the running
 	// activity with the highest-priority category owns it, and instants with no activity

@@ -11,10 +11,75 @@ import (
 // Self-checks: the step finder says when its result looks wrong, in every output (as
 // warnings), instead of reporting a wrong breakdown silently.
 
-// stepChecks returns warnings about a device's decode steps: steps without kernels, kernel
-// counts that alternate between two values (several markers per step, cut in two), a first
-// or last step cut short, and steps far from the median (ten times longer or shorter).
-func stepChecks(dev nsys.DeviceID, steps []Step) []error {
+// stepChecks returns warnings about a device's steps. On every phase, when the model's
+// forwards could be seen (fwdKnown: a sampler after the lm_head ends each): steps that hold
+// several forwards (iterations folded together), and step counts that disagree with the
+// forwards the device ran; prefills far longer than the others. On decode steps: steps
+// without kernels, kernel counts that alternate between two values (several markers per
+// step, cut in two), a first or last step cut short, and steps far from the median (ten
+// times longer or shorter).
+func stepChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
+	out := forwardChecks(dev, steps, fwdKnown)
+	if w := longPrefillCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
+	return append(out, decodeChecks(dev, steps, fwdKnown)...)
+}
+
+// forwardChecks warns, when the forwards are known, about steps that hold more forwards
+// than one iteration (one forward, or a speculative round's drafts and verify), or else
+// about a count of steps that disagrees with the forwards in them.
+func forwardChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
+	if !fwdKnown {
+		return nil
+	}
+	var folded []int
+	ran, want, worst := 0, 0, -1
+	for i, s := range steps {
+		ran += s.forwards
+		want += 1 + s.DraftForwards
+		if s.forwards > 1+s.DraftForwards {
+			folded = append(folded, s.Index)
+			if worst < 0 || s.forwards > steps[worst].forwards {
+				worst = i
+			}
+		}
+	}
+	if len(folded) > 0 {
+		w := &steps[worst]
+		return []error{&SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several forwards of the model (a sampler after the lm_head each; step %d, %v, holds %d): a step is one iteration, so iterations are likely folded together: steps %v",
+			dev, len(folded), w.Index, w.Phase, w.forwards, folded[:min(len(folded), 5)])}}
+	}
+	if ran != want {
+		return []error{&SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps (with %d draft forwards) but the device ran %d forwards of the model in them (a sampler after the lm_head each); steps likely miss iterations or hold work that is not one",
+			dev, len(steps), want-len(steps), ran)}}
+	}
+	return nil
+}
+
+// longPrefillCheck warns when one of three or more prefills takes more than ten times
+// their median: a prefill that holds other iterations' work.
+func longPrefillCheck(dev nsys.DeviceID, steps []Step) error {
+	var walls []time.Duration
+	for _, s := range steps {
+		if s.Phase == Prefill {
+			walls = append(walls, s.Wall())
+		}
+	}
+	if len(walls) < 3 {
+		return nil
+	}
+	med := Quantile(walls, 0.5)
+	for _, s := range steps {
+		if s.Phase == Prefill && med > 0 && s.Wall() > 10*med {
+			return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: prefill step %d takes %v, more than 10x the median prefill (%v); it likely holds other iterations' work", dev, s.Index, s.Wall(), med)}
+		}
+	}
+	return nil
+}
+
+// decodeChecks returns the checks of decode steps.
+func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	var dec []*Step
 	for i := range steps {
 		if steps[i].Phase == Decode {
@@ -47,7 +112,7 @@ func stepChecks(dev nsys.DeviceID, steps []Step) []error {
 			out = append(out, &SelfCheckWarning{fmt.Sprintf("device %d: self-check: decode steps alternate between %d and %d kernels; each real step is likely cut in two", dev, a, b)})
 		}
 	}
-	if w := cutEdgeCheck(dev, dec); w != nil {
+	if w := cutEdgeCheck(dev, dec, fwdKnown); w != nil {
 		out = append(out, w)
 	}
 	walls := make([]time.Duration, len(dec))
@@ -95,8 +160,10 @@ type SelfCheckWarning struct{ Text string }
 func (w *SelfCheckWarning) Error() string { return w.Text }
 
 // cutEdgeCheck warns when the first or the last decode step launches fewer than 3/4 of the
-// kernels most decode steps launch: steps that start mid-step leave a piece at an edge.
-func cutEdgeCheck(dev nsys.DeviceID, dec []*Step) error {
+// kernels most decode steps launch: steps that start mid-step leave a piece at an edge. A
+// step that holds its whole forward (fwdKnown and one forward end) is not cut short: a
+// speculative round with fewer drafts near the end is shorter, and that is normal.
+func cutEdgeCheck(dev nsys.DeviceID, dec []*Step, fwdKnown bool) error {
 	if len(dec) < 3 {
 		return nil
 	}
@@ -110,9 +177,77 @@ func cutEdgeCheck(dev nsys.DeviceID, dec []*Step) error {
 		}
 	}
 	for _, s := range []*Step{dec[0], dec[len(dec)-1]} {
+		if fwdKnown && s.forwards == 1+s.DraftForwards {
+			continue
+		}
 		if k := s.TotalKernels(); 4*k < 3*modal {
 			return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: decode step %d launches %d kernels where most launch %d; a step cut short at an edge (steps may start mid-step)", dev, s.Index, k, modal)}
 		}
 	}
 	return nil
+}
+
+// foldedPatternCheck is the check of folded iterations where no sampler marks the forwards'
+// ends: the most common decode step's first kernel (a forward's embedding) and last GEMM (its
+// lm_head) recur once per forward, so a step (any phase) that runs both at least twice as
+// often as the decode steps do holds several iterations. One more pass over the timeline,
+// counting the two names per step.
+func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
+	count := map[uint64]int{}
+	modal, best := -1, 0
+	for i, s := range shapes {
+		if steps[i].Phase != Decode || !s.started || s.lastGEMM == s.first {
+			continue
+		}
+		count[s.sig]++
+		if c := count[s.sig]; c > best {
+			modal, best = i, c
+		}
+	}
+	if best < 3 {
+		return nil
+	}
+	first, last := shapes[modal].first, shapes[modal].lastGEMM
+	n := make([][2]int, len(steps))
+	j := 0
+	tl.each(func(a *activity) bool {
+		if a.src != srcKernel || (a.name != first && a.name != last) {
+			return true
+		}
+		for j < len(steps) && a.start >= steps[j].End {
+			j++
+		}
+		if j == len(steps) {
+			return false
+		}
+		if a.start >= steps[j].Start {
+			if a.name == first {
+				n[j][0]++
+			}
+			if a.name == last {
+				n[j][1]++
+			}
+		}
+		return true
+	})
+	per := n[modal] // the pattern's count in one iteration
+	if per[0] == 0 || per[1] == 0 {
+		return nil
+	}
+	var folded []int
+	worst := -1
+	for i := range steps {
+		if n[i][0] >= 2*per[0] && n[i][1] >= 2*per[1] {
+			folded = append(folded, steps[i].Index)
+			if worst < 0 || n[i][1] > n[worst][1] {
+				worst = i
+			}
+		}
+	}
+	if len(folded) == 0 {
+		return nil
+	}
+	w := &steps[worst]
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several iterations' worth of forwards (the decode step's first kernel and last GEMM recur %dx and %dx in step %d, %v): iterations are likely folded together: steps %v",
+		tl.dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
 }

@@ -42,7 +42,7 @@ func TestStepChecks(t *testing.T) {
 		// A post-loop kernel 15 ms after the last replay stretched the last step.
 		{"far from median", []int{98, 98, 98, 98, 99}, []int{900, 910, 905, 900, 17800}, "more than 10x away"},
 	} {
-		got := stepChecks(0, decodeSteps(tc.kernels, tc.walls))
+		got := stepChecks(0, decodeSteps(tc.kernels, tc.walls), false)
 		var text []string
 		for _, e := range got {
 			text = append(text, e.Error())
@@ -134,4 +134,43 @@ func TestSelfChecksOnTraces(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestForwardChecks checks the self-checks of every phase that read the model's forwards
+// (a sampler after the lm_head ends each): a step holding several, a count of steps that
+// disagrees with the forwards in them, a prefill far longer than the others; and that a
+// short last step which holds its whole forward (a round with fewer drafts) is not "cut".
+func TestForwardChecks(t *testing.T) {
+	mk := func(phases []Phase, forwards, drafts, kernels, wallsUS []int) []Step {
+		steps := decodeSteps(kernels, wallsUS)
+		for i := range steps {
+			steps[i].Phase, steps[i].forwards, steps[i].DraftForwards = phases[i], forwards[i], drafts[i]
+		}
+		return steps
+	}
+	P, D := Prefill, Decode
+	for _, tc := range []struct {
+		name                               string
+		phases                             []Phase
+		forwards, drafts, kernels, wallsUS []int
+		known                              bool
+		want                               string
+	}{
+		{"one forward each", []Phase{P, D, D, D, D}, []int{1, 1, 1, 1, 1}, []int{0, 0, 0, 0, 0}, []int{60, 62, 62, 62, 62}, []int{900, 500, 500, 500, 500}, true, ""},
+		{"folded prefill", []Phase{P, D, D, D, D}, []int{7, 1, 1, 1, 1}, []int{0, 0, 0, 0, 0}, []int{400, 62, 62, 62, 62}, []int{9000, 500, 500, 500, 500}, true, "1 steps hold several forwards of the model (a sampler after the lm_head each; step 0, prefill, holds 7)"},
+		{"rounds", []Phase{P, D, D, D, D}, []int{1, 5, 5, 5, 3}, []int{0, 4, 4, 4, 2}, []int{60, 300, 300, 300, 180}, []int{900, 2500, 2500, 2500, 1500}, true, ""},
+		{"no forward", []Phase{P, D, D, D, D}, []int{1, 1, 0, 1, 1}, []int{0, 0, 0, 0, 0}, []int{60, 62, 62, 62, 62}, []int{900, 500, 500, 500, 500}, true, "5 steps (with 0 draft forwards) but the device ran 4 forwards"},
+		{"unknown forwards", []Phase{P, D, D, D, D}, []int{0, 0, 0, 0, 0}, []int{0, 0, 0, 0, 0}, []int{60, 62, 62, 62, 62}, []int{900, 500, 500, 500, 500}, false, ""},
+		{"long prefill", []Phase{P, D, P, D, P, D}, []int{1, 1, 1, 1, 1, 1}, []int{0, 0, 0, 0, 0, 0}, []int{60, 62, 60, 62, 60, 62}, []int{900, 500, 950, 500, 19000, 500}, true, "prefill step 4 takes 19ms, more than 10x the median prefill"},
+	} {
+		got := stepChecks(0, mk(tc.phases, tc.forwards, tc.drafts, tc.kernels, tc.wallsUS), tc.known)
+		var text []string
+		for _, e := range got {
+			text = append(text, e.Error())
+		}
+		all := strings.Join(text, "\n")
+		if tc.want == "" && all != "" || tc.want != "" && !strings.Contains(all, tc.want) {
+			t.Errorf("%s: warnings %q, want %q", tc.name, all, tc.want)
+		}
+	}
 }

@@ -1,170 +1,24 @@
 package breakdown
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// The step finder (used when no NVTX step ranges are found, and by --steps graph, sync and
-// periodic) takes a step to be the repeating unit of the serving loop. Every host signal
-// that can start a step cuts the device's timeline into segments: the end of a host
-// synchronisation (a synchronize call, or a device-to-host read-back completing), the first
-// kernel of a CUDA graph launch, a host-to-device input copy; copy-only segments join the
-// segment they feed. A real loop iteration holds several such cuts (generate() reads back
-// twice per token, an eager MoE loop once per expert), so the finder groups k consecutive
-// segments into one step, k being the smallest at which the segments' kernel mix repeats
-// over the second half of the trace (findRepeat). The groups are aligned to the start of the
-// loop body (alignRepeat): per phase, the run of units like the most common one that starts
-// earliest, preferring units that end with the token's sampling. Before the run: the
-// prefill, and warm-up steps (eager units like the loop's, before the first graph replay)
-// outside steps; after it, whole units while they run at least half a unit's kernels, then
-// the rest outside steps (groupSegments). Without cuts, the same is done kernel by kernel
-// (periodicDetect).
-
-// Why a segment starts.
-const (
-	cutSync  uint8 = 1 << iota // first activity after a host synchronisation
-	cutGraph                   // first activity of a CUDA graph launch
-	cutH2D                     // a host-to-device copy
-)
-
-// A segment is a run of the device's activities between two cuts.
-type segment struct {
-	start, end nsys.Time // first activity's start; latest end
-	// sig hashes the multiset of the activities' categories and kinds: streams may
-	// interleave them in any order, and a kernel's variant may change from one step to
-	// the next (vectorized or unrolled, as a tensor's alignment changes).
-	sig     uint64
-	kernels int32
-	cut     uint8 // why the segment starts; 0 for the first
-	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
-}
-
-// syncAfter returns the launch keys of the first launch-like call of each process after
-// each of its synchronize calls ended, and the number of such synchronisations.
-func syncAfter(t *nsys.Trace, tl *timeline) (map[uint64]bool, int) {
-	after := map[uint64]bool{}
-	pending := map[nsys.ProcID]nsys.Time{}
-	n := 0
-	for i := range t.APICalls {
-		c := &t.APICalls[i]
-		w := &t.Callers[c.Caller]
-		if !tl.hasProc(w.Proc) {
-			continue
-		}
-		if w.Kind == nsys.APISync {
-			if e, ok := pending[w.Proc]; !ok || c.End > e {
-				pending[w.Proc] = c.End
-			}
-			continue
-		}
-		if e, ok := pending[w.Proc]; ok && isLaunchLike(w.Kind) && c.Start >= e {
-			after[actKey(w.Proc, c.Correlation)] = true
-			delete(pending, w.Proc)
-			n++
-		}
-	}
-	return after, n
-}
-
-// cutCounts counts the signals that cut a device's timeline, for the method's detail.
-type cutCounts struct{ sync, d2h, graph, h2d int }
-
-// segmentTimeline cuts the device's timeline at the signals in use and returns the segments.
-func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]segment, cutCounts) {
-	var after map[uint64]bool
-	var cc cutCounts
-	if use&cutSync != 0 {
-		after, cc.sync = syncAfter(t, tl)
-	}
-	var segs []segment
-	var d2hEnd nsys.Time
-	d2h := false
-	seenGraph := map[uint64]bool{}
-	var lastGraphKey uint64
-	keyOf, inGraph := uint64(0), false // the last key looked up, and whether a graph launch has it
-	tl.each(func(a *activity) bool {
-		var why uint8
-		k := a.key()
-		if a.src == srcKernel && k != keyOf {
-			keyOf, inGraph = k, h.graphs[k]
-		}
-		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
-			why |= cutSync
-			delete(after, k) // a graph's kernels share the key: the first one cuts
-		}
-		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {
-			lastGraphKey = k
-			if !seenGraph[k] {
-				seenGraph[k] = true
-				why |= cutGraph
-				cc.graph++
-			}
-		}
-		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD {
-			why |= cutH2D
-			cc.h2d++
-		}
-		if len(segs) == 0 || why != 0 {
-			if why&cutSync != 0 {
-				d2h = false
-			}
-			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
-		}
-		s := &segs[len(segs)-1]
-		s.end = max(s.end, a.end)
-		switch a.src {
-		case srcKernel:
-			s.kernels++
-			s.sampler = s.sampler || h.roles[a.name] == roleSampler
-			if inGraph {
-				// A replayed kernel differs from the same kernel launched eagerly: warm-up
-				// steps before the first replay are not steps of the graph loop.
-				s.sig += mix64(uint64(a.cat) + 1 + 1<<42)
-			} else {
-				s.sig += mix64(uint64(a.cat) + 1)
-			}
-		case srcGraph:
-			s.kernels++
-			s.sig += mix64(1 << 40)
-		case srcMemop:
-			s.sig += mix64(1<<41 + uint64(a.memKind))
-			if use&cutSync != 0 && a.memKind == nsys.MemcpyDtoH {
-				d2h, d2hEnd = true, a.end
-				cc.d2h++
-			}
-		}
-		return true
-	})
-	return segs, cc
-}
-
-// mergeEmpty joins each run of segments without kernels (an input copy, a copy after a
-// sync) to the segment with kernels that follows: a copy belongs to the step it feeds.
-// Trailing ones stay.
-func mergeEmpty(segs []segment) []segment {
-	out := segs[:0]
-	pending := -1 // index in out of the first empty segment waiting for kernels
-	for _, s := range segs {
-		if pending >= 0 {
-			p := &out[pending]
-			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
-			p.sampler = p.sampler || s.sampler
-			if s.kernels > 0 {
-				pending = -1
-			}
-			continue
-		}
-		out = append(out, s)
-		if s.kernels == 0 && len(out) > 1 {
-			pending = len(out) - 1
-		}
-	}
-	return out
-}
+// The step finder (used when no NVTX step ranges are found, and by --steps graph and sync)
+// finds the iterations of the serving loop. The host signals (cuts.go) cut the device's
+// timeline into segments; a real loop iteration holds several such cuts (generate() reads
+// back twice per token, an eager MoE loop once per expert), so the finder groups k
+// consecutive segments into one step, k being the smallest at which the segments' kernel mix
+// repeats over the second half of the trace (findRepeat). The groups are aligned to the
+// start of the loop body (alignRepeat): per phase, the run of units like the most common one
+// that starts earliest, preferring units that end with the token's sampling. Before the run:
+// the prefill, and warm-up steps (eager units like the loop's, before the first graph
+// replay) outside steps; after it, whole units while they run at least half a unit's
+// kernels, then the rest outside steps (groupSegments). The forwards of the model then split
+// every group that holds several, and join a draft's forwards into speculative rounds
+// (forwards.go); without a repeating grouping, the forwards alone make the steps.
 
 // repeatWindow bounds the work of finding the repeat: the last segments (or kernels) only,
 // past any prefill and warm-up.
@@ -338,12 +192,12 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 // once per layer repeats too, but with other units than the loop body's.
 func warmupStart(segs []segment, k, first, e int) int {
 	kernels := func(i int) int32 { return kernelsIn(segs[i : i+k]) }
-	if e+k > len(segs) {
-		return e
+	if e+k > len(segs) || segs[e].cut&cutGraph == 0 {
+		return e // warm-up is eager work before the first graph replay: an eager loop has none
 	}
 	body := kernels(e) // a warm-up step runs the loop body's kernels, launched eagerly
 	same := func(i, j int) bool {
-		if kernels(i) != body {
+		if kernels(i) != body || segs[i].cut&cutGraph != 0 {
 			return false
 		}
 		for d := range k {
@@ -379,38 +233,42 @@ const maxStepSegments = 1024
 
 // findSteps finds a device's steps from the cut signals in use (cutSync|cutGraph|cutH2D
 // for auto), falling back, when no grouping of segments repeats, to one step per segment
-// (when most segments launch kernels) and then to the periodicity of the kernel sequence
-// (periodic: true allows it).
-func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8, periodic bool) *detection {
-	if use != 0 {
-		raw, cc := segmentTimeline(t, h, tl, use)
-		segs := mergeEmpty(slices.Clone(raw))
-		if len(segs) >= 3 {
-			sigs := make([]uint64, len(segs))
-			for i, s := range segs {
-				sigs[i] = s.sig
-			}
-			k, ok := findRepeat(sigs, maxStepSegments)
-			var e, end int
-			if ok {
-				e, end, ok = alignRepeat(segs, sigs, k)
-			}
-			if ok {
-				d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end)}
-				d.detail = cc.describe(k)
-				if d.steps() >= 2 {
-					return d
-				}
-			}
-			if d := oneStepPerSegment(raw, cc); d != nil {
-				return d
-			}
+// (when most segments launch kernels); nil when neither finds steps.
+func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection {
+	raw, cc := segmentTimeline(t, h, tl, use)
+	segs := mergeEmpty(slices.Clone(raw))
+	if len(segs) < 3 {
+		return nil
+	}
+	fwds := countForwards(segs)
+	ends := forwardTimes(segs)
+	sigs := make([]uint64, len(segs))
+	for i, s := range segs {
+		sigs[i] = s.sig
+	}
+	k, ok := findRepeat(sigs, maxStepSegments)
+	var e, end int
+	if ok {
+		e, end, ok = alignRepeat(segs, sigs, k)
+	}
+	if ok {
+		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k), forwards: ends}
+		if fwds >= 2 {
+			d.bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start)))
+		}
+		d.detail += roundsDetail(d.bounds)
+		if d.steps() >= 2 {
+			return d
 		}
 	}
-	if periodic {
-		return periodicDetect(tl)
+	if fwds >= 2 {
+		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), forwards: ends}
+		d.detail += roundsDetail(d.bounds)
+		if d.steps() >= 2 {
+			return d
+		}
 	}
-	return nil
+	return oneStepPerSegment(raw, cc)
 }
 
 // segmentMethod names the signal that starts most steps of k segments from e on: graph
@@ -447,28 +305,6 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
 	}
 	return d
-}
-
-// describe says what cut the timeline, and how many cuts make a step.
-func (cc cutCounts) describe(k int) string {
-	var why []string
-	if cc.graph > 0 {
-		why = append(why, fmt.Sprintf("%d CUDA graph launches", cc.graph))
-	}
-	if cc.d2h > 0 {
-		why = append(why, fmt.Sprintf("%d device-to-host copies", cc.d2h))
-	}
-	if cc.sync > 0 {
-		why = append(why, fmt.Sprintf("%d synchronize calls", cc.sync))
-	}
-	if cc.h2d > 0 {
-		why = append(why, fmt.Sprintf("%d host-to-device copies", cc.h2d))
-	}
-	s := strings.Join(why, ", ")
-	if k > 1 {
-		s += fmt.Sprintf("; a step spans %d of the segments they cut", k)
-	}
-	return s
 }
 
 // steps returns the number of steps (boundaries not outside) of the detection.

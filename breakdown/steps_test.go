@@ -85,33 +85,47 @@ func TestNVTXDialects(t *testing.T) {
 		steps  string // Options.Steps
 		detail string
 		phases []string
+		batch  []int // per step; nil: none said
 	}{
+		// A batch of prompt chunks and generating requests is mixed.
 		{"TensorRT-LLM", []string{
+			"[Executor] _forward_step 3: 4 ctx reqs, 0 gen reqs",
 			"[Executor] _forward_step 4: 2 ctx reqs, 6 gen reqs",
 			"[Executor] _forward_step 5: 0 ctx reqs, 8 gen reqs",
 			"[Executor] _forward_step 6: 0 ctx reqs, 8 gen reqs",
-		}, "", "TensorRT-LLM NVTX ranges", []string{"prefill", "decode", "decode"}},
+		}, "", "TensorRT-LLM NVTX ranges", []string{"prefill", "mixed", "decode", "decode"}, []int{4, 8, 8, 8}},
 		{"vLLM", []string{
+			"execute_context_2(1024)_generation_0(0)",
 			"execute_context_2(1024)_generation_6(6)",
 			"execute_context_0(0)_generation_8(8)",
 			"execute_context_0(0)_generation_8(8)",
-		}, "", "vLLM NVTX ranges", []string{"prefill", "decode", "decode"}},
+		}, "", "vLLM NVTX ranges", []string{"prefill", "mixed", "decode", "decode"}, []int{2, 8, 8, 8}},
+		// SGLang: the forward mode and bs=N; an idle step is no step (its work outside),
+		// a speculative verify is a decode step.
+		{"SGLang", []string{
+			"step[PREFILL bs=3 tokens=512]",
+			"step[mixed bs=5]",
+			"step[DECODE bs=64]",
+			"step[idle]",
+			"step[TARGET_VERIFY bs=64]",
+			"step[decode bs=63]",
+		}, "", "SGLang NVTX ranges", []string{"prefill", "mixed", "decode", "decode", "decode"}, []int{3, 5, 64, 64, 63}},
 		{"plain", []string{"prefill", "decode_step 0", "decode_step 1", "decode_step 2"}, "",
-			"plain NVTX ranges", []string{"prefill", "decode", "decode", "decode"}},
+			"plain NVTX ranges", []string{"prefill", "decode", "decode", "decode"}, nil},
 		{"plain-explicit", []string{"prefill", "decode_step 0"}, "nvtx",
-			"plain NVTX ranges", []string{"prefill", "decode"}},
+			"plain NVTX ranges", []string{"prefill", "decode"}, nil},
 		// "step N" says nothing about the phase: the shape decides (same mix: decode).
 		{"plain-step", []string{"step 0", "step 1", "step 2"}, "",
-			"plain NVTX ranges", []string{"decode", "decode", "decode"}},
+			"plain NVTX ranges", []string{"decode", "decode", "decode"}, nil},
 		{"user-regex", []string{"iteration 0", "iteration 1", "iteration 2"}, "nvtx:^iteration",
-			"nvtx /^iteration/", []string{"decode", "decode", "decode"}},
+			"nvtx /^iteration/", []string{"decode", "decode", "decode"}, nil},
 		// A user regex takes precedence over the dialects; its text gives the phase.
 		{"user-regex-trt", []string{
 			"[Executor] _forward_step 4: 2 ctx reqs, 6 gen reqs",
 			"[Executor] _forward_step 5: 0 ctx reqs, 8 gen reqs",
-		}, "nvtx:_forward_step", "nvtx /_forward_step/", []string{"prefill", "decode"}},
+		}, "nvtx:_forward_step", "nvtx /_forward_step/", []string{"mixed", "decode"}, []int{8, 8}},
 		{"user-regex-phase", []string{"my_prefill 0", "my_decode 1", "my_decode 2", "decode_step 9"}, "nvtx:^my_",
-			"nvtx /^my_/", []string{"prefill", "decode", "decode"}},
+			"nvtx /^my_/", []string{"prefill", "decode", "decode"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newTGen(t)
@@ -124,7 +138,7 @@ func TestNVTXDialects(t *testing.T) {
 					cats = []kernelclass.Category{kernelclass.Elementwise}
 				}
 				first := l.step(cats...)
-				if !strings.Contains(text, "decode_step 9") {
+				if !strings.Contains(text, "decode_step 9") && text != "step[idle]" {
 					want = append(want, first)
 				}
 				l.readBack()
@@ -146,9 +160,13 @@ func TestNVTXDialects(t *testing.T) {
 			if got := phases(d.Steps); !slices.Equal(got, tc.phases) {
 				t.Errorf("phases %v, want %v", got, tc.phases)
 			}
+			texts := slices.DeleteFunc(slices.Clone(tc.texts), func(s string) bool { return s == "step[idle]" })
 			for i, s := range d.Steps {
-				if i < len(tc.texts) && s.Label != tc.texts[i] {
-					t.Errorf("step %d label %q, want %q", i, s.Label, tc.texts[i])
+				if i < len(texts) && s.Label != texts[i] {
+					t.Errorf("step %d label %q, want %q", i, s.Label, texts[i])
+				}
+				if want := 0; tc.batch != nil && i < len(tc.batch) && s.Batch != tc.batch[i] || tc.batch == nil && s.Batch != want {
+					t.Errorf("step %d batch %d, want %v", i, s.Batch, tc.batch)
 				}
 			}
 			if len(rep.Warnings) > 0 {
@@ -476,7 +494,7 @@ func TestStepsOption(t *testing.T) {
 		}
 	}
 	// A user regex matching the ranges works, and auto mode finds the read-backs.
-	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
+	if d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodNVTX, NVTX: regexp.MustCompile("^forward$")}}), 0); d.Method != MethodNVTX || len(d.Steps) != 3 {
 		t.Errorf("nvtx:^forward$: method %v, %d steps", d.Method, len(d.Steps))
 	}
 	if d := devReport(t, mustSummarize(t, tr, Options{}), 0); d.Method != MethodSync || len(d.Steps) != 3 {
@@ -500,7 +518,7 @@ func TestNVTXSingleRangeAuto(t *testing.T) {
 		t.Errorf("method %v with %d steps, want sync with 4", d.Method, len(d.Steps))
 	}
 	// Asked for explicitly, the one range is the step.
-	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Name: "nvtx"}}), 0)
+	d = devReport(t, mustSummarize(t, g.trace(), Options{Steps: StepMethod{Method: MethodNVTX}}), 0)
 	if d.Method != MethodNVTX || len(d.Steps) != 1 || d.Steps[0].Phase != Decode {
 		t.Errorf("--steps nvtx: method %v with %d steps", d.Method, len(d.Steps))
 	}
@@ -724,4 +742,64 @@ func mustParseSteps(t testing.TB, s string) StepMethod {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestFoldedForwardsCheck: NVTX step ranges that each hold two forwards of the model (two
+// samplers after the lm_head, each with its read-back) are taken as the steps asked for,
+// with a self-check that they hold several iterations; without the ranges, the finder makes
+// one step per forward.
+func TestFoldedForwardsCheck(t *testing.T) {
+	g := newTGen(t)
+	l := newLoop(g, 1, 0, 1000)
+	var forwards []nsys.Time
+	for i := 0; i < 4; i++ {
+		rs := l.h
+		for range 2 {
+			forwards = append(forwards, l.step(decodeMix...))
+			l.readBack()
+		}
+		g.nvtx(1, rs, l.h, fmt.Sprintf("decode_step %d", i))
+		l.idle(20_000)
+	}
+	tr := g.trace()
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodNVTX}})
+	if d := devReport(t, rep, 0); len(d.Steps) != 4 {
+		t.Fatalf("--steps nvtx: %d steps, want the 4 ranges", len(d.Steps))
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		var sc *SelfCheckWarning
+		if errors.As(w, &sc) && strings.Contains(sc.Text, "4 steps hold several forwards of the model") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings %v, want a self-check that the steps hold several forwards", rep.Warnings)
+	}
+	d := devReport(t, mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodSync}}), 0)
+	if got := starts(d.Steps); !slices.Equal(got, forwards) {
+		t.Errorf("--steps sync: starts %v, want one step per forward %v", got, forwards)
+	}
+}
+
+// TestMixedSelection: --phase mixed summarises the steps whose NVTX text says they batch
+// prompt and generating requests together.
+func TestMixedSelection(t *testing.T) {
+	g := newTGen(t)
+	l := newLoop(g, 1, 0, 1000)
+	for i, text := range []string{"execute_context_4(512)_generation_0(0)", "execute_context_1(64)_generation_3(3)",
+		"execute_context_0(0)_generation_4(4)", "execute_context_1(80)_generation_4(4)", "execute_context_0(0)_generation_5(5)"} {
+		rs := l.h
+		l.step(decodeMix...)
+		l.readBack()
+		g.nvtx(1, rs, l.h, text)
+		l.idle(nsys.Time(10_000 + i))
+	}
+	if _, err := ParsePhaseSelection("mixed"); err != nil {
+		t.Fatal(err)
+	}
+	d := devReport(t, mustSummarize(t, g.trace(), Options{Phase: MixedSteps}), 0)
+	if d.Summary.Phase != Mixed || d.Summary.Steps != 2 || !slices.Equal(phases(d.Steps), []string{"prefill", "mixed", "decode", "mixed", "decode"}) {
+		t.Errorf("summary of %d %v steps, phases %v; want 2 mixed", d.Summary.Steps, d.Summary.Phase, phases(d.Steps))
+	}
 }

@@ -21,10 +21,10 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if cls == nil {
 		cls = kernelclass.DefaultClassifier()
 	}
-	method, err := opt.Steps.check()
-	if err != nil {
+	if err := opt.Steps.check(); err != nil {
 		return nil, err
 	}
+	method := opt.Steps.Method
 	if err := CheckSOL(opt); err != nil {
 		return nil, err
 	}
@@ -83,16 +83,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 // steps on any device, as --steps nvtx fails without a matching range: the whole trace as
 // one step is not what was asked for. A device where it found none while another found
 // some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
-func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method string) error {
-	var what string
-	switch method {
-	case "graph":
-		what = "no CUDA graph launch cuts the GPU work into repeating steps"
-	case "sync":
-		what = "no host synchronisation cuts the GPU work into repeating steps"
-	case "periodic":
-		what = "the kernel sequence does not repeat"
-	default:
+func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
+	spec, _ := method.spec()
+	if spec.none == "" {
 		return nil
 	}
 	for i := range drs {
@@ -100,13 +93,13 @@ func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method string) error {
 			return nil
 		}
 	}
-	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: what}}
+	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: spec.none}}
 }
 
 // A NoStepsError says that the step method asked for (graph, sync or periodic) found no
 // steps on any device.
 type NoStepsError struct {
-	Method string // the StepMethod's name
+	Method Method
 	What   string // why, e.g. "no CUDA graph launch cuts the GPU work into repeating steps"
 }
 
@@ -135,7 +128,7 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs deviceReport for each device; devices are independent once NVTX
 // ranges are matched: one goroutine each.
-func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method string, opt Options) ([]DeviceReport, error) {
+func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
@@ -159,7 +152,7 @@ func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[ns
 
 // deviceReport finds the steps of one device (nvtx: its NVTX detection, if any), accounts
 // them, infers their phases, and summarises them.
-func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method string, opt Options) (DeviceReport, error) {
+func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method Method, opt Options) (DeviceReport, error) {
 	dev := tl.dev
 	det, warn := detectSteps(t, h, tl, nvtx, method)
 	dr := DeviceReport{Device: dev}
@@ -174,16 +167,27 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 		classifyContext(tl, det, tl.ctx) // the whole trace as one step has no place in a step
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
+	starts := requestStarts(det)
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
+	fwds := det.forwards
+	if fwds == nil && det.method != MethodWhole {
+		fwds = deviceForwards(t, h, tl)
+	}
+	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
-		inferPhases(steps, shapes)
+		inferPhases(steps, shapes, starts, len(fwds) >= 2)
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))
 		steps = steps[dr.Skipped:]
 	}
 	dr.Steps = steps
-	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps)...)
+	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps, len(fwds) >= 2)...)
+	if len(fwds) < 2 && det.method != MethodWhole {
+		if w := foldedPatternCheck(tl, steps, shapes[dr.Skipped:]); w != nil {
+			dr.Warnings = append(dr.Warnings, w)
+		}
+	}
 	var err error
 	dr.Summary, err = summarize(steps, opt)
 	if err != nil {
@@ -218,4 +222,20 @@ func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []s
 		}
 	}
 	return steps[:n], shapes[:n], out
+}
+
+// requestStarts says, for each step of det (in order, outside windows left out), whether it
+// starts a request: the first step, and each step right after a window outside steps.
+func requestStarts(det *detection) []bool {
+	var out []bool
+	after := true
+	for _, b := range det.bounds {
+		if b.outside {
+			after = true
+			continue
+		}
+		out = append(out, after)
+		after = false
+	}
+	return out
 }

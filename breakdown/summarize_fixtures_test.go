@@ -139,7 +139,7 @@ func TestOddCaptures(t *testing.T) {
 			}
 		}},
 		{"overlapping-streams", func(t *testing.T, tr *nsys.Trace) {
-			rep := summarize(t, tr, breakdown.Options{Steps: breakdown.StepMethod{Name: "whole"}})
+			rep := summarize(t, tr, breakdown.Options{Steps: breakdown.StepMethod{Method: breakdown.MethodWhole}})
 			d := device(t, rep, 0)
 			if len(d.Steps) != 1 {
 				t.Fatalf("%d steps, want 1", len(d.Steps))

@@ -31,7 +31,7 @@ func TestGapSizes(t *testing.T) {
 		at += 1000
 	}
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodWhole}})
 	s := devReport(t, rep, 0).Steps[0]
 	if s.Gaps.Count != len(gaps) || s.Gaps.Total != total || s.Gaps.Sizes != want || s.Gaps.SizeNS != wantNS {
 		t.Errorf("gaps %+v, want %d gaps, total %v, sizes %v, size ns %v", s.Gaps, len(gaps), total, want, wantNS)
@@ -74,7 +74,7 @@ func TestGapHost(t *testing.T) {
 	s6, e6 := gap(6)
 	g.sync(9, s6, e6) // 6: another process: nothing
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodWhole}})
 	st := devReport(t, rep, 0).Steps[0]
 	var want [NumHostActivities]time.Duration
 	want[HostSync] = 10_000 + 4000 + 3000
@@ -215,7 +215,7 @@ func TestMultiDevice(t *testing.T) {
 	g.launch(1, 10, k(kernelclass.Elementwise, 0, 7, 2100, 2200))
 	g.launch(1, 10, k(kernelclass.AllReduce, 1, 7, 2100, 2200))
 	tr := g.trace()
-	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Name: "whole"}})
+	rep := mustSummarize(t, tr, Options{Steps: StepMethod{Method: MethodWhole}})
 	s0, s1 := devReport(t, rep, 0).Steps[0], devReport(t, rep, 1).Steps[0]
 	if s0.Exclusive[kernelclass.GEMM] != 1000 || s0.Exclusive[kernelclass.AllReduce] != 0 || s0.Exclusive[kernelclass.Idle] != 1000 || s0.Wall() != 2100 {
 		t.Errorf("device 0: %v", s0.Exclusive)
@@ -264,7 +264,7 @@ func TestForcedMethodFindsNone(t *testing.T) {
 		rep, err := Summarize(tr, Options{Steps: mustParseSteps(t, tc.method)})
 		var ns *NoStepsError
 		want := "gen.sqlite: step method " + tc.method + " found no steps: " + tc.why
-		if rep != nil || !errors.As(err, &ns) || ns.Method != tc.method || err.Error() != want {
+		if rep != nil || !errors.As(err, &ns) || ns.Method.String() != tc.method || err.Error() != want {
 			t.Errorf("--steps %s: report %v, error %v, want %q", tc.method, rep != nil, err, want)
 		}
 	}

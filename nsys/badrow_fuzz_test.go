@@ -313,7 +313,11 @@ func summarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
 
 func summarizeWith(tb testing.TB, tr *nsys.Trace, method string, byName bool) *breakdown.Report {
 	tb.Helper()
-	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Name: method}, Phase: breakdown.AllSteps, NoContext: byName})
+	steps, err := breakdown.ParseStepMethod(method)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: steps, Phase: breakdown.AllSteps, NoContext: byName})
 	if err != nil {
 		tb.Fatalf("--steps %s: %v", method, err)
 	}

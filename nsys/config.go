@@ -2,8 +2,10 @@ package nsys
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // An EnvVar is one environment variable of the run's configuration.
@@ -19,13 +21,15 @@ var ConfigPrefixes = []string{"NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "
 
 // configDenyWords are parts of names that look like credentials; a variable whose name
 // holds one (in any letter case) is dropped even under an allowed prefix
-// (VLLM_API_KEY, a CUDA_..._TOKEN).
-var configDenyWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL", "AUTH"}
+// (VLLM_API_KEY, a CUDA_..._TOKEN, VLLM_REDIS_PASS, SGLANG_DB_PWD, TORCH_HUB_COOKIE).
+var configDenyWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "KEY", "CREDENTIAL", "CRED",
+	"AUTH", "COOKIE", "JWT", "PRIVATE", "CERT", "SESSION"}
 
 // ConfigKnob reports whether an environment variable of this name is kept as run
 // configuration: the name starts with one of ConfigPrefixes (letter case as written, as
 // the libraries read them), is a plain identifier (letters, digits, underscores), and
-// holds none of TOKEN, SECRET, PASSWORD, PASSWD, KEY, CREDENTIAL or AUTH.
+// holds none of the credential words (configDenyWords: TOKEN, SECRET, PASS, PWD, KEY,
+// CRED, AUTH, COOKIE, JWT, PRIVATE, CERT, SESSION and their longer forms).
 func ConfigKnob(name string) bool {
 	prefixed := false
 	for _, p := range ConfigPrefixes {
@@ -49,9 +53,45 @@ func ConfigKnob(name string) bool {
 	return true
 }
 
+// urlUserinfo matches the user:password@ part of a URL (http://alice:hunter2@proxy:3128):
+// a scheme, "://", then everything up to the last "@" before the host's end.
+var urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@`)
+
+// StripUserinfo removes the user:password@ (or user@) part of every URL in a value, so
+// that a proxy or endpoint setting under an allowed prefix does not carry its credentials
+// into the report: "http://alice:hunter2@proxy:3128" becomes "http://proxy:3128".
+func StripUserinfo(v string) string {
+	if !strings.Contains(v, "://") || !strings.Contains(v, "@") {
+		return v
+	}
+	return urlUserinfo.ReplaceAllString(v, "$1")
+}
+
+// MaxValueText is the longest run-configuration name or value quoted whole; a longer one
+// is clipped (ClipValue) wherever it is quoted. Trace.Config keeps every value whole.
+const MaxValueText = 200
+
+// ClipValue clips s to at most MaxValueText bytes, at a rune boundary, with "…" after it
+// when something was cut: a knob value of a megabyte, quoted in every device's findings,
+// would otherwise multiply the output by the device count.
+func ClipValue(s string) string {
+	if len(s) <= MaxValueText {
+		return s
+	}
+	n := MaxValueText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // ParseEnvironment returns the run-configuration knobs (ConfigKnob) of an environment as
-// nsys records it, KEY=VALUE;KEY=VALUE;..., sorted by name. A part without "=" continues
-// the value before it (a value holding ";"); empty parts are skipped. The first of repeated names wins.
+// nsys records it, KEY=VALUE;KEY=VALUE;..., sorted by name. Every part holding "=" is a
+// variable of its own, dropped when its name is not a plain identifier (so
+// "spring.datasource.password=..." or "BASH_FUNC_f%%=() {...}" never joins the value
+// before it); a part without "=" continues the value of the variable before it (a value
+// holding ";"), or is dropped with it. Empty parts are skipped. URL credentials are
+// stripped from the values (StripUserinfo). The first of repeated names wins.
 func ParseEnvironment(env string) []EnvVar {
 	var out []EnvVar
 	seen := map[string]bool{}
@@ -61,7 +101,7 @@ func ParseEnvironment(env string) []EnvVar {
 			continue
 		}
 		name, value, ok := strings.Cut(part, "=")
-		if !ok || !isIdent(name) {
+		if !ok {
 			if last >= 0 {
 				out[last].Value += ";" + part
 			}
@@ -74,6 +114,9 @@ func ParseEnvironment(env string) []EnvVar {
 		seen[name] = true
 		out = append(out, EnvVar{name, value})
 		last = len(out) - 1
+	}
+	for i := range out {
+		out[i].Value = StripUserinfo(out[i].Value)
 	}
 	slices.SortFunc(out, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return out

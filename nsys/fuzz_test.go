@@ -93,8 +93,8 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("CheckValid: %v", err)
 		}
 		_ = tr.String()
-		for _, steps := range []string{"auto", "whole"} {
-			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Name: steps}, Phase: breakdown.AllSteps})
+		for _, steps := range []breakdown.Method{breakdown.MethodAuto, breakdown.MethodWhole} {
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Method: steps}, Phase: breakdown.AllSteps})
 			if err != nil {
 				if !tr.HasGPUActivity() && errors.Is(err, nsys.ErrNoGPUActivity) {
 					continue

@@ -240,15 +240,19 @@ func checkPage(t *testing.T, browserCtx context.Context, file string, charts []s
 		}
 	}))
 	defer cancelTab()
-	// Close any dialog, so that a script that opens one cannot stall the test.
+	// The first Call starts the tab (chromedp attaches its target then); only after it may
+	// another goroutine use the context: Events called at the same time as the first Call
+	// both initialise the target, a data race (go test -race, issue 25).
+	if _, err := chromedp.Call(tabCtx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	// Close any dialog, so that a script that opens one cannot stall the test. No dialog
+	// can open before the page is loaded, below.
 	go func() {
 		for range chromedp.Events(tabCtx, page.JavascriptDialogOpening) {
 			chromedp.Call(tabCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
 		}
 	}()
-	if _, err := chromedp.Call(tabCtx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
 	if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(1400, 1000), chromedp.Navigate(url)); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
 	}

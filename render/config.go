@@ -12,17 +12,18 @@ import (
 
 // configCaption says where the run configuration comes from and what it keeps.
 const configCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
-	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASSWORD, KEY, CREDENTIAL or AUTH dropped)"
+	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASS, PWD, KEY, CRED, AUTH, COOKIE, " +
+	"JWT, PRIVATE, CERT or SESSION dropped; URL credentials stripped; long values clipped)"
 
 // configLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
-// when the capture recorded none.
+// when the capture recorded none. Names and values are clipped (clipValue).
 func configLine(cfg []nsys.EnvVar) string {
 	if len(cfg) == 0 {
 		return ""
 	}
 	parts := make([]string, len(cfg))
 	for i, e := range cfg {
-		parts[i] = e.Name + "=" + e.Value
+		parts[i] = clipValue(e.Name) + "=" + clipValue(e.Value)
 	}
 	return "Run configuration: " + strings.Join(parts, "  ")
 }
@@ -60,7 +61,7 @@ func ncclProtoNote(cfg []nsys.EnvVar, protos []string) string {
 	names := strings.Join(ps, ", ")
 	const what = "the name is the kernel variant launched, not proof of the protocol setting"
 	if v, ok := compare.ConfigValue(cfg, "NCCL_PROTO"); ok {
-		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", v, names, what)
+		return fmt.Sprintf("NCCL_PROTO=%s set in the environment; kernel names say %s (%s)", clipValue(v), names, what)
 	}
 	return fmt.Sprintf("NCCL kernel names say %s (%s); NCCL_PROTO is not in the recorded environment", names, what)
 }
@@ -85,22 +86,23 @@ func sideProtos(s *compare.SideSummary) []string {
 	return out
 }
 
-// protoSet is NCCL_PROTO of a configuration, "" when unset.
+// protoSet is NCCL_PROTO of a configuration, "" when unset; clipped (clipValue), since
+// JSON repeats it for every NCCL kernel (the whole value is in "config").
 func protoSet(cfg []nsys.EnvVar) string {
 	v, _ := compare.ConfigValue(cfg, "NCCL_PROTO")
-	return v
+	return clipValue(v)
 }
 
-// configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL".
+// configChangeText is one changed knob: "NCCL_PROTO: (unset) -> LL"; values clipped.
 func configChangeText(c compare.ConfigChange) string {
-	b, n := c.Base, c.New
+	b, n := clipValue(c.Base), clipValue(c.New)
 	if !c.BaseSet {
 		b = compare.Unset
 	}
 	if !c.NewSet {
 		n = compare.Unset
 	}
-	return c.Name + ": " + b + " -> " + n
+	return clipValue(c.Name) + ": " + b + " -> " + n
 }
 
 // ConfigChangeJSON is one knob that differs between the sides of a diff; null for unset.
@@ -133,7 +135,7 @@ func configTable(r *breakdown.Report) *htmlTable {
 	t := &htmlTable{ID: "config", Caption: configCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
 		Note: ncclProtoNote(r.Config, reportProtos(r))}
 	for _, e := range r.Config {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(e.Name), cellName(e.Value)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(clipValue(e.Name)), cellName(clipValue(e.Value))}})
 	}
 	return t
 }
@@ -146,14 +148,14 @@ func diffConfigTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	t := &htmlTable{ID: "config-changes", Caption: "Run configuration changed (the environment nsys recorded; allow-listed knobs only)",
 		Head: []htmlCell{cellText("variable"), cellText(bl), cellText(nl)}}
 	for _, ch := range c.Config {
-		b, n := ch.Base, ch.New
+		b, n := clipValue(ch.Base), clipValue(ch.New)
 		if !ch.BaseSet {
 			b = compare.Unset
 		}
 		if !ch.NewSet {
 			n = compare.Unset
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(ch.Name), cellName(b), cellName(n)}})
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(clipValue(ch.Name)), cellName(b), cellName(n)}})
 	}
 	return t
 }

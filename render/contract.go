@@ -62,14 +62,18 @@ type FindingJSON struct {
 
 // StepJSON is one step.
 type StepJSON struct {
-	Index      int                `json:"index"`
-	Phase      string             `json:"phase"`
-	Label      string             `json:"label,omitempty"`
-	StartNS    int64              `json:"start_ns"`
-	EndNS      int64              `json:"end_ns"`
-	Launches   int                `json:"launches"`
-	Categories StepCategoriesJSON `json:"categories"`
-	Gaps       GapsJSON           `json:"gaps"`
+	Index    int    `json:"index"`
+	Phase    string `json:"phase"`
+	Label    string `json:"label,omitempty"`
+	StartNS  int64  `json:"start_ns"`
+	EndNS    int64  `json:"end_ns"`
+	Launches int    `json:"launches"`
+	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
+	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
+	DraftForwards int                `json:"draft_forwards,omitempty"`
+	Batch         int                `json:"batch,omitempty"`
+	Categories    StepCategoriesJSON `json:"categories"`
+	Gaps          GapsJSON           `json:"gaps"`
 }
 
 // StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals
@@ -245,6 +249,30 @@ type DiffJSON struct {
 	// Ranks compares each device position on its own; only when both sides have 2+ devices.
 	Ranks    []DiffRankJSON `json:"ranks,omitempty"`
 	Warnings []string       `json:"warnings"`
+	// Added since v1 began: the tests (mean: permutation test on the difference of means,
+	// the headline; median: Mann-Whitney U, benchstat's table), the threshold of both
+	// verdicts in ns per step, whether the samples can be tested at all, the headline's
+	// rows in order (a category or "whole step", with the ranks shown under it) and, with
+	// 2+ devices, the straggler of each side.
+	MeanTest    string             `json:"mean_test"`
+	MedianTest  string             `json:"median_test"`
+	MinChangeNS int64              `json:"min_change_ns"`
+	Tested      bool               `json:"tested"`
+	Untested    string             `json:"untested,omitempty"`
+	WhatChanged []StoryItemJSON    `json:"what_changed"`
+	Straggler   *DiffStragglerJSON `json:"straggler,omitempty"`
+}
+
+// StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
+type StoryItemJSON struct {
+	Name  string `json:"name"`
+	Ranks []int  `json:"ranks"`
+}
+
+// DiffStragglerJSON is each side's straggler; null on a side without matched collectives.
+type DiffStragglerJSON struct {
+	Base *StragglerJSON `json:"base"`
+	New  *StragglerJSON `json:"new"`
 }
 
 // FindingChangeJSON is one finding on either side of a diff.
@@ -263,6 +291,23 @@ type DiffRankJSON struct {
 	NewDevice  int                    `json:"new_device"`
 	Step       DiffRowJSON            `json:"step"`
 	Categories map[string]DiffRowJSON `json:"categories"`
+	// Added since v1 began: whether the rank can be compared, the rank's means per step
+	// on each side (mean_ns add up to mean_step_ns), and its wait and transfer in matched
+	// collectives per aligned step, with the calls at which it arrived last.
+	Comparable       bool             `json:"comparable"`
+	Reason           string           `json:"reason,omitempty"`
+	BaseMeanStepNS   int64            `json:"base_mean_step_ns"`
+	NewMeanStepNS    int64            `json:"new_mean_step_ns"`
+	BaseMeanNS       map[string]int64 `json:"base_mean_ns"`
+	NewMeanNS        map[string]int64 `json:"new_mean_ns"`
+	BaseWaitNS       int64            `json:"base_wait_ns"`
+	NewWaitNS        int64            `json:"new_wait_ns"`
+	BaseTransferNS   int64            `json:"base_transfer_ns"`
+	NewTransferNS    int64            `json:"new_transfer_ns"`
+	BaseLastArrivals int              `json:"base_last_arrivals"`
+	NewLastArrivals  int              `json:"new_last_arrivals"`
+	BaseCalls        int              `json:"base_calls"`
+	NewCalls         int              `json:"new_calls"`
 }
 
 // DiffSideJSON describes one side.
@@ -305,6 +350,21 @@ type DiffRowJSON struct {
 	Significant  bool     `json:"significant"`
 	BaseN        int      `json:"base_n"`
 	NewN         int      `json:"new_n"`
+	// Added since v1 began: the change of the mean per step (the headline's view) with the
+	// permutation test's interval and p-value (null when too few samples to test: tested
+	// false), whether both sides can measure the quantity (comparable false: reason says
+	// why, and neither view has a verdict), and why the views disagree when they do.
+	BaseMeanNS      int64    `json:"base_mean_ns"`
+	NewMeanNS       int64    `json:"new_mean_ns"`
+	MeanChangeNS    int64    `json:"mean_change_ns"`
+	MeanChangeLoNS  *int64   `json:"mean_change_lo_ns"`
+	MeanChangeHiNS  *int64   `json:"mean_change_hi_ns"`
+	MeanPValue      *float64 `json:"mean_p_value"`
+	MeanSignificant bool     `json:"mean_significant"`
+	Tested          bool     `json:"tested"`
+	Comparable      bool     `json:"comparable"`
+	Reason          string   `json:"reason,omitempty"`
+	Why             string   `json:"why,omitempty"`
 }
 
 // KernelChangeJSON is a kernel family that appeared, vanished or changed variant.

@@ -6,36 +6,89 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 )
 
-func diffRowJSON(r *compare.Row) DiffRowJSON {
+func diffRowJSON(c *compare.Comparison, r *compare.Row) DiffRowJSON {
 	out := DiffRowJSON{BaseMedianNS: int64(math.Round(r.Base.Center)), NewMedianNS: int64(math.Round(r.New.Center)),
-		PValue: round6(r.P), Significant: r.Significant, BaseN: r.Base.N, NewN: r.New.N}
+		PValue: round6(r.P), Significant: r.Significant, BaseN: r.Base.N, NewN: r.New.N,
+		BaseMeanNS: int64(math.Round(r.Mean.Base)), NewMeanNS: int64(math.Round(r.Mean.New)), MeanChangeNS: int64(math.Round(r.Mean.Delta)),
+		MeanSignificant: r.Mean.Significant, Tested: c.Tested && r.Mean.Tested, Comparable: r.NotComparable == "",
+		Reason: r.NotComparable, Why: r.Why}
 	if !math.IsNaN(r.DeltaPct) {
 		d := round3(r.DeltaPct)
 		out.DeltaPct = &d
 	}
+	if out.Tested {
+		lo, hi, p := int64(math.Round(r.Mean.Lo)), int64(math.Round(r.Mean.Hi)), round6(r.Mean.P)
+		out.MeanChangeLoNS, out.MeanChangeHiNS, out.MeanPValue = &lo, &hi, &p
+	}
 	return out
 }
 
-// diffMeans prints the mean per step of each category on both sides and its change: the
-// rows add up to the mean step (Summary's rounding).
+// diffMeans prints the mean per step of each category on both sides and its change with
+// the permutation test's interval and verdict: the rows add up to the mean step
+// (Summary's rounding).
 func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
-	ew.printf("\nMeans per %s step (the rows add up to the mean step):\n", c.Phase)
-	ew.printf("%-*s %12s %12s %14s\n", nameW, "", bl, nl, "change/step")
-	for _, cat := range kernelclass.Order {
-		b, n := c.Base.Means[cat], c.New.Means[cat]
-		if b == 0 && n == 0 {
+	ew.printf("\nMeans per %s step (the rows add up to the mean step; each change tested by a permutation test, ± its %g%% interval):\n", c.Phase, 100*c.Options.Confidence)
+	ew.printf("%-*s %12s %12s %14s %10s %8s\n", nameW, "", bl, nl, "change/step", "±", "vs base")
+	line := func(name string, r *compare.Row) {
+		m := &r.Mean
+		ew.printf("%-*s %12s %12s %14s %10s %8s %s\n", nameW, name, breakdown.FormatDurationF(m.Base), breakdown.FormatDurationF(m.New),
+			meanDelta(r), meanRange(c, r), meanVerdict(c, r), meanPN(c, r))
+	}
+	for i, cat := range kernelclass.Order {
+		r := &c.Categories[i]
+		if c.Base.Means[cat] == 0 && c.New.Means[cat] == 0 {
 			continue
 		}
-		ew.printf("%-*s %12s %12s %14s\n", nameW, cat, breakdown.FormatDuration(int64(b)), breakdown.FormatDuration(int64(n)), signedDuration(float64(n-b)))
+		line(cat.String(), r)
 	}
-	ew.printf("%-*s %12s %12s %14s\n", nameW, "mean step", breakdown.FormatDuration(int64(c.Base.MeanStep)), breakdown.FormatDuration(int64(c.New.MeanStep)),
-		signedDuration(float64(c.New.MeanStep-c.Base.MeanStep)))
+	line("mean step", &c.Step)
+}
+
+// meanDelta is the change of the mean per step, "-" when the row is not comparable.
+func meanDelta(r *compare.Row) string {
+	if r.NotComparable != "" {
+		return "-"
+	}
+	return signedDuration(r.Mean.Delta)
+}
+
+// meanRange is the half-width of a mean change's interval, "" without a test.
+func meanRange(c *compare.Comparison, r *compare.Row) string {
+	if !c.Tested || !r.Mean.Tested || r.NotComparable != "" {
+		return ""
+	}
+	return "± " + breakdown.FormatDurationF(halfWidth(&r.Mean))
+}
+
+// meanVerdict is the change of the mean in percent when significant, "~" when not, "?"
+// without a test, "n/c" when not comparable.
+func meanVerdict(c *compare.Comparison, r *compare.Row) string {
+	switch {
+	case r.NotComparable != "":
+		return "n/c"
+	case !c.Tested || !r.Mean.Tested:
+		return "?"
+	case !r.Mean.Significant:
+		return "~"
+	}
+	return meanPct(&r.Mean)
+}
+
+func meanPN(c *compare.Comparison, r *compare.Row) string {
+	switch {
+	case r.NotComparable != "":
+		return "(not comparable)"
+	case !c.Tested || !r.Mean.Tested:
+		return fmt.Sprintf("(no test: n=%s)", meanN(&r.Mean))
+	}
+	return fmt.Sprintf("(p=%.3f n=%s)", r.Mean.P, meanN(&r.Mean))
 }
 
 func sideJSON(s *compare.SideSummary) DiffSideJSON {
@@ -76,41 +129,104 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 	}
 	out := &DiffJSON{Schema: DiffSchema, Phase: c.Phase.String(), Unit: unit, Config: configChangesJSON(c.Config),
 		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
-		Step: diffRowJSON(&c.Step), Categories: map[string]DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
-		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{}}
+		Step: diffRowJSON(c, &c.Step), Categories: map[string]DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
+		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{},
+		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)),
+		Tested: c.Tested, Untested: c.Untested, WhatChanged: []StoryItemJSON{}}
 	for i := range c.Categories {
-		out.Categories[c.Categories[i].Name] = diffRowJSON(&c.Categories[i])
+		out.Categories[c.Categories[i].Name] = diffRowJSON(c, &c.Categories[i])
 	}
-	for _, w := range diffWarnings(c) {
-		out.Warnings = append(out.Warnings, w)
+	if c.Untested != "" {
+		out.Warnings = append(out.Warnings, c.Untested)
 	}
+	out.Warnings = append(out.Warnings, diffTopWarnings(c)...)
+	out.Warnings = append(out.Warnings, diffRowWarnings(c)...)
 	out.Findings = findingChangesJSON(c.Findings)
-	out.Ranks = diffRanksJSON(c.Ranks)
+	out.Ranks = diffRanksJSON(c)
+	for _, it := range c.Story() {
+		sj := StoryItemJSON{Name: it.Row.Name, Ranks: []int{}}
+		for _, l := range it.Ranks {
+			sj.Ranks = append(sj.Ranks, l.Rank)
+		}
+		out.WhatChanged = append(out.WhatChanged, sj)
+	}
+	if len(c.Ranks) > 0 {
+		out.Straggler = &DiffStragglerJSON{Base: stragglerJSON(c, c.Base.Ranks, true), New: stragglerJSON(c, c.New.Ranks, false)}
+	}
 	return out
 }
 
-// diffWarnings collects the comparison's warnings and the rows', without repeats.
-func diffWarnings(c *compare.Comparison) []string {
+// stragglerJSON is a side's straggler with its device id (of the side's first run).
+func stragglerJSON(c *compare.Comparison, w *compare.RankWait, base bool) *StragglerJSON {
+	if w == nil || w.Straggler < 0 || w.Calls == 0 || w.Straggler >= len(c.Ranks) {
+		return nil
+	}
+	n := w.LastArrivals[w.Straggler]
+	dev := c.Ranks[w.Straggler].NewDev
+	if base {
+		dev = c.Ranks[w.Straggler].BaseDev
+	}
+	return &StragglerJSON{Device: dev, LastArrivals: n, Share: round6(float64(n) / float64(w.Calls))}
+}
+
+// diffTopWarnings returns what the comparison warns about first: every capture-quality and
+// self-check warning of either side's runs (labelled with the side, and the runs when not
+// all), then the comparison's own, without repeats.
+func diffTopWarnings(c *compare.Comparison) []string {
 	var out []string
 	seen := map[string]bool{}
-	add := func(err error) {
-		if s := err.Error(); !seen[s] {
+	add := func(s string) {
+		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
 		}
 	}
+	for _, s := range []*compare.SideSummary{&c.Base, &c.New} {
+		for _, w := range s.Warnings {
+			who := s.Label
+			if len(s.Paths) > 1 {
+				if len(w.Runs) == len(s.Paths) {
+					who += fmt.Sprintf(" (all %d runs)", len(s.Paths))
+				} else {
+					var names []string
+					for _, r := range w.Runs {
+						names = append(names, s.Paths[r])
+					}
+					who += " (" + strings.Join(names, ", ") + ")"
+				}
+			}
+			add(who + ": " + w.Text)
+		}
+	}
 	for _, w := range c.Warnings {
-		add(w)
+		add(w.Error())
 	}
-	for _, w := range c.Step.Warnings {
-		add(w)
-	}
-	for i := range c.Categories {
-		for _, w := range c.Categories[i].Warnings {
-			add(w)
+	return out
+}
+
+// diffRowWarnings returns the warnings of the tests of the median table's rows, each once.
+func diffRowWarnings(c *compare.Comparison) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range append([]compare.Row{c.Step}, c.Categories...) {
+		for _, w := range r.Warnings {
+			if s := w.Error(); !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
 		}
 	}
 	return out
+}
+
+// diffWarnings is every warning of the comparison: the untested notice, the captures' and
+// the comparison's, then the rows'.
+func diffWarnings(c *compare.Comparison) []string {
+	var out []string
+	if c.Untested != "" {
+		out = append(out, c.Untested)
+	}
+	return append(append(out, diffTopWarnings(c)...), diffRowWarnings(c)...)
 }
 
 // DiffJSONWrite writes the comparison as JSON contract stepstat.diff.v1.
@@ -140,8 +256,15 @@ func pctRange(s compare.Stat) string {
 
 func rowDelta(r *compare.Row) string {
 	switch {
+	case r.NotComparable != "":
+		return "n/c"
 	case r.Base.N == 0 || r.New.N == 0:
 		return "?"
+	case !r.Mean.Tested:
+		if math.IsNaN(r.DeltaPct) {
+			return "?"
+		}
+		return fmt.Sprintf("%+.2f%%?", r.DeltaPct)
 	case !r.Significant:
 		return "~"
 	case math.IsNaN(r.DeltaPct):
@@ -155,6 +278,12 @@ func rowPN(r *compare.Row) string {
 	if r.Base.N != r.New.N {
 		n = fmt.Sprintf("n=%d+%d", r.Base.N, r.New.N)
 	}
+	switch {
+	case r.NotComparable != "":
+		return fmt.Sprintf("(not comparable %s)", n)
+	case !r.Mean.Tested && r.Base.N > 0 && r.New.N > 0:
+		return fmt.Sprintf("(no test %s)", n)
+	}
 	return fmt.Sprintf("(p=%.3f %s)", r.P, n)
 }
 
@@ -164,11 +293,39 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
 	unit := "step"
 	if c.Options.PerRun {
-		unit = "run (median per step of each run)"
+		unit = "run (each run's median per step for the medians, its mean per step for the means)"
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
 	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
+	if c.Untested != "" { // first: no verdict follows
+		ew.printf("Cannot test: %s.\n\n", TerminalSafe(strings.TrimPrefix(c.Untested, "cannot test: ")))
+	}
+	if nc := c.NotComparableRows(); len(nc) > 0 {
+		ew.printf("Not comparable (a side cannot measure these; no verdict and no change shown):\n")
+		for _, g := range nc {
+			ew.printf("  %s: %s\n", strings.Join(g.Rows, ", "), TerminalSafe(g.Reason))
+		}
+		for _, rk := range c.Ranks {
+			if rk.NotComparable != "" {
+				ew.printf("  rank %d: %s\n", rk.Rank, TerminalSafe(rk.NotComparable))
+			}
+		}
+		ew.printf("\n")
+	} else {
+		for _, rk := range c.Ranks {
+			if rk.NotComparable != "" {
+				ew.printf("Not comparable: rank %d: %s\n\n", rk.Rank, TerminalSafe(rk.NotComparable))
+			}
+		}
+	}
+	if ws := diffTopWarnings(c); len(ws) > 0 {
+		ew.printf("Warnings (the captures' own, then the comparison's):\n")
+		for i, w := range ws {
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
+		}
+		ew.printf("\n")
+	}
 	if len(c.Config) > 0 { // what changed comes first: the knobs
 		ew.printf("Run configuration changed (recorded environment, allow-listed knobs):\n")
 		for _, ch := range c.Config {
@@ -181,7 +338,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	var rows []compare.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
 	for _, r := range append(append([]compare.Row{}, c.Categories...), c.Step) {
-		if r.Name != "whole step" && r.Base.Center == 0 && r.New.Center == 0 && r.Base.N > 0 {
+		if r.Name != "whole step" && r.Base.Center == 0 && r.New.Center == 0 && r.Mean.Base == 0 && r.Mean.New == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
 		rows = append(rows, r)
@@ -192,7 +349,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
 	for i := range rows {
 		r := &rows[i]
-		ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
+		ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
 			breakdown.FormatDuration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
 	diffMeans(ew, c, bl, nl, nameW)
@@ -233,7 +390,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(k.Family))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(shortName(k.Family)))
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -245,13 +402,13 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s\n    %s: %s\n    %s: %s\n", k.Category, TerminalSafe(k.Family), bl, TerminalSafe(strings.Join(k.BaseNames, ", ")),
-				nl, TerminalSafe(strings.Join(k.NewNames, ", ")))
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(shortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
-	ew.printf("\nNote: %s\n", diffCaveat)
-	if ws := diffWarnings(c); len(ws) > 0 {
-		ew.printf("\nWarnings:\n")
+	ew.printf("\nNote: %s\n", diffCaveat(c))
+	if ws := diffRowWarnings(c); len(ws) > 0 {
+		ew.printf("\nNotes on the medians' tests:\n")
 		for i, w := range ws {
 			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
 		}
@@ -259,9 +416,52 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	return ew.err
 }
 
-// diffCaveat explains what the p-values mean for steps of one run.
-const diffCaveat = "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
-	"so with many steps tiny shifts test as significant; read the effect size, use --min-change, and prefer several runs per side with --unit run."
+// maxVariantNames is how many names of a changed variant the text lists per side.
+const maxVariantNames = 3
+
+// variantNames lists the names of a kernel family on one side that the other side lacks,
+// shortened as in the kernel tables (ShortName); at most maxVariantNames, then how many
+// more; "none" when there are none.
+func variantNames(names, other []string) string {
+	var only []string
+	for _, n := range names {
+		if !slices.Contains(other, n) {
+			only = append(only, n)
+		}
+	}
+	if len(only) == 0 {
+		return "none"
+	}
+	var out []string
+	for i, n := range only {
+		if i == maxVariantNames {
+			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
+			break
+		}
+		out = append(out, TerminalSafe(shortName(n)))
+	}
+	return strings.Join(out, "; ")
+}
+
+// diffCaveat explains what the p-values mean, and recommends runs per side only where
+// there are enough of them for the test.
+func diffCaveat(c *compare.Comparison) string {
+	need := compare.SamplesNeeded(c.Options.Alpha)
+	runs := min(len(c.Base.Paths), len(c.New.Paths))
+	if c.Options.PerRun {
+		if !c.Tested {
+			return fmt.Sprintf("with one sample per run, the test needs at least %d runs a side (here %d and %d): capture the same workload %d or more times per side, or compare per step (--unit step, the default) and read the effect size.",
+				need, len(c.Base.Paths), len(c.New.Paths), need)
+		}
+		return "one sample per run: runs are independent, so the verdicts hold across runs; the change shown is of the mean per step over all steps, the test is over the runs' means."
+	}
+	s := "consecutive steps of one run are not independent samples (step time drifts with KV-cache length and batch makeup), " +
+		"so with many steps small shifts test as significant; read the change per step (--min-change sets the smallest that gets a verdict)"
+	if runs >= need {
+		return s + fmt.Sprintf(", and with %d runs a side, test across runs with --unit run.", runs)
+	}
+	return s + fmt.Sprintf("; to test across runs, capture the same workload %d or more times per side and use --unit run.", need)
+}
 
 func center(s string, w int) string {
 	n := len([]rune(s))

@@ -39,20 +39,28 @@ const (
 
 // htmlDiff is the content of a diff page.
 type htmlDiff struct {
-	Lead     string
-	Charts   []chartBlock
-	Table    *htmlTable // the benchstat table
-	Means    *htmlTable // means per step, adding up to the mean step
-	Caveat   string
-	Counts   *htmlTable
-	NCCL     *htmlTable
-	Changes  []*htmlTable // appeared, vanished, changed variants (only those with rows)
-	NoChange string       // set when no kernel family changed
+	// What changed: the rows a side cannot measure, the changes of the mean (with the
+	// ranks that differ and why the views disagree), and for 2+ GPUs each rank's wait and
+	// transfer with the straggler.
+	NotComparable *htmlTable
+	Story         *htmlTable
+	RankWait      *htmlTable
+	Lead          string
+	Charts        []chartBlock
+	Table         *htmlTable // the benchstat table
+	Means         *htmlTable // means per step, adding up to the mean step
+	Caveat        string
+	Counts        *htmlTable
+	NCCL          *htmlTable
+	Changes       []*htmlTable // appeared, vanished, changed variants (only those with rows)
+	NoChange      string       // set when no kernel family changed
 }
 
 // DiffHTML writes a comparison as one self-contained HTML file: the header facts of both
-// sides, the benchstat-style table (the same strings as DiffText), grouped bars of each
-// category's median per step on both sides, both sides' step time over the run, the counts
+// sides, what changed (the rows not comparable, the changes of the mean with the ranks that
+// differ, and per rank wait vs transfer), the benchstat-style table (the same strings as
+// DiffText), grouped bars of each category's mean per step on both sides, both sides' step
+// time over the run, the counts
 // per step, NCCL kernels, the kernels that appeared, vanished or changed variant, the
 // caveat and the warnings. Like HTML it loads nothing from the network, and the same
 // comparison and options give the same bytes.
@@ -76,10 +84,11 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 		Warnings:  diffWarnings(c),
 		Content:   content,
 	}
-	if err := diffPage.ExecuteTemplate(w, "page", page); err != nil {
+	vw := &validUTF8Writer{w: w} // names may hold bytes that are not UTF-8
+	if err := diffPage.ExecuteTemplate(vw, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	return nil
+	return vw.Flush()
 }
 
 // sideNames returns the labels of the two sides, told apart when they are equal (the
@@ -95,12 +104,12 @@ func sideNames(c *compare.Comparison) (string, string) {
 func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
 	if c.Options.PerRun {
-		unit = "run (each run's median per step is a sample)"
+		unit = "run (each run's mean and median per step are its samples)"
 	}
-	test := fmt.Sprintf("Mann-Whitney U at α=%g; ± is the %g%% confidence interval of the median",
-		c.Options.Alpha, 100*c.Options.Confidence)
-	if c.Options.MinChange > 0 {
-		test += fmt.Sprintf("; changes under %g%% show as ~", 100*c.Options.MinChange)
+	test := fmt.Sprintf("means: permutation test on the difference of means, medians: Mann-Whitney U; both at α=%g, ± the %g%% interval; changes under %s/step show as ~",
+		c.Options.Alpha, 100*c.Options.Confidence, breakdown.FormatDurationF(c.MinChangeNS))
+	if !c.Tested {
+		test = c.Untested
 	}
 	return []htmlFact{
 		{"Base", c.Base.Label},
@@ -131,10 +140,13 @@ func diffSides(c *compare.Comparison) *htmlTable {
 
 func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	bl, nl := sideNames(c)
-	out := &htmlDiff{Caveat: diffCaveat}
+	out := &htmlDiff{Caveat: diffCaveat(c)}
 	r := &c.Step
-	out.Lead = fmt.Sprintf("%s: %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDuration(int64(math.Round(r.Base.Center))),
-		breakdown.FormatDuration(int64(math.Round(r.New.Center))), deltaWords(r), rowPN(r))
+	out.Lead = fmt.Sprintf("%s: mean %s → %s, %s %s", capitalize(c.Phase.String())+" step", breakdown.FormatDurationF(r.Mean.Base),
+		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), meanPN(c, r))
+	out.NotComparable = notComparableTable(c)
+	out.Story = storyTable(c, bl, nl)
+	out.RankWait = diffRankWaitTable(c)
 	cats, err := diffCatsChart(c)
 	if err != nil {
 		return nil, err
@@ -162,6 +174,125 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 		out.NoChange = "No kernel family appeared, vanished or changed variant (names normalised, so tile and template variants of one kernel are one family)."
 	}
 	return out, nil
+}
+
+// meanWords says the change of the mean of a row in the lead line.
+func meanWords(c *compare.Comparison, r *compare.Row) string {
+	switch v := meanVerdict(c, r); v {
+	case "~":
+		return "no significant change"
+	case "?":
+		return "not tested: " + meanPct(&r.Mean)
+	case "n/c":
+		return "not comparable"
+	default:
+		return v
+	}
+}
+
+// notComparableTable lists the rows (pooled, then ranks) that a side cannot measure, with
+// the reason; nil when every row can be compared.
+func notComparableTable(c *compare.Comparison) *htmlTable {
+	t := &htmlTable{ID: "diff-not-comparable", Caption: "Not comparable: a side cannot measure these (no verdict, no change shown)",
+		Head: []htmlCell{cellText("rows"), cellText("why")}}
+	for _, g := range c.NotComparableRows() {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(strings.Join(g.Rows, ", ")), cellName(g.Reason)}})
+	}
+	for _, rk := range c.Ranks {
+		if rk.NotComparable != "" {
+			t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellText(fmt.Sprintf("rank %d", rk.Rank)), cellName(rk.NotComparable)}})
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// storyTable is DiffText's what changed: the whole step and each category whose mean per
+// step changed significantly, biggest first, each with the ranks whose change differs from
+// the pooled one, and why the median disagrees where it does.
+func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
+	t := &htmlTable{ID: "diff-story",
+		Caption: fmt.Sprintf("What changed: the mean per %s step (adds up), tested by a permutation test on the difference of means; biggest change first", c.Phase),
+		Head:    []htmlCell{cellText(""), cellText("rank"), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
+	row := func(name htmlCell, rank string, r *compare.Row, class string) {
+		delta := cellNum(meanVerdict(c, r))
+		if r.Mean.Significant {
+			if r.Mean.Delta > 0 {
+				delta.Class += " worse"
+			} else {
+				delta.Class += " better"
+			}
+		}
+		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText(rank), cellNum(breakdown.FormatDurationF(r.Mean.Base)),
+			cellNum(breakdown.FormatDurationF(r.Mean.New)), cellNum(signedDuration(r.Mean.Delta)), cellNum(meanRange(c, r)), delta, cellText(meanPN(c, r))}})
+	}
+	changed := 0
+	for _, it := range c.Story() {
+		name := cellText(it.Row.Name)
+		if cat, ok := rowCategory(it.Row); ok {
+			name = catCell(cat)
+			changed++
+		}
+		class := ""
+		if it.Row == &c.Step {
+			class = "total"
+		}
+		if it.Row.NotComparable == "" {
+			row(name, "all", it.Row, class)
+		} else {
+			t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText("all"), cellText("not comparable pooled; per rank below")}})
+		}
+		for _, l := range it.Ranks {
+			row(cellText(""), strconv.Itoa(l.Rank), l.Row, "rank")
+		}
+		for _, w := range whyLines(it) {
+			t.Rows = append(t.Rows, htmlRow{Span: 8, Class: "why", Cells: []htmlCell{cellName(w)}})
+		}
+	}
+	if changed == 0 && c.Tested {
+		t.Note = capitalize(noChangeLine(c)) + "."
+	}
+	if t.Note == "" {
+		t.Note = fmt.Sprintf("Verdict at p < %g and a change of at least %s per step (--min-change); ± is the %g%% interval of the change.",
+			c.Options.Alpha, breakdown.FormatDurationF(c.MinChangeNS), 100*c.Options.Confidence)
+	}
+	return t
+}
+
+// whyLines are the reasons the mean and the median disagree for a story item: pooled, then
+// each rank shown.
+func whyLines(it compare.StoryItem) []string {
+	var out []string
+	if it.Row.Why != "" {
+		out = append(out, "why: "+it.Row.Why)
+	}
+	for _, l := range it.Ranks {
+		if l.Row.Why != "" {
+			out = append(out, fmt.Sprintf("why (rank %d): %s", l.Rank, l.Row.Why))
+		}
+	}
+	return out
+}
+
+// diffRankWaitTable compares each rank's wait and transfer in matched collectives per aligned
+// step, and the calls at which it arrived last; nil below 2 GPUs.
+func diffRankWaitTable(c *compare.Comparison) *htmlTable {
+	if len(c.Ranks) == 0 || (c.Base.Ranks == nil && c.New.Ranks == nil) {
+		return nil
+	}
+	t := &htmlTable{ID: "diff-ranks",
+		Caption: "Per rank: wait vs transfer in matched collectives, per aligned step (wait + transfer = the rank's matched allreduce + collective time)",
+		Head:    []htmlCell{cellNum("rank"), cellNum("wait/step"), cellNum("→"), cellNum("transfer/step"), cellNum("→"), cellNum("times last"), cellNum("→")}}
+	for _, rk := range c.Ranks {
+		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellNum(strconv.Itoa(rk.Rank)),
+			cellNum(rankTimeText(rk.Base, true)), cellNum(rankTimeText(rk.New, true)),
+			cellNum(rankTimeText(rk.Base, false)), cellNum(rankTimeText(rk.New, false)),
+			cellNum(lastText(rk.Base)), cellNum(lastText(rk.New))}})
+	}
+	t.Note = "Straggler: " + stragglerWords(c.Base.Ranks) + " → " + stragglerWords(c.New.Ranks)
+	return t
 }
 
 // deltaWords says the delta of a row in the lead line.
@@ -239,20 +370,26 @@ func diffTable(c *compare.Comparison, bl, nl string) *htmlTable {
 }
 
 // diffMeansTable is DiffText's means table: each category's mean per step on both sides,
-// adding up to the mean step, and the change.
+// adding up to the mean step, and the change with the permutation test's interval and
+// verdict.
 func diffMeansTable(c *compare.Comparison, bl, nl string) *htmlTable {
-	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step)", c.Phase),
-		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step")}}
-	for _, cat := range kernelclass.Order {
-		b, n := c.Base.Means[cat], c.New.Means[cat]
-		if b == 0 && n == 0 {
+	t := &htmlTable{ID: "diff-means", Caption: fmt.Sprintf("Means per %s step (the rows add up to the mean step; each change tested by a permutation test)", c.Phase),
+		Head: []htmlCell{cellText(""), cellNum(bl), cellNum(nl), cellNum("change/step"), cellNum("±"), cellNum("vs base"), cellText("(p, n)")}}
+	line := func(name htmlCell, r *compare.Row, class string) {
+		v := cellNum(meanVerdict(c, r))
+		if r.Mean.Significant {
+			v.Class += map[bool]string{true: " worse", false: " better"}[r.Mean.Delta > 0]
+		}
+		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellNum(breakdown.FormatDurationF(r.Mean.Base)), cellNum(breakdown.FormatDurationF(r.Mean.New)),
+			cellNum(meanDelta(r)), cellNum(meanRange(c, r)), v, cellText(meanPN(c, r))}})
+	}
+	for i, cat := range kernelclass.Order {
+		if c.Base.Means[cat] == 0 && c.New.Means[cat] == 0 {
 			continue
 		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(cat), cellNum(breakdown.FormatDuration(int64(b))), cellNum(breakdown.FormatDuration(int64(n))),
-			cellNum(signedDuration(float64(n - b)))}})
+		line(catCell(cat), &c.Categories[i], "")
 	}
-	t.Rows = append(t.Rows, htmlRow{Class: "total", Cells: []htmlCell{cellText("mean step"), cellNum(breakdown.FormatDuration(int64(c.Base.MeanStep))),
-		cellNum(breakdown.FormatDuration(int64(c.New.MeanStep))), cellNum(signedDuration(float64(c.New.MeanStep - c.Base.MeanStep)))}})
+	line(cellText("mean step"), &c.Step, "total")
 	return t
 }
 
@@ -350,18 +487,19 @@ func namesCell(names []string) htmlCell {
 	return htmlCell{Text: strings.Join(names, "\n"), Class: "name names"}
 }
 
-// diffCatsChart: grouped bars, base vs new, of each category's median exclusive time per
-// step (the categories either side has), and of the whole step on an axis of its own; the
-// new side's bars are labelled with the change, coloured where it is significant.
+// diffCatsChart: grouped bars, base vs new, of each category's mean exclusive time per
+// step (the categories either side has; they add up to the mean step), and of the whole
+// step on an axis of its own; the new side's bars are labelled with the change of the
+// mean, coloured where it is significant.
 func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	bl, nl := sideNames(c)
-	title := fmt.Sprintf("Median time per %s step by category: %s vs %s", c.Phase, bl, nl)
-	sub := "labels: the change of the median where significant (red slower, green faster), else ~; right: the whole step"
+	title := fmt.Sprintf("Mean time per %s step by category: %s vs %s", c.Phase, bl, nl)
+	sub := "the means add up to the mean step; labels: the change of the mean where significant (red slower, green faster), else ~, n/c not comparable; right: the whole step"
 	var labels []string
 	var base, nw []opts.BarData
 	var totalBase, totalNew []opts.BarData
 	for _, r := range shownRows(c) {
-		b, n := barPair(r)
+		b, n := barPair(c, r)
 		if r == &c.Step {
 			totalBase, totalNew = append(totalBase, b), append(totalNew, n)
 			continue
@@ -378,7 +516,7 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 			opts.Grid{Top: "96", Left: "8", Right: "20%", Bottom: "16", ContainLabel: opts.Bool(true)},
 			opts.Grid{Top: "96", Left: "83%", Right: "16", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
-		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "median/step"}),
+		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "mean/step"}),
 	)...)
 	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"whole step"}})
 	bar.ExtendYAxis(opts.YAxis{Type: "value", GridIndex: 1})
@@ -392,17 +530,17 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	return newChart(b, bar)
 }
 
-// barPair returns the bars of a row: the base median, and the new median labelled with
-// the change.
-func barPair(r *compare.Row) (opts.BarData, opts.BarData) {
-	b := opts.BarData{Value: math.Round(r.Base.Center) / 1e3}
-	n := opts.BarData{Value: math.Round(r.New.Center) / 1e3}
-	label := &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: rowDelta(r), Color: "#777777"}
-	switch deltaClass(r) {
-	case "worse":
-		label.Color, label.FontWeight = worseColor, "bold"
-	case "better":
+// barPair returns the bars of a row: the base mean per step, and the new mean labelled
+// with the change (the means table's verdict).
+func barPair(c *compare.Comparison, r *compare.Row) (opts.BarData, opts.BarData) {
+	b := opts.BarData{Value: math.Round(r.Mean.Base) / 1e3}
+	n := opts.BarData{Value: math.Round(r.Mean.New) / 1e3}
+	label := &opts.Label{Show: opts.Bool(true), Position: "top", Formatter: meanVerdict(c, r), Color: "#777777"}
+	if r.Mean.Significant {
 		label.Color, label.FontWeight = betterColor, "bold"
+		if r.Mean.Delta > 0 {
+			label.Color = worseColor
+		}
 	}
 	n.Label = label
 	return b, n

@@ -183,7 +183,8 @@ func TestDiffHTMLTable(t *testing.T) {
 				t.Errorf("last row %q, want the whole step", rows[len(rows)-1])
 			}
 			// Every row of DiffText's table is in the page.
-			if got := strings.Count(text.String(), "(p="); got != nrows {
+			medians := text.String()[strings.Index(text.String(), "Medians per"):strings.Index(text.String(), "Means per")]
+			if got := strings.Count(medians, "(p="); got != nrows {
 				t.Errorf("DiffText has %d rows, the page %d", got, nrows)
 			}
 			counts := tables["diff-counts"]
@@ -197,7 +198,7 @@ func TestDiffHTMLTable(t *testing.T) {
 func fmtDiffLine(r []string) string {
 	var b bytes.Buffer
 	ew := &errWriter{w: &b}
-	ew.printf("%-*s  %9s %-6s  %9s %-6s %8s %s", 12, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+	ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s", 12, r[0], r[1], r[2], r[3], r[4], r[5], r[6])
 	return b.String()
 }
 
@@ -225,7 +226,7 @@ func TestDiffHTMLContent(t *testing.T) {
 	if got := tables["diff-variants"]; len(got) != 2 || !strings.Contains(got[1][4], "tilesize64x128x64") || !strings.Contains(got[1][5], "tilesize128x128x64") {
 		t.Errorf("variants table %q", got)
 	}
-	for _, want := range []string{"Note: " + html.EscapeString(diffCaveat), `id="warnings"`, `<p class="lead">Decode step: `,
+	for _, want := range []string{"Note: " + html.EscapeString(diffCaveat(c)), `id="warnings"`, `<p class="lead">Decode step: `,
 		`<dt>Phase compared</dt><dd>decode</dd>`, `<td class="num better">-`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
@@ -364,7 +365,7 @@ func TestDiffHTMLCharts(t *testing.T) {
 			t.Errorf("diff-cats series %d (%s): %d bars, want %d", i, s.Name, len(s.Data), want)
 		}
 	}
-	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-81.52%"`) {
+	if !strings.Contains(string(cats.Series[3].Data[0]), `"formatter":"-82.03%"`) {
 		t.Errorf("the whole step's new bar is not labelled with its change: %s", cats.Series[3].Data[0])
 	}
 
@@ -418,8 +419,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 	if len(steps.Series) != 1 || steps.Series[0].Name != "a" {
 		t.Errorf("one side without steps: series %v", steps.Series)
 	}
-	if !strings.Contains(page, "no comparison") {
-		t.Error("the lead does not say there is nothing to compare")
+	if !strings.Contains(page, "not comparable") || !strings.Contains(page, "b has no decode steps") {
+		t.Error("the page does not say there is nothing to compare")
 	}
 
 	runs := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{findings.Of(a), findings.Of(synthReport(4, 2))}},
@@ -429,7 +430,8 @@ func TestDiffHTMLEdges(t *testing.T) {
 	if len(steps.Series[0].Data) != 5+3*2 {
 		t.Errorf("two runs (one of two devices): %d base points, want 11", len(steps.Series[0].Data))
 	}
-	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s median per step is a sample)", "changes under 1% show as ~"} {
+	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s mean and median per step are its samples)",
+		"cannot test: one sample per run, 2 on a and 1 on b"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}
@@ -455,5 +457,58 @@ func TestDiffHTMLSize(t *testing.T) {
 	t.Logf("captures: %d bytes; 20000 vs 20000 steps: %d bytes (ECharts %d)", n, big, len(echartsMinJS))
 	if n > 2<<20 || big > 3<<20 {
 		t.Errorf("pages of %d and %d bytes, want under 2 and 3 MB", n, big)
+	}
+}
+
+// capturePair compares two captures of testdata/traces with diff's default options.
+func capturePair(t *testing.T, base, new string) *compare.Comparison {
+	t.Helper()
+	dir := filepath.Join("..", "testdata", "traces")
+	side := func(name string) compare.Side {
+		r := traceReport(t, filepath.Join(dir, name+".sqlite.gz"), breakdown.Options{})
+		return compare.Side{Label: name, Reports: []*findings.Report{findings.Of(r)}}
+	}
+	return compare.Compare(side(base), side(new), breakdown.Decode, compare.Options{MinChange: 0.01})
+}
+
+// TestDiffHTMLWhatChanged: the page's What changed section on the real pairs. 2 GPUs,
+// eager -> graphs: the story table has allreduce with rank 0 under it, and the ranks table
+// each rank's wait and transfer before and after. Eager -> graph-level capture: the
+// categories are in the not-comparable table with the reason, and no table shows -100%.
+func TestDiffHTMLWhatChanged(t *testing.T) {
+	tp2 := capturePair(t, "tp2-moe-eager", "tp2-moe-graph")
+	tables := pageTables(string(renderDiff(t, tp2, stubJS)))
+	story := tables["diff-story"]
+	i := slices.IndexFunc(story, func(r []string) bool { return len(r) == 8 && r[0] == "allreduce" && r[1] == "all" })
+	if i < 0 || i+1 >= len(story) || story[i+1][1] != "0" || !strings.HasPrefix(story[i+1][4], "-9.") || !strings.HasSuffix(story[i+1][4], "ms") ||
+		!strings.HasPrefix(story[i+1][7], "(p=0.0") {
+		t.Errorf("story table has no allreduce row with rank 0's tested drop under it: %q", story)
+	}
+	ranks := tables["diff-ranks"]
+	if len(ranks) != 3 || ranks[1][0] != "0" || !strings.HasPrefix(ranks[1][1], "10.") || !strings.HasSuffix(ranks[1][2], "µs") || ranks[2][5] != "106 of 108" {
+		t.Errorf("ranks table %q; want rank 0 waiting ~10ms before, µs after, rank 1 last at 106 of 108", ranks)
+	}
+	if _, ok := tables["diff-not-comparable"]; ok {
+		t.Error("a not-comparable table on a comparable pair")
+	}
+
+	gl := capturePair(t, "hf-qwen3moe-eager", "hf-qwen3moe-compile-graphlevel")
+	page := string(renderDiff(t, gl, stubJS))
+	tables = pageTables(page)
+	nc := tables["diff-not-comparable"]
+	if len(nc) != 2 || !strings.HasPrefix(nc[1][0], "gemm, attention") || !strings.Contains(nc[1][1], "--cuda-graph-trace=node") {
+		t.Errorf("not-comparable table %q", nc)
+	}
+	for _, id := range []string{"diff-story", "diff-table", "diff-means"} {
+		for _, r := range tables[id] {
+			for _, cell := range r {
+				if strings.Contains(cell, "-100") {
+					t.Errorf("%s: a -100%% cell in %q", id, r)
+				}
+			}
+		}
+	}
+	if w, st := strings.Index(page, `id="warnings"`), strings.Index(page, `id="what-changed"`); w < 0 || st < 0 || w > st {
+		t.Errorf("warnings at %d, what changed at %d: want the warnings first", w, st)
 	}
 }

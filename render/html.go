@@ -224,10 +224,11 @@ func HTML(w io.Writer, r *findings.Report, opt HTMLOptions) error {
 	for _, wn := range r.Warnings {
 		page.Warnings = append(page.Warnings, warningText(wn))
 	}
-	if err := reportPage.ExecuteTemplate(w, "page", page); err != nil {
+	vw := &validUTF8Writer{w: w} // names may hold bytes that are not UTF-8
+	if err := reportPage.ExecuteTemplate(vw, "page", page); err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	return nil
+	return vw.Flush()
 }
 
 // htmlReport is the content of a report page.

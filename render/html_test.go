@@ -122,7 +122,7 @@ func untrustedReport(t testing.TB) *breakdown.Report {
 	ar := nsystest.Parse(t, filepath.Join("..", "testdata", "html", "untrusted.txtar"))
 	path := filepath.Join(t.TempDir(), "<img src=x onerror=alert(1)>.sqlite")
 	nsystest.Write(t, ar, path)
-	r := traceReport(t, path, breakdown.Options{Steps: breakdown.StepMethod{Name: "nvtx", NVTX: regexp.MustCompile("decode_step")}})
+	r := traceReport(t, path, breakdown.Options{Steps: breakdown.StepMethod{Method: breakdown.MethodNVTX, NVTX: regexp.MustCompile("decode_step")}})
 	r.Path = "traces/" + payload + ".sqlite"
 	r.Warnings = append(r.Warnings, errors.New("warning: "+payload))
 	return r

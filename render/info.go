@@ -118,15 +118,41 @@ func InfoJSON(w io.Writer, in *Info) error {
 	return enc.Encode(in)
 }
 
+// errWriter is the writer of every text output; it keeps the first error.
 type errWriter struct {
 	w   io.Writer
 	err error
 }
 
+// printf writes format (trusted, this package's own) with its string and error arguments
+// passed through TerminalSafe: the one escaping path of untrusted text into text output.
 func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+	if e.err != nil {
+		return
 	}
+	var safe []any // a copy, made only when an argument needs escaping
+	for i, a := range args {
+		var s string
+		switch v := a.(type) {
+		case string:
+			s = v
+		case error:
+			s = v.Error()
+		default:
+			continue
+		}
+		if _, isErr := a.(error); !isErr && terminalClean(s) {
+			continue
+		}
+		if safe == nil {
+			safe = append([]any(nil), args...)
+		}
+		safe[i] = TerminalSafe(s)
+	}
+	if safe != nil {
+		args = safe
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
 }
 
 func orNA(s string) string { return orDefault(s, "n/a") }

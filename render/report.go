@@ -250,47 +250,6 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// TerminalSafe replaces control characters (escape sequences included) in untrusted text,
-// such as kernel names and NVTX text, so that it cannot drive the terminal.
-func TerminalSafe(s string) string {
-	clean := true
-	for _, r := range s {
-		if unsafeRune(r) {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x100 && unsafeRune(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case unsafeRune(r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// unsafeRune reports control characters (C0, DEL, C1) and the bidirectional controls
-// and separators that reorder or break what a terminal shows (U+202E, right-to-left
-// override, makes "gemm_kernel" display backwards and hides text).
-func unsafeRune(r rune) bool {
-	switch {
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-		return true
-	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0x2028, r == 0x2029:
-		return true
-	}
-	return false
-}
-
 // summaryRow is one category line of the summary table, formatted: the display model that
 // the text and HTML reports share.
 type summaryRow struct {

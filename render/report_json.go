@@ -66,6 +66,14 @@ func (s *StepJSON) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, s.EndNS, 10)
 	b = append(b, `,"launches":`...)
 	b = strconv.AppendInt(b, int64(s.Launches), 10)
+	if s.DraftForwards != 0 {
+		b = append(b, `,"draft_forwards":`...)
+		b = strconv.AppendInt(b, int64(s.DraftForwards), 10)
+	}
+	if s.Batch != 0 {
+		b = append(b, `,"batch":`...)
+		b = strconv.AppendInt(b, int64(s.Batch), 10)
+	}
 	b = append(b, `,"categories":`...)
 	b = s.Categories.appendJSON(b)
 	b = append(b, `,"gaps":`...)
@@ -160,7 +168,7 @@ func gapsJSON(g *breakdown.Gaps) GapsJSON {
 // set makes sj the JSON contract of step s (idle's gap count points into sj.Gaps).
 func (sj *StepJSON) set(s *breakdown.Step) {
 	*sj = StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
-		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps)}
+		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch}
 	for _, c := range kernelclass.Order {
 		sj.Categories[c] = StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
 	}

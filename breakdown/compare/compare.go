@@ -1,9 +1,11 @@
 // Package compare compares two sides, each the reports (with their findings) of one or
-// more runs of one configuration: per category and for the whole step, medians with
-// confidence intervals and a Mann-Whitney U test (benchmath), the kernels that appeared,
-// vanished or changed variant, and the side summaries (compare.go); the same per device
-// position of multi-GPU traces (ranks.go); the findings that appeared, vanished or changed
-// (findings.go); and the run configuration of each side and what differs (config.go).
+// more runs of one configuration: per category and for the whole step, the change of the
+// mean per step with a permutation test (permute.go) and medians with confidence intervals
+// and a Mann-Whitney U test (benchmath), the kernels that appeared, vanished or changed
+// variant, and the side summaries (compare.go); what cannot be compared, why the two views
+// disagree, and what changed (story.go); the same per device position of multi-GPU traces,
+// with each rank's wait and transfer (ranks.go); the findings that appeared, vanished or
+// changed (findings.go); and the run configuration of each side and what differs (config.go).
 package compare
 
 import (
@@ -31,11 +33,16 @@ type Side struct {
 
 // Options control Compare.
 type Options struct {
-	Alpha      float64 // significance level of the Mann-Whitney U test (default 0.05)
+	Alpha      float64 // significance level of both tests (default 0.05)
 	Confidence float64 // confidence level of the intervals (default 0.95)
-	MinChange  float64 // relative change below which a row is "~" whatever p says (0.01 = 1%)
-	// PerRun uses one sample per run (file) — each run's median per step — instead of one
-	// sample per step. Steps of one run are not independent; runs are.
+	// MinChange is the smallest change that gets a verdict, as a fraction of the base side's
+	// mean step (0.01 = 1%); MinChangeNS the same as time per step. The larger applies;
+	// smaller changes are "~" whatever p says, in both views.
+	MinChange   float64
+	MinChangeNS float64
+	// PerRun uses one sample per run (file) — each run's median per step for the medians,
+	// its mean per step for the means — instead of one sample per step. Steps of one run
+	// are not independent; runs are.
 	PerRun bool
 }
 
@@ -45,14 +52,51 @@ type Stat struct {
 	N              int
 }
 
-// Row compares one quantity (a category's exclusive time per step, or the step time).
+// Row compares one quantity (a category's exclusive time per step, or the step time) in
+// two views: the medians of benchstat's table (Base, New, DeltaPct, P: Mann-Whitney U),
+// each row its own samples, and the change of the mean per step (Mean: a permutation
+// test), which adds up over the categories and leads the comparison.
 type Row struct {
 	Name        string
 	Base, New   Stat
-	DeltaPct    float64 // (new/base - 1) * 100; NaN when base is 0
-	P           float64
-	Significant bool // P < Alpha and |delta| >= MinChange
-	Warnings    []error
+	DeltaPct    float64 // change of the median: (new/base - 1) * 100; NaN when base is 0
+	P           float64 // Mann-Whitney U
+	Significant bool    // the median's verdict: tested, comparable, P < Alpha, |change| >= the threshold
+	Mean        MeanChange
+	// NotComparable says why a side cannot measure the quantity ("" when both can); such a
+	// row has no verdict in either view.
+	NotComparable string
+	// Why says in one line why the views disagree (one calls the change significant, the
+	// other not), from the samples; "" when they agree.
+	Why      string
+	Warnings []error
+	// the samples of the mean test, tagged with their device position and run
+	baseSamples, newSamples []sample
+}
+
+// MeanChange is the change of the mean per step of one quantity, tested by a two-sided
+// permutation test on the difference of the means (permute.go).
+type MeanChange struct {
+	// Base and New are the means per step in ns: the side's total over its steps divided by
+	// their number (for categories, rounded so that they add up to the mean step).
+	Base, New float64
+	Delta     float64 // New - Base
+	// Lo and Hi bound Delta at the confidence level: Delta ± the smallest change the
+	// permutation test calls significant at 1 - confidence. NaN when not tested.
+	Lo, Hi float64
+	P      float64 // two-sided; NaN when not tested
+	// NBase and NNew count the samples: steps, or runs with PerRun.
+	NBase, NNew int
+	Tested      bool   // both sides have enough samples for the test to reach Alpha
+	Method      string // "exact", "monte-carlo" or "normal" (permute.go); "" when not tested
+	Significant bool   // tested, comparable, P < Alpha and |Delta| >= the threshold
+}
+
+// sample is one sample of the mean test: a step's value (or a run's mean per step) with
+// the device position and run it comes from.
+type sample struct {
+	v        float64
+	dev, run int
 }
 
 // NCCLCount totals NCCL kernels of one op/algorithm/protocol/data type.
@@ -83,6 +127,18 @@ type SideSummary struct {
 	// Config is the side's run configuration (knobs that differ between its runs show
 	// each value, joined by " | ").
 	Config []nsys.EnvVar
+	// Ranks sums the rank view of the side's runs (wait and transfer in matched
+	// collectives, the straggler); nil when no run has two or more devices.
+	Ranks *RankWait
+	// Warnings are the capture-quality and self-check warnings of the side's runs
+	// (breakdown.Report.Warnings), each once, in run order.
+	Warnings []SideWarning
+}
+
+// SideWarning is a warning of one or more runs of a side.
+type SideWarning struct {
+	Text string
+	Runs []int // indexes into Paths of the runs that gave it
 }
 
 // KernelChange is a kernel family that appeared, vanished or changed variant.
@@ -117,6 +173,13 @@ type Comparison struct {
 	// BaseSteps and NewSteps hold, per run, the wall time of each step of the compared
 	// phase, in order (devices of a run one after another).
 	BaseSteps, NewSteps [][]time.Duration
+	// MinChangeNS is the threshold of both verdicts, in ns per step: the larger of
+	// Options.MinChange of the base mean step and Options.MinChangeNS.
+	MinChangeNS float64
+	// Tested is false when a side has too few samples for the tests (fewer than
+	// SamplesNeeded(Alpha)); Untested then says so, and no row has a verdict.
+	Tested   bool
+	Untested string
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
@@ -136,78 +199,115 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	c.Base, c.New = bs, ns
 	c.Config = configChanges(bs.Config, ns.Config)
 	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
+	c.MinChangeNS = max(opt.MinChange*float64(bs.MeanStep), opt.MinChangeNS)
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
-	c.Step, c.Categories = compareSteps(bsteps, nsteps, opt, &th)
+	c.Step, c.Categories = compareSteps(bsteps, nsteps, bs.MeanStep, ns.MeanStep, bs.Means, ns.Means, opt, &th)
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
 	c.Warnings = sideWarnings(bs, ns)
-	if opt.PerRun && (len(base.Reports) < 2 || len(new.Reports) < 2) {
-		c.Warnings = append(c.Warnings, fmt.Errorf("one sample per run with %d run(s) on %s and %d on %s: too few to test or to bound (± ∞); give several runs per side",
-			len(base.Reports), base.Label, len(new.Reports), new.Label))
+	nb, nn := c.Step.Mean.NBase, c.Step.Mean.NNew
+	c.Tested = testable(nb, nn, opt.Alpha)
+	if !c.Tested {
+		unit := "step"
+		if opt.PerRun {
+			unit = "run"
+		}
+		c.Untested = fmt.Sprintf("cannot test: one sample per %s, %d on %s and %d on %s; the permutation test needs %d %ss a side to reach p < %g, so the changes below have no verdict",
+			unit, nb, base.Label, nn, new.Label, SamplesNeeded(opt.Alpha), unit, opt.Alpha)
 	}
+	c.comparability()
+	c.verdicts()
 	return c
 }
 
-// stepWalls returns the wall time of each step, per run.
-func stepWalls(runs [][]*breakdown.Step) [][]time.Duration {
-	out := make([][]time.Duration, len(runs))
-	for i, run := range runs {
-		for _, s := range run {
-			out[i] = append(out[i], s.Wall())
-		}
-	}
-	return out
-}
-
 // compareSteps compares the steps of the two sides' runs: the whole step, then each
-// category's exclusive time in kernelclass.Order.
-func compareSteps(base, new [][]*breakdown.Step, opt Options, th *benchmath.Thresholds) (Row, []Row) {
-	row := func(name string, value func(s *breakdown.Step) float64) Row {
-		var b, n [][]float64
-		for _, run := range base {
-			b = append(b, values(run, value))
-		}
-		for _, run := range new {
-			n = append(n, values(run, value))
-		}
-		return compareRow(name, b, n, opt, th)
-	}
-	step := row("whole step", func(s *breakdown.Step) float64 { return float64(s.Wall()) })
+// category's exclusive time in kernelclass.Order, with the means (which add up) of each side.
+func compareSteps(base, new [][]tagged, baseStep, newStep time.Duration, baseMeans, newMeans [kernelclass.NumCategories]time.Duration,
+	opt Options, th *benchmath.Thresholds) (Row, []Row) {
+	step := compareRow("whole step", base, new, stepWall, opt, th)
+	setMean(&step, baseStep, newStep)
 	var cats []Row
 	for _, cat := range kernelclass.Order {
-		cats = append(cats, row(cat.String(), func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }))
+		r := compareRow(cat.String(), base, new, exclusive(cat), opt, th)
+		setMean(&r, baseMeans[cat], newMeans[cat])
+		cats = append(cats, r)
 	}
 	return step, cats
 }
 
-func values(steps []*breakdown.Step, value func(s *breakdown.Step) float64) []float64 {
-	out := make([]float64, len(steps))
-	for i, s := range steps {
-		out[i] = value(s)
+func stepWall(s *breakdown.Step) float64 { return float64(s.Wall()) }
+
+func exclusive(cat kernelclass.Category) func(s *breakdown.Step) float64 {
+	return func(s *breakdown.Step) float64 { return float64(s.Exclusive[cat]) }
+}
+
+// setMean sets the means of a row to the side summaries' (which add up), and the change.
+func setMean(r *Row, b, n time.Duration) {
+	r.Mean.Base, r.Mean.New = float64(b), float64(n)
+	r.Mean.Delta = r.Mean.New - r.Mean.Base
+	if r.Mean.Tested {
+		r.Mean.Lo, r.Mean.Hi = r.Mean.Delta-r.halfWidth(), r.Mean.Delta+r.halfWidth()
+	}
+}
+
+// halfWidth is the half-width of the mean's interval, kept from the test.
+func (r *Row) halfWidth() float64 { return (r.Mean.Hi - r.Mean.Lo) / 2 }
+
+// stepWalls returns the wall time of each step, per run.
+func stepWalls(runs [][]tagged) [][]time.Duration {
+	out := make([][]time.Duration, len(runs))
+	for i, run := range runs {
+		for _, t := range run {
+			out[i] = append(out[i], t.step.Wall())
+		}
 	}
 	return out
 }
 
-// compareRow summarises each side's samples and tests the difference. Samples are per step
-// (all runs pooled) or, with PerRun, one median per run.
-func compareRow(name string, base, new [][]float64, opt Options, th *benchmath.Thresholds) Row {
-	flatten := func(runs [][]float64) []float64 {
-		var out []float64
-		for _, r := range runs {
-			if opt.PerRun {
-				if len(r) > 0 {
-					out = append(out, medianF(r))
+// tagged is a step of the compared phase with its device position in the run.
+type tagged struct {
+	step *breakdown.Step
+	dev  int
+}
+
+// compareRow summarises each side's samples and tests the difference, in both views.
+// Samples are per step (all runs pooled) or, with PerRun, one per run: its median per step
+// for the medians, its mean per step for the means. Verdicts come later (verdicts).
+func compareRow(name string, base, new [][]tagged, value func(s *breakdown.Step) float64, opt Options, th *benchmath.Thresholds) Row {
+	flatten := func(runs [][]tagged) ([]float64, []sample) {
+		var med []float64
+		var mean []sample
+		for ri, r := range runs {
+			if len(r) == 0 {
+				continue
+			}
+			vals := make([]float64, len(r))
+			for i, t := range r {
+				vals[i] = value(t.step)
+			}
+			if !opt.PerRun {
+				med = append(med, vals...)
+				for i, t := range r {
+					mean = append(mean, sample{vals[i], t.dev, ri})
 				}
 				continue
 			}
-			out = append(out, r...)
+			med = append(med, medianF(vals))
+			var sum float64
+			for _, v := range vals {
+				sum += v
+			}
+			mean = append(mean, sample{sum / float64(len(vals)), -1, ri})
 		}
-		return out
+		return med, mean
 	}
-	b, n := flatten(base), flatten(new)
-	r := Row{Name: name, DeltaPct: math.NaN(), P: 1}
+	b, bm := flatten(base)
+	n, nm := flatten(new)
+	r := Row{Name: name, DeltaPct: math.NaN(), P: 1, baseSamples: bm, newSamples: nm}
+	r.Mean.NBase, r.Mean.NNew = len(bm), len(nm)
+	r.Mean.Lo, r.Mean.Hi, r.Mean.P = math.NaN(), math.NaN(), math.NaN()
 	if len(b) == 0 || len(n) == 0 {
 		r.Warnings = append(r.Warnings, fmt.Errorf("%s: no steps to compare", name))
 		r.Base.N, r.New.N = len(b), len(n)
@@ -231,9 +331,45 @@ func compareRow(name string, base, new [][]float64, opt Options, th *benchmath.T
 	} else if r.New.Center == 0 {
 		r.DeltaPct = 0
 	}
-	bigEnough := math.IsNaN(r.DeltaPct) || math.Abs(r.DeltaPct) >= opt.MinChange*100
-	r.Significant = r.P < opt.Alpha && bigEnough && r.Base.Center != r.New.Center
+	if testable(len(bm), len(nm), opt.Alpha) {
+		vals := func(ss []sample) []float64 {
+			out := make([]float64, len(ss))
+			for i, s := range ss {
+				out[i] = s.v
+			}
+			return out
+		}
+		t := permutationTest(vals(bm), vals(nm), opt.Confidence)
+		r.Mean.Tested, r.Mean.P, r.Mean.Method = true, t.P, t.Method
+		r.Mean.Lo, r.Mean.Hi = t.Delta-t.Half, t.Delta+t.Half
+	}
 	return r
+}
+
+// verdicts decides both views of every row once the rows' comparability is known: a change
+// is significant when the row is comparable, the samples can be tested, p < Alpha and the
+// change is at least MinChangeNS per step.
+func (c *Comparison) verdicts() {
+	each := func(r *Row) {
+		ok := r.NotComparable == "" && c.Tested && r.Mean.Tested && r.Base.N > 0 && r.New.N > 0
+		r.Significant = ok && r.P < c.Options.Alpha && r.Base.Center != r.New.Center &&
+			math.Abs(r.New.Center-r.Base.Center) >= c.MinChangeNS
+		r.Mean.Significant = ok && r.Mean.P < c.Options.Alpha && r.Mean.Delta != 0 && math.Abs(r.Mean.Delta) >= c.MinChangeNS
+		r.Why = ""
+		if ok && (r.Significant != r.Mean.Significant || (r.Significant && (r.New.Center > r.Base.Center) != (r.Mean.Delta > 0))) {
+			r.Why = c.why(r)
+		}
+	}
+	each(&c.Step)
+	for i := range c.Categories {
+		each(&c.Categories[i])
+	}
+	for i := range c.Ranks {
+		each(&c.Ranks[i].Step)
+		for j := range c.Ranks[i].Categories {
+			each(&c.Ranks[i].Categories[j])
+		}
+	}
 }
 
 func allEqual(a, b []float64) bool {
@@ -259,13 +395,13 @@ func constant(a, b []float64) bool {
 func medianF(xs []float64) float64 { return breakdown.QuantileF(xs, 0.5) }
 
 // summarizeSide gathers the steps of the phase from every run and device of a side.
-func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.Step) {
+func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 	var cfgs [][]nsys.EnvVar
 	for _, r := range s.Reports {
 		cfgs = append(cfgs, r.Config)
 	}
-	ss := SideSummary{Label: s.Label, Config: sideConfig(cfgs)}
-	var runs [][]*breakdown.Step
+	ss := SideSummary{Label: s.Label, Config: sideConfig(cfgs), Ranks: rankWait(s), Warnings: runWarnings(s)}
+	var runs [][]tagged
 	methods := map[string]bool{}
 	var walls []time.Duration
 	var launches, kernels, gaps int
@@ -274,7 +410,7 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.S
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
-		var run []*breakdown.Step
+		var run []tagged
 		for di := range r.Devices {
 			d := &r.Devices[di]
 			methods[d.Method.String()] = true
@@ -284,7 +420,7 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]*breakdown.S
 				if st.Phase != phase {
 					continue
 				}
-				run = append(run, st)
+				run = append(run, tagged{st, di})
 				walls = append(walls, st.Wall())
 				for c, d := range st.Exclusive {
 					excl[c] += d
@@ -351,6 +487,27 @@ func sideNCCL(s Side) []NCCLCount {
 	slices.SortFunc(out, func(a, b NCCLCount) int {
 		return cmp.Compare(a.Op+" "+a.Algo+" "+a.Proto+" "+a.DType, b.Op+" "+b.Algo+" "+b.Proto+" "+b.DType)
 	})
+	return out
+}
+
+// runWarnings returns each warning of the side's runs once, with the runs that gave it.
+func runWarnings(s Side) []SideWarning {
+	var out []SideWarning
+	at := map[string]int{}
+	for ri, r := range s.Reports {
+		for _, w := range r.Warnings {
+			t := w.Error()
+			i, ok := at[t]
+			if !ok {
+				i = len(out)
+				at[t] = i
+				out = append(out, SideWarning{Text: t})
+			}
+			if !slices.Contains(out[i].Runs, ri) {
+				out[i].Runs = append(out[i].Runs, ri)
+			}
+		}
+	}
 	return out
 }
 
@@ -443,22 +600,4 @@ func maps2Equal(a, b map[string]bool) bool {
 		}
 	}
 	return true
-}
-
-// BiggestChanges returns the significant rows of rows, largest absolute change of the
-// median first (ties by name).
-func BiggestChanges(rows []Row) []Row {
-	var out []Row
-	for _, r := range rows {
-		if r.Significant {
-			out = append(out, r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b Row) int {
-		if c := cmp.Compare(math.Abs(b.New.Center-b.Base.Center), math.Abs(a.New.Center-a.Base.Center)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	return out
 }

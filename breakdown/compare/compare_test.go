@@ -2,6 +2,7 @@ package compare_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,7 +20,7 @@ import (
 // applies the findings.
 func captureReport(t *testing.T, name string) *findings.Report {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name+".sqlite")
+	path := filepath.Join(t.TempDir(), filepath.Base(name)+".sqlite")
 	nsystest.Gunzip(t, filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz"), path)
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
@@ -43,9 +44,9 @@ func compareCaptures(t *testing.T, base, new string) *compare.Comparison {
 // launches per step fall from 62 to 1 with the same 62 kernels, launch_bound vanishes.
 func TestStoryDense(t *testing.T) {
 	c := compareCaptures(t, "dense-eager", "dense-graph")
-	big := compare.BiggestChanges(c.Categories)
-	if len(big) == 0 || big[0].Name != "idle" {
-		t.Fatalf("biggest changes %v; want idle first", rowNames(big))
+	story := c.Story()
+	if len(story) < 2 || story[0].Row != &c.Step || story[1].Row.Name != "idle" {
+		t.Fatalf("what changed %v; want the whole step, then idle", storyNames(story))
 	}
 	if c.Base.LaunchesPerStep != 62 || c.New.LaunchesPerStep != 1 || c.Base.KernelsPerStep != c.New.KernelsPerStep {
 		t.Errorf("launches/step %v -> %v, kernels/step %v -> %v; want 62 -> 1, the same kernels", c.Base.LaunchesPerStep,
@@ -87,18 +88,24 @@ func TestStoryTP2(t *testing.T) {
 	if !r0.Significant || r0.Base.Center < 5e6 || r0.New.Center > 5e5 {
 		t.Errorf("rank 0 allreduce %v -> %v ns, significant %v; want ~9.8ms -> ~0.1ms, significant", r0.Base.Center, r0.New.Center, r0.Significant)
 	}
-	if big := compare.BiggestChanges(c.Ranks[0].Categories); len(big) == 0 || big[0].Name != "allreduce" {
-		t.Errorf("rank 0 biggest changes %v; want allreduce first", rowNames(big))
+	biggest, size := "", 0.0
+	for _, r := range c.Ranks[0].Categories {
+		if r.Mean.Significant && math.Abs(r.Mean.Delta) > size {
+			biggest, size = r.Name, math.Abs(r.Mean.Delta)
+		}
+	}
+	if biggest != "allreduce" {
+		t.Errorf("rank 0's biggest significant change of the mean is %q; want allreduce", biggest)
 	}
 	if r1 := ar(1); r1.Base.Center > 1e5 {
 		t.Errorf("rank 1 allreduce base %v ns; want well under 100µs (rank 1 never waited)", r1.Base.Center)
 	}
 }
 
-func rowNames(rs []compare.Row) []string {
+func storyNames(items []compare.StoryItem) []string {
 	var out []string
-	for _, r := range rs {
-		out = append(out, r.Name)
+	for _, it := range items {
+		out = append(out, it.Row.Name)
 	}
 	return out
 }

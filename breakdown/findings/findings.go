@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // Finding ids, stable: JSON and diff use them.
@@ -117,11 +118,12 @@ type Report struct {
 }
 
 // Of applies the rules to every device of r, with the run's recorded knobs (r.Config) for
-// the rules that cite them.
+// the rules that cite them, names and values clipped (nsys.ClipValue): every device's
+// findings quote them, and the JSON report keeps the whole values once, in "config".
 func Of(r *breakdown.Report) *Report {
 	knobs := map[string]string{}
 	for _, v := range r.Config {
-		knobs[v.Name] = v.Value
+		knobs[nsys.ClipValue(v.Name)] = nsys.ClipValue(v.Value)
 	}
 	out := &Report{Report: r, Findings: make([][]Finding, len(r.Devices))}
 	for d := range r.Devices {

@@ -211,7 +211,12 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 	return tips, small
 }
 
-// commKnobs lists the knobs that bear on communication, sorted: "NCCL_ALGO=Ring, NCCL_PROTO=LL".
+// MaxCitedKnobs is the most knobs a finding cites; the rest are counted ("and 3 more"):
+// every device's finding quotes them.
+const MaxCitedKnobs = 16
+
+// commKnobs lists the knobs that bear on communication, sorted: "NCCL_ALGO=Ring, NCCL_PROTO=LL",
+// at most MaxCitedKnobs of them.
 func commKnobs(knobs map[string]string) string {
 	var kv []string
 	for k, v := range knobs {
@@ -220,6 +225,9 @@ func commKnobs(knobs map[string]string) string {
 		}
 	}
 	slices.Sort(kv)
+	if n := len(kv) - MaxCitedKnobs; n > 0 {
+		kv = append(kv[:MaxCitedKnobs], fmt.Sprintf("and %d more (see the run configuration)", n))
+	}
 	return strings.Join(kv, ", ")
 }
 

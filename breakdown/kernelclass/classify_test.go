@@ -431,3 +431,23 @@ func BenchmarkClassifyCorpus(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(cases)), "ns/name")
 }
+
+// TestNameRole checks the roles kernel names give the context rules and the step finder.
+func TestNameRole(t *testing.T) {
+	for name, want := range map[string]Role{
+		"sbtopk::gatherTopK<float, unsigned int, 2, false>":                                RoleTopK,
+		"at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, ArgMaxOps<float>>>": RoleSampler,
+		"softmax_warp_forward<float, float, float, 3, false, false>":                       RoleGate,
+		"triton_poi_fused_index_3":                                                         RoleGather,
+		"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_sum_1":                           RoleNorm,
+		"at::native::vectorized_layer_norm_kernel<c10::BFloat16, float, true>":             RoleNorm,
+		"input_reduce_fusion_5":                                                            RoleReduce,
+		"input_reduce_fusion":                                                              RoleReduce,
+		"loop_multiply_fusion_4":                                                           RoleNone,
+		"gemm_fusion_dot_10":                                                               RoleNone,
+	} {
+		if got := NameRole(name); got != want {
+			t.Errorf("NameRole(%q) = %d, want %d", name, got, want)
+		}
+	}
+}

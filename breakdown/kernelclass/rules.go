@@ -131,6 +131,9 @@ var builtinRuleTable = []struct {
 	{"index", Elementwise, `(?i)index|indices|gather|scatter|nonzero|device_?select|unique`},
 	{"torch-elementwise", Elementwise, `(?i)elementwise|vectorized|unrolled|multi_tensor_apply|foreach|pointwise|distribution`},
 	{"nvfuser", Elementwise, `nvfuser_`},
+	// XLA names a kernel after its fusion (gemm_fusion_dot* matched GEMM above): loop and
+	// input fusions, wrapped single ops, numbered plain fusions.
+	{"xla-fusion", Elementwise, `^(?:loop|input|wrapped)_[a-z0-9_]+$|^(?:[a-z]+_)*fusion(?:_\d+)*(?:\.\d+)?$`},
 	{"cupy", Elementwise, `^cupy_`},
 
 	// 9. Fallback.

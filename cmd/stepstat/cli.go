@@ -110,7 +110,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(args) > 1 {
 			c := lookup(args[1])
 			if c == nil {
-				fmt.Fprintf(stderr, "stepstat help: unknown command %q\nRun 'stepstat help' for usage.\n", args[1])
+				fmt.Fprintf(stderr, "stepstat help: unknown command %s\nRun 'stepstat help' for usage.\n", render.TerminalSafe(fmt.Sprintf("%q", args[1])))
 				return 2
 			}
 			commandUsage(stdout, c)
@@ -124,7 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(stderr, "stepstat: unknown command %q\nRun 'stepstat help' for usage.\n", name)
+		fmt.Fprintf(stderr, "stepstat: unknown command %s\nRun 'stepstat help' for usage.\n", render.TerminalSafe(fmt.Sprintf("%q", name)))
 		return 2
 	}
 	fs, runFn := newFlagSet(c)
@@ -134,7 +134,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			commandUsage(stdout, c)
 			return 0
 		}
-		fmt.Fprintf(stderr, "stepstat %s: %v\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, err, c.name, c.args, c.name)
+		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, render.TerminalSafe(err.Error()), c.name, c.args, c.name)
 		return 2
 	}
 	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
@@ -175,7 +175,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, ue.msg, c.name, c.args, c.name)
+		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, render.TerminalSafe(ue.msg), c.name, c.args, c.name)
 		return 2
 	}
 	fmt.Fprintf(stderr, "stepstat: %s\n", oneLine(err.Error()))
@@ -183,8 +183,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // oneLine keeps an error message on one line, whatever a wrapped error put into it, and
-// escapes control characters (from file names or file contents) so that they cannot drive
-// the terminal.
+// escapes control characters (from file names, file contents or flag values) through
+// render.TerminalSafe, the one escaping path, so that they cannot drive the terminal. Every
+// error and usage line goes through it.
 func oneLine(s string) string {
 	return render.TerminalSafe(strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " "))
 }

@@ -41,8 +41,8 @@ type analysisFlags struct {
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.device, "device", -1, "analyse only this CUDA device; -1 means every device")
-	fs.StringVar(&f.steps, "steps", "auto", "step detection: auto, nvtx, nvtx:REGEX, graph, sync, periodic or whole")
-	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill or all")
+	fs.StringVar(&f.steps, "steps", "auto", "step detection: "+breakdown.StepMethodChoices())
+	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill, mixed or all")
 	fs.IntVar(&f.skip, "skip", 0, "drop the first N steps of each device (warm-up)")
 	fs.StringVar(&f.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 	fs.StringArrayVar(&f.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
@@ -62,6 +62,9 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 	var opt breakdown.Options
 	if f.device > math.MaxInt16 {
 		return opt, usagef(cmd, "--device %d: CUDA device ids go up to %d", f.device, math.MaxInt16)
+	}
+	if f.device < -1 { // -2 is a typo, not "every device"
+		return opt, usagef(cmd, "--device %d: want -1 (every device) or a CUDA device id, 0 to %d", f.device, math.MaxInt16)
 	}
 	if f.batch > 1<<30 {
 		return opt, usagef(cmd, "--batch %d: at most %d sequences", f.batch, 1<<30)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -23,10 +25,10 @@ var diffCmd = &command{
 		format := fs.StringP("format", "f", "text", "output format: text, json or html")
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		html := fs.String("html", "", "also write the HTML comparison to this file")
-		alpha := fs.Float64("alpha", 0.05, "significance level of the Mann-Whitney U test")
+		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
-		minChange := fs.String("min-change", "0%", "changes smaller than this are shown as ~ whatever the p-value (e.g. 1%)")
-		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file's median per step)")
+		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			if len(args) != 2 {
@@ -59,7 +61,7 @@ var diffCmd = &command{
 			if !(*alpha > 0 && *alpha < 1 && *conf > 0 && *conf < 1) { // NaN fails every comparison
 				return usagef("diff", "--alpha and --confidence must be between 0 and 1")
 			}
-			mc, err := parsePercent(*minChange)
+			mc, mcNS, err := parseMinChange(*minChange)
 			if err != nil {
 				return usagef("diff", "--min-change: %v", err)
 			}
@@ -94,7 +96,7 @@ var diffCmd = &command{
 				phase = breakdown.Decode
 			}
 			c := compare.Compare(sides[0], sides[1], phase, compare.Options{Alpha: *alpha, Confidence: *conf,
-				MinChange: mc, PerRun: *unit == "run"})
+				MinChange: mc, MinChangeNS: mcNS, PerRun: *unit == "run"})
 			o.phase("compare")
 			write := func(w io.Writer) error {
 				switch *format {
@@ -115,6 +117,20 @@ var diffCmd = &command{
 			return nil
 		}
 	},
+}
+
+// parseMinChange parses --min-change: a percentage of the base mean step ("1%", "0.5%")
+// or a time per step ("5us", "1µs", "0.2ms"); the other is 0.
+func parseMinChange(s string) (frac, ns float64, err error) {
+	if strings.HasSuffix(s, "%") {
+		f, err := parsePercent(s)
+		return f, 0, err
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, 0, fmt.Errorf("want a percentage of the mean step such as 1%% or a time per step such as 5us (got %q)", s)
+	}
+	return 0, float64(d), nil
 }
 
 // splitSide parses "[label=]file[,file...]". Without a label, a side is named after its

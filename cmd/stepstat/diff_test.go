@@ -2,9 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestDiffGolden compares eager with CUDA-graph decode of the same workload (the project's
@@ -87,13 +93,15 @@ func TestDiffSelf(t *testing.T) {
 		rows[k] = v
 	}
 	for name, r := range rows {
-		if r["significant"] != false || r["p_value"] != 1.0 {
-			t.Errorf("%s: significant %v, p %v; want ~ with p = 1", name, r["significant"], r["p_value"])
+		if r["significant"] != false || r["p_value"] != 1.0 || r["mean_significant"] != false || r["mean_p_value"] != 1.0 ||
+			r["mean_change_ns"] != 0.0 || r["comparable"] != true {
+			t.Errorf("%s: significant %v/%v, p %v/%v, mean change %v, comparable %v; want ~ with p = 1 in both views, no change",
+				name, r["significant"], r["mean_significant"], r["p_value"], r["mean_p_value"], r["mean_change_ns"], r["comparable"])
 		}
 	}
 	_, text, _ := stepstat("diff", "moe-eager-nvtx.sqlite", "moe-eager-nvtx.sqlite")
 	for _, line := range strings.Split(text, "\n") {
-		if strings.Contains(line, "(p=") && !strings.Contains(line, " ~ (p=1.000 ") {
+		if strings.Contains(line, "(p=") && !(strings.Contains(line, " ~ ") && strings.Contains(line, "(p=1.000 ")) {
 			t.Errorf("row not ~ with p=1: %q", line)
 		}
 	}
@@ -125,7 +133,164 @@ func TestDiffUsage(t *testing.T) {
 		}
 	}
 	code, out, _ := solRun(t, "diff", "--unit", "run", "dense-eager.sqlite", "dense-graph.sqlite")
-	if code != 0 || !strings.Contains(out, "one sample per run with 1 run(s) on dense-eager and 1 on dense-graph") {
+	if code != 0 || !strings.Contains(out, "\n\nCannot test: one sample per run, 1 on dense-eager and 1 on dense-graph") {
 		t.Errorf("--unit run, one file per side: exit %d, no warning in:\n%s", code, out)
+	}
+	for _, bad := range []string{"--min-change=-1%", "--min-change=fast", "--min-change=-2us"} {
+		if code, _, e := solRun(t, "diff", bad, "dense-eager.sqlite", "dense-graph.sqlite"); code != 2 || !strings.Contains(e, "--min-change") {
+			t.Errorf("diff %s: exit %d, stderr %q", bad, code, e)
+		}
+	}
+}
+
+// TestDiffTP2Story: the 2-GPU eager -> CUDA graphs pair in text and JSON. What changed has
+// the all-reduce with rank 0's drop under it, with its test; the wait/transfer comparison
+// names each rank; JSON carries the mean change, interval and p-value per category and rank.
+func TestDiffTP2Story(t *testing.T) {
+	inCaptureDir(t, "tp2-moe-eager", "tp2-moe-graph")
+	code, text, stderr := stepstat("diff", "eager=tp2-moe-eager.sqlite", "graph=tp2-moe-graph.sqlite")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	story := text[strings.Index(text, "What changed"):strings.Index(text, "Medians per")]
+	lines := strings.Split(story, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  allreduce ") })
+	if i < 0 || i+1 >= len(lines) || !regexp.MustCompile(`^    rank 0 +9\.\d+ms -> \d+\.\d+µs +-9\.\d+ms/step ± \S+ +-9\d\.\d\d%  \(p=0\.0\d\d n=12\)$`).MatchString(lines[i+1]) {
+		t.Errorf("what changed has no allreduce line with rank 0's drop under it:\n%s", story)
+	}
+	if !strings.Contains(story, "why: the median says ~") || !strings.Contains(story, "(all on rank 0)") {
+		t.Errorf("no reason why the median disagrees:\n%s", story)
+	}
+	for _, want := range []string{"wait/step", "transfer/step", "straggler: rank 1 (last at 106 of 108"} {
+		if !strings.Contains(story, want) {
+			t.Errorf("what changed lacks %q:\n%s", want, story)
+		}
+	}
+	if !regexp.MustCompile(`\n +0 +10\.\d\dms -> \d+\.\d+µs`).MatchString(story) {
+		t.Errorf("rank 0's wait per step is not ~10ms before, µs after:\n%s", story)
+	}
+	_, js, _ := stepstat("diff", "-f", "json", "tp2-moe-eager.sqlite", "tp2-moe-graph.sqlite")
+	var d struct {
+		Categories map[string]struct {
+			MeanChange int64    `json:"mean_change_ns"`
+			Lo         *int64   `json:"mean_change_lo_ns"`
+			Hi         *int64   `json:"mean_change_hi_ns"`
+			P          *float64 `json:"mean_p_value"`
+			Comparable bool     `json:"comparable"`
+		}
+		Ranks []struct {
+			Categories map[string]struct {
+				MeanChange  int64    `json:"mean_change_ns"`
+				P           *float64 `json:"mean_p_value"`
+				Significant bool     `json:"mean_significant"`
+			}
+			BaseWait     int64 `json:"base_wait_ns"`
+			NewWait      int64 `json:"new_wait_ns"`
+			BaseTransfer int64 `json:"base_transfer_ns"`
+		}
+		WhatChanged []struct {
+			Name  string
+			Ranks []int
+		} `json:"what_changed"`
+		Straggler struct{ Base, New *struct{ Device int } }
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatal(err)
+	}
+	ar := d.Categories["allreduce"]
+	if ar.MeanChange > -4e6 || ar.Lo == nil || ar.Hi == nil || *ar.Hi >= 0 || ar.P == nil || *ar.P >= 0.05 || !ar.Comparable {
+		t.Errorf("JSON pooled allreduce: %+v", ar)
+	}
+	if len(d.Ranks) != 2 {
+		t.Fatalf("JSON: %d ranks", len(d.Ranks))
+	}
+	r0 := d.Ranks[0].Categories["allreduce"]
+	if r0.MeanChange > -9e6 || r0.P == nil || !r0.Significant || d.Ranks[0].BaseWait < 9e6 || d.Ranks[0].NewWait > 1e6 || d.Ranks[0].BaseTransfer == 0 {
+		t.Errorf("JSON rank 0: allreduce %+v, wait %d -> %d", r0, d.Ranks[0].BaseWait, d.Ranks[0].NewWait)
+	}
+	j := slices.IndexFunc(d.WhatChanged, func(x struct {
+		Name  string
+		Ranks []int
+	}) bool {
+		return x.Name == "allreduce"
+	})
+	if j < 0 || !slices.Contains(d.WhatChanged[j].Ranks, 0) || d.Straggler.Base == nil || d.Straggler.Base.Device != 1 {
+		t.Errorf("JSON what_changed %+v, straggler %+v", d.WhatChanged, d.Straggler)
+	}
+}
+
+// TestDiffGraphLevel: eager against a capture traced at graph level: no -100% row
+// anywhere, the categories are not comparable with the reason, and the capture's warning
+// is at the top, before what changed.
+func TestDiffGraphLevel(t *testing.T) {
+	inCaptureDir(t, "hf-qwen3moe-eager", "hf-qwen3moe-compile-graphlevel")
+	for _, f := range []string{"text", "json"} {
+		code, out, stderr := stepstat("diff", "-f", f, "hf-qwen3moe-eager.sqlite", "hf-qwen3moe-compile-graphlevel.sqlite")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if strings.Contains(out, "-100") {
+			t.Errorf("%s: a -100%% change:\n%s", f, out)
+		}
+	}
+	_, text, _ := stepstat("diff", "hf-qwen3moe-eager.sqlite", "hf-qwen3moe-compile-graphlevel.sqlite")
+	nc, warn, story := strings.Index(text, "Not comparable"), strings.Index(text, "traced at graph level (nsys' default"), strings.Index(text, "What changed")
+	if nc < 0 || warn < 0 || story < 0 || !(nc < story && warn < story) {
+		t.Errorf("not comparable at %d, graph-level warning at %d, what changed at %d; want both before what changed:\n%s", nc, warn, story, text)
+	}
+	if !regexp.MustCompile(`\ngemm +124\.\dµs ± \d+% +0ns ± 0% +n/c \(not comparable n=15\)`).MatchString(text) {
+		t.Errorf("the gemm median row is not marked not comparable:\n%s", text)
+	}
+}
+
+// TestDiffRuns: the same workload captured 4 times per side. --unit run with 2 runs a
+// side says first that it cannot test and gives no verdict, and its caveat does not send
+// the user to --unit run; with 4 a side the step and idle changes are significant
+// (p = 2/70 = 0.029).
+func TestDiffRuns(t *testing.T) {
+	var names []string
+	for _, m := range []string{"eager", "graph"} {
+		for i := 1; i <= 4; i++ {
+			names = append(names, fmt.Sprintf("runs/dense-%s-r%d", m, i))
+		}
+	}
+	inCaptureDirMk(t, names...)
+	side := func(m string, n int) string {
+		var fs []string
+		for i := 1; i <= n; i++ {
+			fs = append(fs, fmt.Sprintf("runs/dense-%s-r%d.sqlite", m, i))
+		}
+		return m + "=" + strings.Join(fs, ",")
+	}
+	code, two, stderr := stepstat("diff", "--unit", "run", side("eager", 2), side("graph", 2))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	first := strings.SplitN(two, "\n\n", 3)
+	if len(first) < 3 || !strings.HasPrefix(first[1], "Cannot test: one sample per run, 2 on eager and 2 on graph") {
+		t.Errorf("2 runs a side: the first paragraph after the header is not the cannot-test notice:\n%s", two)
+	}
+	if strings.Contains(two, "(p=") || strings.Contains(two, "use --unit run") {
+		t.Errorf("2 runs a side: a p-value or a recommendation of --unit run:\n%s", two)
+	}
+	if !regexp.MustCompile(`\n  idle +\S+ms -> \S+µs +-2\.\d+ms/step  -9\d\.\d\d%  \(no test: n=2\)`).MatchString(two) {
+		t.Errorf("2 runs a side: the idle change is not shown without a verdict:\n%s", two)
+	}
+	_, four, _ := stepstat("diff", "--unit", "run", side("eager", 4), side("graph", 4))
+	if strings.Contains(four, "Cannot test") || !regexp.MustCompile(`\n  whole step +2\.\d+ms -> 4\d\d\.\dµs +-1\.\d+ms/step ± \S+ +-8\d\.\d\d%  \(p=0\.029 n=4\)`).MatchString(four) ||
+		!regexp.MustCompile(`\n  idle .* -9\d\.\d\d%  \(p=0\.029 n=4\)`).MatchString(four) {
+		t.Errorf("4 runs a side: no verdict on the step and idle:\n%s", four)
+	}
+}
+
+// inCaptureDirMk is inCaptureDir for names in subfolders of the captures (runs/...).
+func inCaptureDirMk(t *testing.T, names ...string) {
+	t.Helper()
+	t.Chdir(t.TempDir())
+	for _, name := range names {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		nsystest.Gunzip(t, filepath.Join(captureDir, name+".sqlite.gz"), name+".sqlite")
 	}
 }

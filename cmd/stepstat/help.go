@@ -1,5 +1,11 @@
 package main
 
+import (
+	"strings"
+
+	"github.com/stepstat/stepstat/breakdown"
+)
+
 // commandHelp holds each command's long help, shown by 'stepstat help COMMAND'. The README
 // says the same at more length; keep the two in step.
 var commandHelp = map[string]string{
@@ -11,10 +17,7 @@ wall time; where streams overlap, the higher-priority category owns the instant
 (allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
 elementwise > other > memory).
 
-Steps (--steps auto tries these in order): NVTX ranges (TensorRT-LLM, vLLM, or plain
-prefill/decode/step names; nvtx:REGEX for your own), mapped to the GPU work their thread
-launched; CUDA graph launches; host synchronisation each step (device-to-host copy or a
-synchronize call); periodicity of the kernel sequence; else the whole trace.
+` + wrap("Steps (--steps auto tries these in order): "+breakdown.StepMethodsHelp(), 90) + `
 
 With two or more GPUs in the trace, collectives are matched across ranks and split into
 time waiting for the last rank and transfer time. --sol-step or --sol-bytes give a
@@ -22,15 +25,24 @@ speed-of-light floor for the step.`,
 	"diff": `
 Compares the steps of one phase (decode unless --phase says otherwise) of two traces, or
 of two sets of repeated runs (comma-separated files per side, optionally labelled
-label=files). Per category and for the whole step: median per step with a confidence
-interval on each side, the change, and a Mann-Whitney U p-value (benchstat's method);
-~ when the change is not significant or smaller than --min-change.
+label=files). It leads with what changed: the change of the mean per step of the whole
+step and of each category (the means add up to the mean step), tested by a permutation
+test on the difference of means, biggest change first, with the ranks whose change
+differs from the pooled one, and a reason when the median disagrees; with 2+ GPUs, each
+rank's wait and transfer in matched collectives and the straggler, before and after.
+Then benchstat's table per row: median per step with a confidence interval on each side,
+the change, and a Mann-Whitney U p-value; and the means table. A change smaller than
+--min-change (1% of the base mean step by default, or a time per step such as 5us) gets
+no verdict (~). A category that one side cannot measure (CUDA graphs traced at graph
+level, a rank missing or without steps) is not comparable, with the reason. Every
+warning of either capture comes first.
 
 Caveats: consecutive steps of one run are not independent samples (step time drifts with
-KV-cache length and batch makeup), so with hundreds of steps tiny shifts test as
-significant: read the effect size, use --min-change, and prefer several runs per side
-with --unit run, which takes each run's median per step as one sample. Several categories
-are tested at once: expect about one false positive per 1/alpha rows.`,
+KV-cache length and batch makeup), so with hundreds of steps small shifts test as
+significant: read the change per step. With 4 or more runs per side, --unit run takes each
+run's mean (and median) per step as one sample; with fewer, the test cannot reach
+p < 0.05 and the diff says so first and gives no verdict. Several categories are tested at
+once: expect about one false positive per 1/alpha rows.`,
 	"classify": `
 Lists every distinct kernel name with its category, the rule that matched, its count,
 total time and share of kernel time, unclassified (other) names first, and a coverage
@@ -41,4 +53,22 @@ Shows what an export holds: nsys and export-schema versions, GPUs with activity,
 time span of GPU activity, every table with its row count, kernel, memcpy and memset
 counts per device, and warnings that matter for analysis (no kernel table, CUDA graphs
 traced at graph level, no NVTX ranges, no GPU activity).`,
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(text) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -174,9 +173,9 @@ func exportReport(ctx context.Context, path string, cache bool) (string, func(),
 	if strings.HasPrefix(arg, "-") {
 		arg = "./" + arg // not an option of nsys
 	}
-	var log bytes.Buffer
+	log := &tailBuffer{max: maxChildOutput}
 	cmd := exec.CommandContext(ctx, bin, "export", "--type", "sqlite", "--output", tmp, "--force-overwrite", "true", arg)
-	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		cleanup()
 		if ctx.Err() != nil {
@@ -198,6 +197,39 @@ func exportReport(ctx context.Context, path string, cache bool) (string, func(),
 		}
 	}
 	return out, cleanup, nil
+}
+
+// maxChildOutput is how much of a child process's output (nsys export's) is kept: its
+// last 64 KiB, where the line that says why it failed is. A child printing without end
+// costs no more memory than this.
+const maxChildOutput = 64 << 10
+
+// A tailBuffer keeps the last max bytes written to it (between max and 2*max held).
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= t.max {
+		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
+		return n, nil
+	}
+	if len(t.buf)+len(p) > 2*t.max {
+		keep := t.max - len(p)
+		t.buf = t.buf[:copy(t.buf, t.buf[len(t.buf)-keep:])]
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// String returns the last max bytes written (or all of them, when fewer).
+func (t *tailBuffer) String() string {
+	if len(t.buf) > t.max {
+		return string(t.buf[len(t.buf)-t.max:])
+	}
+	return string(t.buf)
 }
 
 // lastLine returns the last non-blank line of s, trimmed and cut to 200 bytes.

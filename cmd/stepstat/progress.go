@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/stepstat/stepstat/render"
 )
 
 // isTerminal reports whether w is a terminal.
@@ -28,6 +30,7 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 		last  time.Time
 		shown bool
 	)
+	name := render.TerminalSafe(filepath.Base(path)) // a file name may hold escapes
 	return func(table string, done, total int64) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -41,9 +44,9 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 		}
 		last, shown = now, true
 		if total > 0 {
-			fmt.Fprintf(o.errOut, "\r%s: %s %d/%d rows (%.0f%%)   ", filepath.Base(path), table, done, total, 100*float64(done)/float64(total))
+			fmt.Fprintf(o.errOut, "\r%s: %s %d/%d rows (%.0f%%)   ", name, render.TerminalSafe(table), done, total, 100*float64(done)/float64(total))
 		} else {
-			fmt.Fprintf(o.errOut, "\r%s: %s %d rows   ", filepath.Base(path), table, done)
+			fmt.Fprintf(o.errOut, "\r%s: %s %d rows   ", name, render.TerminalSafe(table), done)
 		}
 		if final {
 			fmt.Fprintln(o.errOut)

@@ -572,7 +572,7 @@ func TestReportUsage(t *testing.T) {
 		t.Errorf("--top -3: exit %d, stderr %q", code, e)
 	}
 	if code, _, e := solRun(t, "report", "--phase", "steady", "dense-eager.sqlite"); code != 2 ||
-		!strings.Contains(e, `--phase: unknown phase "steady" (want decode, prefill or all)`) {
+		!strings.Contains(e, `--phase: unknown phase "steady" (want decode, prefill, mixed or all)`) {
 		t.Errorf("--phase steady: exit %d, stderr %q", code, e)
 	}
 	gz := filepath.Join(captureDir, "dense-eager.sqlite.gz")

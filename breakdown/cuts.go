@@ -1,0 +1,225 @@
+package breakdown
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// The host signals of the serving loop: what every loop does once (or a few times) per
+// iteration cuts a device's timeline into segments, which the step finder (stepfind.go)
+// groups into steps and the model's forwards (forwards.go) split.
+
+// Why a segment starts.
+const (
+	cutSync  uint8 = 1 << iota // first activity after a host synchronisation
+	cutGraph                   // first activity of a CUDA graph launch
+	cutH2D                     // a host-to-device copy
+)
+
+// A segment is a run of the device's activities between two cuts.
+type segment struct {
+	start, end nsys.Time // first activity's start; latest end
+	// sig hashes the multiset of the activities' categories and kinds: streams may
+	// interleave them in any order, and a kernel's variant may change from one step to
+	// the next (vectorized or unrolled, as a tensor's alignment changes).
+	sig     uint64
+	kernels int32
+	cut     uint8 // why the segment starts; 0 for the first
+	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
+	// fwd: a forward of the model ends in it: a sampler after a GEMM (the lm_head), with no
+	// GEMM or attention kernel after it before the segment ends (forwards.go).
+	fwd   bool
+	fwdAt nsys.Time // the start of the sampler that ends the forward
+	attn  int32     // attention kernels: a forward's depth (its layers)
+	// kstart is the first kernel's start (0 without kernels); leadEnd the latest end of the
+	// activities before it (copies: a read-back that ends the previous iteration; 0 when
+	// the segment starts with a kernel).
+	kstart, leadEnd nsys.Time
+}
+
+// add accounts activity a (role: its name's, inGraph: launched by a graph) to the segment,
+// and follows the forward ends in fw.
+func (s *segment) add(a *activity, role kernelclass.Role, inGraph bool, fw *forwardEnds) {
+	s.end = max(s.end, a.end)
+	if s.kernels == 0 {
+		if a.src == srcMemop {
+			s.leadEnd = max(s.leadEnd, a.end)
+		} else {
+			s.kstart = a.start
+		}
+	}
+	switch a.src {
+	case srcKernel:
+		s.kernels++
+		s.sampler = s.sampler || role == kernelclass.RoleSampler
+		fw.add(a, role)
+		if a.cat == kernelclass.Attention {
+			s.attn++
+		}
+		if inGraph {
+			// A replayed kernel differs from the same kernel launched eagerly: warm-up
+			// steps before the first replay are not steps of the graph loop.
+			s.sig += mix64(uint64(a.cat) + 1 + 1<<42)
+		} else {
+			s.sig += mix64(uint64(a.cat) + 1)
+		}
+	case srcGraph:
+		s.kernels++
+		s.sig += mix64(1 << 40)
+	case srcMemop:
+		s.sig += mix64(1<<41 + uint64(a.memKind))
+	}
+}
+
+// syncAfter returns the launch keys of the first launch-like call of each process after
+// each of its synchronize calls ended, and the number of such synchronisations.
+func syncAfter(t *nsys.Trace, tl *timeline) (map[uint64]bool, int) {
+	after := map[uint64]bool{}
+	pending := map[nsys.ProcID]nsys.Time{}
+	n := 0
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		w := &t.Callers[c.Caller]
+		if !tl.hasProc(w.Proc) {
+			continue
+		}
+		if w.Kind == nsys.APISync {
+			if e, ok := pending[w.Proc]; !ok || c.End > e {
+				pending[w.Proc] = c.End
+			}
+			continue
+		}
+		if e, ok := pending[w.Proc]; ok && isLaunchLike(w.Kind) && c.Start >= e {
+			after[actKey(w.Proc, c.Correlation)] = true
+			delete(pending, w.Proc)
+			n++
+		}
+	}
+	return after, n
+}
+
+// cutCounts counts the signals that cut a device's timeline, for the method's detail.
+type cutCounts struct{ sync, d2h, graph, h2d int }
+
+// segmentTimeline cuts the device's timeline at the signals in use and returns the segments.
+func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]segment, cutCounts) {
+	var after map[uint64]bool
+	var cc cutCounts
+	if use&cutSync != 0 {
+		after, cc.sync = syncAfter(t, tl)
+	}
+	var segs []segment
+	var d2hEnd nsys.Time
+	d2h := false
+	seenGraph := map[uint64]bool{}
+	var lastGraphKey uint64
+	keyOf, inGraph := uint64(0), false // the last key looked up, and whether a graph launch has it
+	var fw forwardEnds
+	tl.each(func(a *activity) bool {
+		var why uint8
+		k := a.key()
+		if a.src == srcKernel && k != keyOf {
+			keyOf, inGraph = k, h.graphs[k]
+		}
+		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
+			why |= cutSync
+			delete(after, k) // a graph's kernels share the key: the first one cuts
+		}
+		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {
+			lastGraphKey = k
+			if !seenGraph[k] {
+				seenGraph[k] = true
+				why |= cutGraph
+				cc.graph++
+			}
+		}
+		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD {
+			why |= cutH2D
+			cc.h2d++
+		}
+		if len(segs) == 0 || why != 0 {
+			if why&cutSync != 0 {
+				d2h = false
+			}
+			if len(segs) > 0 {
+				last := &segs[len(segs)-1]
+				last.fwdAt = fw.close()
+				last.fwd = last.fwdAt != 0
+			}
+			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
+		}
+		role := kernelclass.RoleNone
+		if a.src == srcKernel {
+			role = h.roles[a.name] // only kernels have names
+		}
+		segs[len(segs)-1].add(a, role, inGraph, &fw)
+		if a.src == srcMemop && use&cutSync != 0 && a.memKind == nsys.MemcpyDtoH {
+			d2h, d2hEnd = true, a.end
+			cc.d2h++
+		}
+		return true
+	})
+	if len(segs) > 0 {
+		last := &segs[len(segs)-1]
+		last.fwdAt = fw.close()
+		last.fwd = last.fwdAt != 0
+	}
+	return segs, cc
+}
+
+// mergeEmpty joins each run of segments without kernels (an input copy, a copy after a
+// sync) to the segment with kernels that follows: a copy belongs to the step it feeds.
+// Trailing ones stay.
+func mergeEmpty(segs []segment) []segment {
+	out := segs[:0]
+	pending := -1 // index in out of the first empty segment waiting for kernels
+	for _, s := range segs {
+		if pending >= 0 {
+			p := &out[pending]
+			p.leadEnd = max(p.end, s.leadEnd)
+			if s.kernels > 0 {
+				p.kstart = s.kstart
+			}
+			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
+			p.sampler = p.sampler || s.sampler
+			if s.fwd {
+				p.fwd, p.fwdAt = true, s.fwdAt
+			}
+			p.attn += s.attn
+			if s.kernels > 0 {
+				pending = -1
+			}
+			continue
+		}
+		out = append(out, s)
+		if s.kernels == 0 && len(out) > 1 {
+			pending = len(out) - 1
+		}
+	}
+	return out
+}
+
+// describe says what cut the timeline, and how many cuts make a step.
+func (cc cutCounts) describe(k int) string {
+	var why []string
+	if cc.graph > 0 {
+		why = append(why, fmt.Sprintf("%d CUDA graph launches", cc.graph))
+	}
+	if cc.d2h > 0 {
+		why = append(why, fmt.Sprintf("%d device-to-host copies", cc.d2h))
+	}
+	if cc.sync > 0 {
+		why = append(why, fmt.Sprintf("%d synchronize calls", cc.sync))
+	}
+	if cc.h2d > 0 {
+		why = append(why, fmt.Sprintf("%d host-to-device copies", cc.h2d))
+	}
+	s := strings.Join(why, ", ")
+	if k > 1 {
+		s += fmt.Sprintf("; a step spans %d of the segments they cut", k)
+	}
+	return s
+}

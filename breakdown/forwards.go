@@ -1,0 +1,338 @@
+package breakdown
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// The model's own structure is a signal of the serving loop: every forward of a language
+// model ends with its last large GEMM (the lm_head) and the sampler that picks the tokens
+// from its logits (argmax, multinomial, a top-k/top-p sampler; XLA's reduction fusion),
+// whatever the batch, the prompt chunk or the host loop. The finder cuts one step per
+// forward: a step group of segments (stepfind.go) that holds several forward ends is split
+// after each, so that no run of iterations is folded into one step, and windows after the
+// loop body that hold forwards become steps again. A speculative round (the draft model's
+// shallower forwards, then the target's verify forward) is one step with DraftForwards.
+
+// forwardEnds follows a device's kernels in order and says, per segment, whether a forward
+// ends in it: a sampler after a GEMM, with no GEMM or attention kernel after the sampler
+// before the segment ends (a top-1 router's argmax is followed by expert GEMMs).
+type forwardEnds struct {
+	armed   bool      // a GEMM ran since the last sampler
+	pending bool      // a sampler ran after a GEMM, and no GEMM or attention since
+	at      nsys.Time // the pending sampler's start
+}
+
+func (f *forwardEnds) add(a *activity, role kernelclass.Role) {
+	switch {
+	case a.cat == kernelclass.GEMM:
+		f.armed, f.pending = true, false
+	case a.cat == kernelclass.Attention:
+		f.pending = false
+	case role == kernelclass.RoleSampler || role == kernelclass.RoleReduce:
+		if f.armed {
+			f.armed, f.pending, f.at = false, true, a.start
+		}
+	}
+}
+
+// close ends a segment and returns the start of the sampler that ends a forward in it, or 0.
+func (f *forwardEnds) close() nsys.Time {
+	if !f.pending {
+		return 0
+	}
+	f.pending = false
+	return f.at
+}
+
+// forwardTimes returns the starts of the samplers that end the forwards of segments.
+func forwardTimes(segs []segment) []nsys.Time {
+	var out []nsys.Time
+	for _, s := range segs {
+		if s.fwd {
+			out = append(out, s.fwdAt)
+		}
+	}
+	return out
+}
+
+// deviceForwards returns the forward ends of a device's timeline, cut by every host signal.
+func deviceForwards(t *nsys.Trace, h *hostIndex, tl *timeline) []nsys.Time {
+	segs, _ := segmentTimeline(t, h, tl, cutSync|cutGraph|cutH2D)
+	return forwardTimes(segs)
+}
+
+// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
+func countStepForwards(steps []Step, ends []nsys.Time) {
+	j := 0
+	for i := range steps {
+		s := &steps[i]
+		for j < len(ends) && ends[j] < s.Start {
+			j++
+		}
+		for j < len(ends) && ends[j] < s.End {
+			s.forwards++
+			j++
+		}
+	}
+}
+
+// countForwards counts the segments that end a forward.
+func countForwards(segs []segment) int {
+	n := 0
+	for _, s := range segs {
+		if s.fwd {
+			n++
+		}
+	}
+	return n
+}
+
+// forwardSteps makes the steps of segments from their forward ends: each step runs from the
+// segment after a forward's end to the segment that ends the next forward. The segments
+// before the first forward's end belong to the first step; those after the last one, to no
+// step (work after the loop). It is used when no grouping of segments repeats.
+func forwardSteps(segs []segment) []boundary {
+	var b []boundary
+	open := false
+	for i, s := range segs {
+		if !open {
+			b = append(b, boundary{start: s.start})
+			open = true
+		}
+		if s.fwd {
+			open = false
+		} else if i == len(segs)-1 || !slices.ContainsFunc(segs[i+1:], func(s segment) bool { return s.fwd }) {
+			// No forward ends after here: the rest is no step's.
+			if len(b) > 0 && b[len(b)-1].start == s.start {
+				b[len(b)-1].outside = true
+			} else {
+				b = append(b, boundary{start: s.start, outside: true})
+			}
+			break
+		}
+	}
+	return b
+}
+
+// windowSegments returns, for each boundary of bounds, the segments whose start lies in its
+// window (from its start to the next boundary's), as index ranges [lo, hi) into segs; one
+// pass over both, both being sorted by start.
+func windowSegments(segs []segment, bounds []boundary) [][2]int {
+	out := make([][2]int, len(bounds))
+	si := 0
+	for bi, b := range bounds {
+		end := nsys.Time(1<<63 - 1)
+		if bi+1 < len(bounds) {
+			end = bounds[bi+1].start
+		}
+		for si < len(segs) && segs[si].start < b.start {
+			si++
+		}
+		j := si
+		for j < len(segs) && segs[j].start < end {
+			j++
+		}
+		out[bi] = [2]int{si, j}
+	}
+	return out
+}
+
+// splitForwards splits the steps of bounds (boundaries at segment starts, or outside windows
+// that start where a step's work ended) that hold several forward ends: after each forward's
+// end but the last, a new step starts at the next segment. Outside windows from body on
+// (after the loop body began: work after it, or later requests) that hold forward ends
+// become steps the same way; those before it (setup, warm-up before the first graph
+// replay) stay outside.
+func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary {
+	var out []boundary
+	for bi, w := range windowSegments(segs, bounds) {
+		b, in := bounds[bi], segs[w[0]:w[1]]
+		out = append(out, b)
+		if b.outside && b.start < body {
+			continue
+		}
+		var ends []int
+		for k, s := range in {
+			if s.fwd {
+				ends = append(ends, k)
+			}
+		}
+		if b.outside && len(ends) > 0 {
+			// An outside window after the loop body that holds forwards: its work up to the
+			// last forward's end is steps again, the rest stays outside.
+			first := 0
+			for first < len(in) && in[first].kernels == 0 {
+				first++
+			}
+			if first <= ends[0] {
+				out[len(out)-1] = boundary{start: in[first].start}
+				if first > 0 {
+					out[len(out)-1] = b
+					out = append(out, boundary{start: in[first].start})
+				}
+				last := ends[len(ends)-1]
+				for _, k := range ends[:len(ends)-1] {
+					out = append(out, boundary{start: in[k+1].start})
+				}
+				if last+1 < len(in) {
+					out = append(out, boundary{start: in[last+1].start, outside: true})
+				}
+			}
+			continue
+		}
+		if len(ends) < 2 {
+			continue
+		}
+		for _, k := range ends[:len(ends)-1] {
+			if k+1 < len(in) {
+				out = append(out, boundary{start: in[k+1].start, phase: b.phase})
+			}
+		}
+	}
+	return sortBounds(out)
+}
+
+// A pause between requests is idle time in no step: when the device idles after a step's
+// last work for more than pauseSteps median steps (and at least minPause), the step ends
+// with its work and the pause is outside steps.
+const (
+	pauseSteps = 2
+	minPause   = 2_000_000 // ns
+)
+
+// separateRequests puts the long idle windows between steps (the pause between a request's
+// last step and the next request's prefill) outside steps.
+func separateRequests(segs []segment, bounds []boundary) []boundary {
+	type win struct {
+		bi      int
+		workEnd nsys.Time
+	}
+	var wins []win
+	var walls []int64
+	ws := windowSegments(segs, bounds)
+	for bi, b := range bounds {
+		if b.outside || bi+1 >= len(bounds) {
+			continue
+		}
+		var workEnd nsys.Time
+		for _, s := range segs[ws[bi][0]:ws[bi][1]] {
+			workEnd = max(workEnd, s.end)
+		}
+		wins = append(wins, win{bi, workEnd})
+		walls = append(walls, int64(bounds[bi+1].start-b.start))
+	}
+	if len(walls) < 2 {
+		return bounds
+	}
+	slices.Sort(walls)
+	limit := max(nsys.Time(minPause), nsys.Time(pauseSteps*walls[len(walls)/2]))
+	var extra []boundary
+	for _, w := range wins {
+		next := bounds[w.bi+1].start
+		if w.workEnd > bounds[w.bi].start && next-w.workEnd > limit {
+			extra = append(extra, boundary{start: w.workEnd, outside: true})
+		}
+	}
+	// A pause inside a step's first segment, between copies that end the previous
+	// iteration (its read-back) and the step's first kernel: the copies go to the step
+	// before (outside when there is none), the pause outside, and the step starts with its
+	// first kernel.
+	for bi := range bounds {
+		b, si := &bounds[bi], ws[bi][0]
+		if b.outside || si == ws[bi][1] || segs[si].start != b.start {
+			continue
+		}
+		sg := segs[si]
+		if sg.leadEnd == 0 || sg.kstart == 0 || sg.kstart-sg.leadEnd <= limit {
+			continue
+		}
+		extra = append(extra, boundary{start: sg.kstart, phase: b.phase, label: b.label})
+		if bi == 0 {
+			*b = boundary{start: b.start, outside: true}
+		} else {
+			*b = boundary{start: sg.leadEnd, outside: true}
+		}
+	}
+	if len(extra) == 0 {
+		return bounds
+	}
+	return sortBounds(append(bounds, extra...))
+}
+
+// roundsDetail says how many speculative rounds and draft forwards bounds hold, for the
+// method's detail; "" without rounds.
+func roundsDetail(bounds []boundary) string {
+	rounds, drafts := 0, 0
+	for _, b := range bounds {
+		if b.drafts > 0 {
+			rounds++
+			drafts += b.drafts
+		}
+	}
+	if rounds == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d draft forwards in %d speculative rounds, each ending with the target's verify forward", drafts, rounds)
+}
+
+// groupRounds joins speculative rounds: when some steps run a shallower forward (fewer
+// attention kernels: fewer layers, at most 3/4 of the deepest) than the others, they are the
+// draft model's, and each run of them is one step with the deeper (target) forward that
+// follows, its DraftForwards the run's length. Steps must hold one forward each (the finder's
+// cuts); without two depths, bounds are returned as they are.
+func groupRounds(segs []segment, bounds []boundary) []boundary {
+	depth := make([]int32, len(bounds))
+	fwds := make([]int, len(bounds))
+	var deepest int32
+	for bi, w := range windowSegments(segs, bounds) {
+		for _, s := range segs[w[0]:w[1]] {
+			depth[bi] += s.attn
+			if s.fwd {
+				fwds[bi]++
+			}
+		}
+		b := bounds[bi]
+		if !b.outside {
+			deepest = max(deepest, depth[bi])
+		}
+	}
+	shallow := func(bi int) bool {
+		return !bounds[bi].outside && fwds[bi] == 1 && depth[bi] > 0 && 4*depth[bi] <= 3*deepest
+	}
+	drafts := 0
+	for bi := range bounds {
+		if shallow(bi) {
+			drafts++
+		}
+	}
+	if drafts < 2 {
+		return bounds
+	}
+	var out []boundary
+	for bi := 0; bi < len(bounds); {
+		if !shallow(bi) {
+			out = append(out, bounds[bi])
+			bi++
+			continue
+		}
+		j := bi
+		for j < len(bounds) && shallow(j) {
+			j++
+		}
+		// A run of draft forwards, then the target's forward: one round.
+		if j < len(bounds) && !bounds[j].outside && fwds[j] == 1 {
+			b := bounds[bi]
+			b.drafts = j - bi
+			out = append(out, b)
+			bi = j + 1
+			continue
+		}
+		out = append(out, bounds[bi:j]...)
+		bi = j
+	}
+	return out
+}
