@@ -182,7 +182,7 @@ func TestCrowdedGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Summarize(tr, Options{Steps: StepMethod{Name: "whole"}})
+	rep, err := Summarize(tr, Options{Steps: StepMethod{Method: MethodWhole}})
 	if err != nil {
 		t.Fatal(err)
 	}
