@@ -15,9 +15,10 @@ import (
 // alone (STEPSTAT_READER=sqlite), and wants the reports byte for byte the same; info
 // differs only in how it says the tables were read.
 func TestDirectReaderReports(t *testing.T) {
-	// The reports are made in this process: give the memory back afterwards, so that the
+	// The reports are made in this process: give the memory back afterwards, so that
 	// tests that measure a child's peak memory (a child starts with this process's
-	// resident memory until it execs) do not count it.
+	// resident memory until it execs) do not count it. The file's name also puts it after
+	// those tests (hostile3_test.go, limits_test.go) in a plain go test.
 	t.Cleanup(debug.FreeOSMemory)
 	gz, err := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*.sqlite.gz"))
 	if err != nil {
