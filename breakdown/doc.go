@@ -22,7 +22,8 @@
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
-//  7. phases.go: prefill or decode for steps whose detection gave no phase.
+//  7. phases.go: prefill, decode or mixed for steps whose detection gave no phase: by
+//     kernel mix, then by copies (input copies per token against the read-back per sequence).
 //  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);

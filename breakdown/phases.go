@@ -1,6 +1,7 @@
 package breakdown
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,101 @@ func (s *stepShape) add(a *activity) {
 	}
 }
 
+// What the copies say of an iteration (a step's forwards). Every serving loop copies its
+// inputs to the device before a forward (token ids, positions, cache slots: one entry per
+// token it processes; offsets and lengths: one per sequence) and reads the sampled tokens
+// back after it (one entry per sequence of the batch). In a decode iteration each sequence
+// processes the one token it samples, so its inputs are as large as its read-back, entry for
+// entry; an iteration that processes prompt tokens copies many times more input than it
+// reads back. Batch size cancels out: a batch of 64 decoding sequences copies and reads back
+// 64 times one sequence's entries.
+type iterCopies struct {
+	in  int64 // median size of the iteration's host-to-device copies (bytes); 0: none
+	out int64 // bytes read back (device to host) after its last forward's sampler; 0: none
+}
+
+// promptRatio: an iteration processes prompt tokens when its input copies are at least this
+// many times its read-back, relative to the run's median iteration (a decode one).
+const promptRatio = 4
+
+// stepCopies returns what the copies say of each step, from the forward ends (sampler
+// starts, sorted): a step's inputs are the host-to-device copies after the previous forward's
+// end up to its own last one (its first step: from its start); its read-back the
+// device-to-host copies after its last forward's end, before the next forward's end or the
+// next iteration's first input copy. A step without a forward end says nothing.
+func stepCopies(t *nsys.Trace, dev nsys.DeviceID, steps []Step, ends []nsys.Time) []iterCopies {
+	out := make([]iterCopies, len(steps))
+	var ms []nsys.Memop
+	for _, m := range t.Memops {
+		if m.Device == dev && (m.Kind == nsys.MemcpyHtoD || m.Kind == nsys.MemcpyDtoH) {
+			ms = append(ms, m)
+		}
+	}
+	if len(ms) == 0 || len(ends) == 0 {
+		return out
+	}
+	after := func(at nsys.Time) int { // the first copy that starts after at
+		i, _ := slices.BinarySearchFunc(ms, at+1, func(m nsys.Memop, t nsys.Time) int { return cmp.Compare(m.Start, t) })
+		return i
+	}
+	var sizes []int64
+	for i, s := range steps {
+		j0, _ := slices.BinarySearch(ends, s.Start)
+		j1, _ := slices.BinarySearch(ends, s.End)
+		if j1 == j0 {
+			continue // no forward ends in the step
+		}
+		lo, last := s.Start-1, ends[j1-1]
+		if j0 > 0 {
+			lo = ends[j0-1]
+		}
+		sizes = sizes[:0]
+		k := after(lo)
+		for ; k < len(ms) && ms[k].Start <= last; k++ {
+			if ms[k].Kind == nsys.MemcpyHtoD {
+				sizes = append(sizes, ms[k].Bytes)
+			}
+		}
+		if len(sizes) > 0 {
+			slices.Sort(sizes)
+			out[i].in = sizes[len(sizes)/2]
+		}
+		for ; k < len(ms) && ms[k].Kind == nsys.MemcpyDtoH && (j1 == len(ends) || ms[k].Start < ends[j1]); k++ {
+			out[i].out += ms[k].Bytes
+		}
+	}
+	return out
+}
+
+// copyPrompts says which steps process prompt tokens by their copies (iterCopies): their
+// input is at least promptRatio times their read-back, compared with the median step's
+// ratio (decode steps are most steps). It returns nil unless at least three steps, and at
+// least half of them, have both input copies and a read-back: a loop that copies its inputs
+// every iteration (one whose inputs stay on the device says nothing); and the smallest
+// read-back of those steps: one sequence's worth, or a few.
+func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
+	var ratios []float64
+	for _, c := range cp {
+		if c.in > 0 && c.out > 0 {
+			ratios = append(ratios, float64(c.in)/float64(c.out))
+			if minOut == 0 || c.out < minOut {
+				minOut = c.out
+			}
+		}
+	}
+	if len(ratios) < 3 || 2*len(ratios) < len(cp) {
+		return nil, 0
+	}
+	ref := slices.Clone(ratios)
+	slices.Sort(ref)
+	med := ref[len(ref)/2]
+	prompt = make([]bool, len(cp))
+	for i, c := range cp {
+		prompt[i] = c.in > 0 && c.out > 0 && float64(c.in) >= promptRatio*med*float64(c.out)
+	}
+	return prompt, minOut
+}
+
 // inferPhases gives a phase to steps whose detection gave none, from their shape: the most
 // common kernel mix is decode; a step with another mix is a prefill candidate when it runs
 // attention kernels that decode steps never run, or takes at least three times the decode
@@ -48,7 +144,17 @@ func (s *stepShape) add(a *activity) {
 // model's forwards (llm: the finder saw a sampler after the lm_head end them), a request's
 // first step with another mix than decode's is its prefill even with decode's attention
 // (continuous batching packs a prompt into the same kernels as decoding).
-func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool) {
+//
+// On such a device the copies (cp, stepCopies) then tell what the shape cannot: a step whose
+// input copies are promptRatio times its read-back or more (copyPrompts) processes prompt
+// tokens, whatever its kernels. It is a prefill at a request's start; inside a request it is mixed (a prompt
+// chunk beside decoding sequences) when sequences are already generating: it reads back more
+// than the run's smallest read-back (more than the one sequence of its prompt), and the step
+// before it is a decode step, or a prompt step that read back more than the smallest too (a
+// batch of several sequences, of which at most the last is a partial prompt chunk: a token
+// budget cuts one prompt per iteration, and the others sample on). Otherwise it is a prefill
+// (a prompt chunk after a chunk of the same prompt, or prompts alone).
+func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp []iterCopies) {
 	unknown := 0
 	rounds := false
 	for _, s := range steps {
@@ -71,6 +177,34 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 		}
 		return
 	}
+	inferred := make([]bool, len(steps))
+	for i := range steps {
+		inferred[i] = steps[i].Phase == Unknown
+	}
+	phasesByShape(steps, shapes, starts, llm)
+	if !llm {
+		return // tokens and sampled sequences: a language model's forwards only
+	}
+	prompt, minOut := copyPrompts(cp)
+	if prompt == nil {
+		return
+	}
+	for i := range steps {
+		if !inferred[i] || !prompt[i] {
+			continue
+		}
+		steps[i].Phase = Prefill
+		if starts[i] || i == 0 || cp[i].out <= minOut {
+			continue
+		}
+		if p := i - 1; steps[p].Phase == Decode || (prompt[p] && cp[p].out > minOut) {
+			steps[i].Phase = Mixed
+		}
+	}
+}
+
+// phasesByShape is inferPhases' rule by kernel mix, for steps of no speculative round.
+func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 	count := map[uint64]int{}
 	for _, s := range shapes {
 		count[s.sig]++

@@ -175,7 +175,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
-		inferPhases(steps, shapes, starts, len(fwds) >= 2)
+		inferPhases(steps, shapes, starts, len(fwds) >= 2, stepCopies(t, dev, steps, fwds))
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))
