@@ -29,7 +29,7 @@ import (
 //     attention (DeepSeek/GLM-5's indexer): attention.
 //   - A sampling kernel before the last GEMM is not sampling the step's token: elementwise.
 //
-// Kernels moved by --nvtx-category keep the category the user gave them.
+// Kernels moved by an NVTX category mapping (Options) keep the category the user gave them.
 
 func isNorm(r kernelclass.Role) bool {
 	return r == kernelclass.RoleNorm || r == kernelclass.RoleNormCombine
