@@ -60,6 +60,7 @@ fuzz:
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzStepRanges -fuzztime $(FUZZTIME) ./breakdown
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./nsys
 	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzBadRow -fuzztime $(FUZZTIME) ./nsys
+	$(GO) test -tags '$(TAGS)' -run '^$$' -fuzz FuzzDirect -fuzztime $(FUZZTIME) ./nsys
 
 clean:
 	rm -rf bin out

@@ -29,7 +29,7 @@ import (
 //     attention (DeepSeek/GLM-5's indexer): attention.
 //   - A sampling kernel before the last GEMM is not sampling the step's token: elementwise.
 //
-// Kernels moved by --nvtx-category keep the category the user gave them.
+// Kernels moved by an NVTX category mapping (Options) keep the category the user gave them.
 
 func isNorm(r kernelclass.Role) bool {
 	return r == kernelclass.RoleNorm || r == kernelclass.RoleNormCombine
@@ -108,154 +108,190 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 
 // step applies the rules to one step's kernels, in order, and reports whether it moved any.
 func (c *contextCats) step(ks []ctxKernel) (moved bool) {
-	lastGEMM := -1
+	m := &moeScan{c: c, ks: ks, lastGEMM: -1}
 	for i, k := range ks {
 		if k.cat == kernelclass.GEMM {
-			lastGEMM = i
+			m.lastGEMM = i
 		}
 	}
-	set := func(k ctxKernel, cat kernelclass.Category) {
-		if k.cat != cat && !k.fixed {
-			c.cat[k.idx] = uint8(cat) + 1
-			moved = true
+	for i := range ks {
+		m.next(i)
+	}
+	if m.state == scanExpert {
+		m.endExpert(len(ks))
+	}
+	if m.regions >= 2 {
+		m.moe = append(m.moe, m.pending...)
+	}
+	for _, x := range m.moe {
+		m.set(x.k, x.cat)
+	}
+	return m.moved
+}
+
+// The states of moeScan.
+const (
+	scanNormal = iota
+	scanGate
+	scanRouting
+	scanExpert
+	scanUngated // a top-k or sort without a router, past a GEMM: an indexer if attention follows
+)
+
+// A moeSet is a category that a step's scan gives a kernel once the step is read.
+type moeSet struct {
+	k   ctxKernel
+	cat kernelclass.Category
+}
+
+// moeScan reads one step's kernels in order (contextCats.step). MoE categories wait
+// until the step is read: they apply only when the step has two routed layers or more,
+// or a region whole on its own.
+type moeScan struct {
+	c        *contextCats
+	ks       []ctxKernel
+	lastGEMM int
+	moved    bool
+	moe      []moeSet // settings kept
+	pending  []moeSet // regions kept only if the step has two or more
+	regions  int      // routed regions
+	region   []moeSet // the current region's settings, kept in moe only when whole or not alone
+	state    int
+	from     int  // where the pending gate or routing run starts
+	gated    bool // a softmax or sigmoid belongs to the pending routing run
+	// the current expert region: its start, its last combine and GEMM, its GEMM count
+	regionStart, lastCombine, regionGEMM, gemms int
+}
+
+func (m *moeScan) set(k ctxKernel, cat kernelclass.Category) {
+	if k.cat != cat && !k.fixed {
+		m.c.cat[k.idx] = uint8(cat) + 1
+		m.moved = true
+	}
+}
+
+// endExpert closes the region [regionStart, end): expert work up to its last combine.
+func (m *moeScan) endExpert(end int) {
+	ks := m.ks
+	last := end - 1
+	if m.lastCombine >= 0 {
+		last = max(m.lastCombine, m.regionGEMM) // a shared expert after the routed combine is expert work too
+	}
+	for _, r := range ks[m.regionStart : last+1] {
+		m.region = append(m.region, moeSet{r, kernelclass.MoEExpert})
+	}
+	if m.gemms >= 2 && (m.lastCombine >= 0 || (end < len(ks) && ks[end].role == kernelclass.RoleNormCombine)) {
+		m.moe = append(m.moe, m.region...) // whole on its own: two expert GEMMs or more and a combine
+	} else {
+		m.pending = append(m.pending, m.region...)
+	}
+	m.region = m.region[:0]
+}
+
+// next reads kernel i.
+func (m *moeScan) next(i int) {
+	k := m.ks[i]
+	if i > m.lastGEMM {
+		if m.state == scanExpert {
+			m.endExpert(i)
+			m.state = scanNormal
+		}
+		// XLA's argmax is a reduction fusion after the lm_head.
+		if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate || k.role == kernelclass.RoleReduce {
+			m.set(k, kernelclass.Sampling)
+		}
+		return
+	}
+	comm := k.cat == kernelclass.AllReduce || k.cat == kernelclass.Collective
+	switch m.state {
+	case scanNormal, scanGate:
+		m.beforeRouting(i, k, comm)
+	case scanRouting:
+		m.routing(i, k, comm)
+	case scanUngated:
+		switch {
+		case k.cat == kernelclass.Attention:
+			m.indexer(i)
+		case comm || isNorm(k.role):
+			m.state = scanNormal
+		}
+	case scanExpert:
+		if k.cat == kernelclass.Attention || comm || isNorm(k.role) {
+			m.endExpert(i)
+			m.state = scanNormal
+			break
+		}
+		if k.role == kernelclass.RoleCombine {
+			m.lastCombine = i
+		}
+		if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
+			m.gemms++
+			m.regionGEMM = i
 		}
 	}
-	const (
-		normal = iota
-		gate
-		routing
-		expert
-		ungated // a top-k or sort without a router, past a GEMM: an indexer if attention follows
-	)
-	// MoE categories wait until the step is read: they apply only when the step has two
-	// routed layers or more.
-	type moeSet struct {
-		k   ctxKernel
-		cat kernelclass.Category
+	if m.state == scanNormal && k.cat == kernelclass.Sampling && m.c.cat[k.idx] == 0 {
+		m.set(k, kernelclass.Elementwise) // a sampler before the lm_head samples nothing
 	}
-	var moe, pending []moeSet // pending: regions kept only if the step has two or more
-	regions := 0              // routed regions
-	var region []moeSet       // the current region's settings, kept in moe only when whole or not alone
-	state, from := normal, 0  // from: where the pending gate or routing run starts
-	gated := false            // a softmax or sigmoid belongs to the pending routing run
-	regionStart, lastCombine, regionGEMM, gemms := 0, -1, -1, 0
-	endExpert := func(end int) { // the region [regionStart, end): expert work up to its last combine
-		last := end - 1
-		if lastCombine >= 0 {
-			last = max(lastCombine, regionGEMM) // a shared expert after the routed combine is expert work too
+}
+
+// beforeRouting reads kernel i outside routing and expert work: a gate or a top-k starts
+// a routing run.
+func (m *moeScan) beforeRouting(i int, k ctxKernel, comm bool) {
+	switch {
+	case k.role == kernelclass.RoleTopK:
+		if m.state != scanGate {
+			m.from = i
 		}
-		for _, r := range ks[regionStart : last+1] {
-			region = append(region, moeSet{r, kernelclass.MoEExpert})
+		m.gated = m.state == scanGate
+		m.state = scanRouting
+	case k.role == kernelclass.RoleGate:
+		if m.state != scanGate {
+			m.from = i
 		}
-		if gemms >= 2 && (lastCombine >= 0 || (end < len(ks) && ks[end].role == kernelclass.RoleNormCombine)) {
-			moe = append(moe, region...) // whole on its own: two expert GEMMs or more and a combine
-		} else {
-			pending = append(pending, region...)
-		}
-		region = region[:0]
+		m.state = scanGate
+	case m.state == scanGate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || isNorm(k.role)):
+		m.state = scanNormal // a softmax of attention or of something else: no routing
 	}
-	for i, k := range ks {
-		if i > lastGEMM {
-			if state == expert {
-				endExpert(i)
-				state = normal
-			}
-			// XLA's argmax is a reduction fusion after the lm_head.
-			if k.role == kernelclass.RoleTopK || k.role == kernelclass.RoleSampler || k.role == kernelclass.RoleGate || k.role == kernelclass.RoleReduce {
-				set(k, kernelclass.Sampling)
-			}
-			continue
+}
+
+// routing reads kernel i of a routing run, which runs to the first expert work: inductor
+// fuses the next norm into routing and expert kernels, so a norm does not end it.
+func (m *moeScan) routing(i int, k ctxKernel, comm bool) {
+	switch {
+	case k.role == kernelclass.RoleGate:
+		m.gated = true // top-k then softmax (GPT-OSS, Mixtral's renormalisation)
+	case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == kernelclass.RoleGather:
+		if !m.gated {
+			m.state = scanUngated // a top-k or sort without a router: not MoE routing
+			break
 		}
-		comm := k.cat == kernelclass.AllReduce || k.cat == kernelclass.Collective
-		switch state {
-		case normal, gate:
-			switch {
-			case k.role == kernelclass.RoleTopK:
-				if state != gate {
-					from = i
-				}
-				gated = state == gate
-				state = routing
-			case k.role == kernelclass.RoleGate:
-				if state != gate {
-					from = i
-				}
-				state = gate
-			case state == gate && (k.cat == kernelclass.GEMM || k.cat == kernelclass.Attention || comm || isNorm(k.role)):
-				state = normal // a softmax of attention or of something else: no routing
-			}
-		case routing:
-			// Routing runs to the first expert work: inductor fuses the next norm into
-			// routing and expert kernels, so a norm does not end it.
-			switch {
-			case k.role == kernelclass.RoleGate:
-				gated = true // top-k then softmax (GPT-OSS, Mixtral's renormalisation)
-			case k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert || k.role == kernelclass.RoleGather:
-				if !gated {
-					state = ungated // a top-k or sort without a router: not MoE routing
-					break
-				}
-				start := i // the gathers directly before the GEMM are expert work
-				for start > from && ks[start-1].role == kernelclass.RoleWeightGather {
-					start--
-				}
-				region = region[:0]
-				for _, r := range ks[from:start] {
-					region = append(region, moeSet{r, kernelclass.MoERouting})
-				}
-				regions++
-				state, regionStart, lastCombine, regionGEMM, gemms = expert, start, -1, -1, 0
-				if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
-					gemms, regionGEMM = 1, i
-				}
-			case k.cat == kernelclass.Attention:
-				for _, r := range ks[from:i] {
-					if r.role == kernelclass.RoleTopK {
-						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
-					}
-				}
-				state = normal
-			case comm:
-				state = normal
-			}
-		case ungated:
-			switch {
-			case k.cat == kernelclass.Attention:
-				for _, r := range ks[from:i] {
-					if r.role == kernelclass.RoleTopK {
-						set(r, kernelclass.Attention) // the sparse-attention indexer picks tokens
-					}
-				}
-				state = normal
-			case comm || isNorm(k.role):
-				state = normal
-			}
-		case expert:
-			if k.cat == kernelclass.Attention || comm || isNorm(k.role) {
-				endExpert(i)
-				state = normal
-				break
-			}
-			if k.role == kernelclass.RoleCombine {
-				lastCombine = i
-			}
-			if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
-				gemms++
-				regionGEMM = i
-			}
+		start := i // the gathers directly before the GEMM are expert work
+		for start > m.from && m.ks[start-1].role == kernelclass.RoleWeightGather {
+			start--
 		}
-		if state == normal && k.cat == kernelclass.Sampling && c.cat[k.idx] == 0 {
-			set(k, kernelclass.Elementwise) // a sampler before the lm_head samples nothing
+		m.region = m.region[:0]
+		for _, r := range m.ks[m.from:start] {
+			m.region = append(m.region, moeSet{r, kernelclass.MoERouting})
+		}
+		m.regions++
+		m.state, m.regionStart, m.lastCombine, m.regionGEMM, m.gemms = scanExpert, start, -1, -1, 0
+		if k.cat == kernelclass.GEMM || k.cat == kernelclass.MoEExpert {
+			m.gemms, m.regionGEMM = 1, i
+		}
+	case k.cat == kernelclass.Attention:
+		m.indexer(i)
+	case comm:
+		m.state = scanNormal
+	}
+}
+
+// indexer handles attention after a top-k run that was not MoE routing: the top-k kernels
+// since from are the sparse-attention indexer picking tokens.
+func (m *moeScan) indexer(i int) {
+	for _, r := range m.ks[m.from:i] {
+		if r.role == kernelclass.RoleTopK {
+			m.set(r, kernelclass.Attention)
 		}
 	}
-	if state == expert {
-		endExpert(len(ks))
-	}
-	if regions >= 2 {
-		moe = append(moe, pending...)
-	}
-	for _, m := range moe {
-		set(m.k, m.cat)
-	}
-	return moved
+	m.state = scanNormal
 }

@@ -152,7 +152,7 @@ func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
 }
 
 // mergeOwnerRanges merges the ranges of each thread that overlap or nest into one, for
-// owner tables that only answer "inside some range of the rule?" (--nvtx-category): N
+// owner tables that only answer "inside some range of the rule?" (the NVTX category mapping): N
 // nested matching ranges each spanning every launch would cost N x launches in keys and
 // time; merged, each launch is looked at once. rs must be sorted by start.
 func mergeOwnerRanges(rs []ownerRange) []ownerRange {

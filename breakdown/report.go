@@ -79,10 +79,14 @@ type Gaps struct {
 // A Gap is one idle gap of a step, with what the host did during it.
 type Gap struct {
 	Start, End nsys.Time
-	// Next is the kernel whose start ended the gap, or NoKernel (a copy, a memset, a graph
-	// replay, or the step's end).
+	// Next is the kernel the gap waited for: the one whose start ended it, or, when a copy,
+	// memset or graph replay ended it, the step's next kernel after it (cuDNN sets a 4-byte
+	// flag with a memset before its attention kernel, which its host work delays again);
+	// NoKernel when there is none (the step's end).
 	Next nsys.NameID
-	API  [NumAPIGroups]time.Duration
+	// NextCat is Next's category (meaningful only when Next is a kernel).
+	NextCat kernelclass.Category
+	API     [NumAPIGroups]time.Duration
 }
 
 // NoKernel is Gap.Next for a gap that no kernel ended.
@@ -203,13 +207,16 @@ type Summary struct {
 	Stall Stall
 }
 
-// Stall is a recurring long idle gap before the same kernel (Summary.Stall).
+// Stall is a recurring long idle gap before kernels of the same category (Summary.Stall):
+// a library that builds a kernel per new shape (cuDNN SDPA) launches a differently named
+// plan kernel as the shape changes, so the name alone would split one stall into several.
 type Stall struct {
-	Kernel nsys.NameID // NoKernel when no step has a long gap before a kernel
-	Name   string      // the kernel's name (set by Summarize; "" from SummarizeSteps)
-	Steps  int         // the summarised steps whose longest gap, of StallGap or more, ends at Kernel
-	Total  time.Duration
-	API    [NumAPIGroups]time.Duration // what the launching threads did during those gaps; adds up to Total
+	Kernel   nsys.NameID // the most frequent kernel among the gaps; NoKernel when no step has a long gap before a kernel
+	Category kernelclass.Category
+	Name     string // Kernel's name (set by Summarize; "" from SummarizeSteps)
+	Steps    int    // the summarised steps whose longest gap, of StallGap or more, ends at a kernel of Category
+	Total    time.Duration
+	API      [NumAPIGroups]time.Duration // what the launching threads did during those gaps; adds up to Total
 }
 
 // Outliers describes the steps of a phase that a summary leaves out (OutlierFactor).

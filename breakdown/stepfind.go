@@ -6,7 +6,7 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// The step finder (used when no NVTX step ranges are found, and by --steps graph and sync)
+// The step finder (used when no NVTX step ranges are found, and by the forced graph and sync methods)
 // finds the iterations of the serving loop. The host signals (cuts.go) cut the device's
 // timeline into segments; a real loop iteration holds several such cuts (generate() reads
 // back twice per token, an eager MoE loop once per expert), so the finder groups k

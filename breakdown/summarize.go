@@ -86,7 +86,7 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 }
 
 // forcedFoundNone fails a step method asked for (graph, sync, periodic) that found no
-// steps on any device, as --steps nvtx fails without a matching range: the whole trace as
+// steps on any device, as a forced NVTX method fails without a matching range: the whole trace as
 // one step is not what was asked for. A device where it found none while another found
 // some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
 func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {

@@ -117,46 +117,49 @@ func splitOutliers(steps []Step) ([]Step, Outliers) {
 const StallGap = time.Millisecond
 
 // stallOf finds the recurring stall of steps: among the steps whose longest idle gap is
-// StallGap or longer and ends at a kernel, the kernel that most of them wait for (ties:
-// the longer total, then the lower name id), with those gaps summed.
+// StallGap or longer and ends at a kernel, the category of kernel that most of them wait
+// for (ties: the longer total, then the lower category), with those gaps summed; Kernel is
+// the most frequent kernel among them (ties: the lower name id).
 func stallOf(steps []Step) Stall {
 	type acc struct {
 		n     int
 		total time.Duration
 	}
-	by := map[nsys.NameID]*acc{}
+	var by [kernelclass.NumCategories]acc
+	long := func(g *Gap) bool { return g.Dur() >= StallGap && g.Next != NoKernel }
 	for i := range steps {
-		g := &steps[i].LongGap
-		if g.Dur() < StallGap || g.Next == NoKernel {
-			continue
+		if g := &steps[i].LongGap; long(g) {
+			by[g.NextCat].n++
+			by[g.NextCat].total += g.Dur()
 		}
-		a := by[g.Next]
-		if a == nil {
-			a = &acc{}
-			by[g.Next] = a
-		}
-		a.n++
-		a.total += g.Dur()
 	}
 	st := Stall{Kernel: NoKernel}
-	var best *acc
-	for k, a := range by {
-		if best == nil || a.n > best.n || (a.n == best.n && (a.total > best.total || (a.total == best.total && k < st.Kernel))) {
-			best, st.Kernel = a, k
+	best := -1
+	for c := range by {
+		if a := by[c]; a.n > 0 && (best < 0 || a.n > by[best].n || (a.n == by[best].n && a.total > by[best].total)) {
+			best = c
 		}
 	}
-	if best == nil {
+	if best < 0 {
 		return st
 	}
+	st.Category = kernelclass.Category(best)
+	names := map[nsys.NameID]int{}
 	for i := range steps {
 		g := &steps[i].LongGap
-		if g.Dur() < StallGap || g.Next != st.Kernel {
+		if !long(g) || g.NextCat != st.Category {
 			continue
 		}
 		st.Steps++
 		st.Total += g.Dur()
 		for j, x := range g.API {
 			st.API[j] += x
+		}
+		names[g.Next]++
+	}
+	for k, n := range names {
+		if st.Kernel == NoKernel || n > names[st.Kernel] || (n == names[st.Kernel] && k < st.Kernel) {
+			st.Kernel = k
 		}
 	}
 	return st

@@ -304,8 +304,8 @@ func (w *sweep) add(a *activity) bool {
 	if a.start >= steps[i].Start {
 		st := &steps[i]
 		st.Kernels[a.cat]++
-		if g := &st.LongGap; a.src == srcKernel && g.Next == NoKernel && g.End == a.start && g.End > g.Start {
-			g.Next = a.name // the kernel the step's longest gap waited for
+		if g := &st.LongGap; a.src == srcKernel && g.Next == NoKernel && g.End > g.Start && a.start >= g.End {
+			g.Next, g.NextCat = a.name, a.cat // the kernel the step's longest gap waited for
 		}
 		switch a.src {
 		case srcKernel:

@@ -1,7 +1,11 @@
 // Package nsys reads Nsight Systems SQLite exports (nsys export --type sqlite) into a
 // compact typed model. It opens files read-only and immutable, reads each table it needs in
-// one pass, and loads only the strings it references. It does not classify kernels or find
-// steps; package breakdown does that.
+// one pass, and loads only the strings it references. The large activity tables are
+// decoded from the file directly (sqlitefile.go, direct.go, record.go), in parallel over
+// their leaf pages, into the rows SQLite would give; SQLite (go-sqlite3) reads the schema,
+// the strings, the small tables and whatever the direct reader does not handle
+// (Trace.Reads says which). It does not classify kernels or find steps; package breakdown
+// does that.
 package nsys
 
 import (
@@ -217,6 +221,9 @@ type Trace struct {
 	Sites      []Site   // Kernel.Site indexes this
 	Procs      []int64  // globalPid per ProcID
 	Warnings   []error  // non-fatal: dropped rows, missing tables, fallbacks
+	// Reads says, for each large table read, whether the direct reader decoded it from
+	// the file or SQLite read it, and why; by table name.
+	Reads []TableRead
 	// Config holds the performance knobs of the environment nsys recorded for the run
 	// (TARGET_INFO_SYSTEM_ENV), by name: allow-listed prefixes only (ConfigKnob); empty
 	// when the export has no recorded environment.

@@ -442,6 +442,16 @@ type Info struct {
 	APICalls      int          `json:"cuda_api_calls"`
 	GraphLaunches int          `json:"graph_launches"`
 	Warnings      []string     `json:"warnings"`
+	// Reads says how each large table was read: decoded from the file by stepstat's own
+	// reader, or through SQLite and why.
+	Reads []InfoRead `json:"reads"`
+}
+
+// InfoRead is how one large table was read.
+type InfoRead struct {
+	Table  string `json:"table"`
+	Direct bool   `json:"direct"`
+	Why    string `json:"why,omitempty"`
 }
 
 // InfoDevice is one GPU with activity.

@@ -56,6 +56,10 @@ func NewInfo(t *nsys.Trace) *Info {
 			in.APICalls++ // the module, memory-management and other calls kept for idle attribution are not counted
 		}
 	}
+	in.Reads = []InfoRead{}
+	for _, rd := range t.Reads {
+		in.Reads = append(in.Reads, InfoRead{Table: rd.Table, Direct: rd.Direct, Why: rd.Why})
+	}
 	for _, w := range t.Warnings {
 		in.Warnings = append(in.Warnings, w.Error())
 	}
@@ -77,6 +81,20 @@ func InfoText(w io.Writer, in *Info) error {
 		tw.printf("GPU span: %s (%d .. %d ns)\n", breakdown.FormatDuration(in.DurationNS), in.StartNS, in.EndNS)
 	}
 	tw.printf("NVTX:     %d ranges\nCUDA API: %d launch/sync/copy calls, %d graph launches\n", in.NVTXRanges, in.APICalls, in.GraphLaunches)
+	var direct []string
+	for _, rd := range in.Reads {
+		if rd.Direct {
+			direct = append(direct, strings.TrimPrefix(rd.Table, "CUPTI_ACTIVITY_KIND_"))
+		}
+	}
+	if len(direct) > 0 {
+		tw.printf("Reader:   %s decoded from the file directly\n", strings.Join(direct, ", "))
+	}
+	for _, rd := range in.Reads {
+		if !rd.Direct {
+			tw.printf("Reader:   %s through SQLite: %s\n", rd.Table, TerminalSafe(rd.Why))
+		}
+	}
 	// "GPU time" is kernel time plus the time of graph executions traced at graph level,
 	// whose kernels have no rows: a CUDA-graph capture's work is mostly the latter.
 	tw.printf("\n%6s  %8s  %11s  %9s  %6s  %6s  %s\n", "device", "kernels", "graph execs", "GPU time", "memcpy", "memset", "gpu")

@@ -87,90 +87,35 @@ func binomial(n, k int) float64 {
 // permutationTest tests mean(new) - mean(base) against 0 at the given confidence (for the
 // interval's half-width). Both samples must be non-empty.
 func permutationTest(base, new []float64, confidence float64) meanTest {
-	nb, nn := len(base), len(new)
-	pooled := append(slices.Clone(base), new...)
-	var total float64
-	for _, x := range pooled {
-		total += x
-	}
+	ps := newPermSample(base, new)
 	var sumNew float64
 	for _, x := range new {
 		sumNew += x
 	}
-	n := len(pooled)
-	// The difference of means for a group G of the new side's size with sum s:
-	// s/nn - (total-s)/nb.
-	diff := func(s float64) float64 { return s/float64(nn) - (total-s)/float64(nb) }
-	obs := diff(sumNew)
+	obs := ps.diff(sumNew)
 	res := meanTest{Delta: obs}
 	// Ties: differences equal up to rounding count as at least as extreme.
 	scale := 0.0
-	for _, x := range pooled {
+	for _, x := range ps.pooled {
 		scale = max(scale, math.Abs(x))
 	}
 	eps := 1e-9 * max(scale, 1)
-	k := min(nb, nn) // draw the smaller group; its complement is the other
-	small := nn == k // the drawn group plays the new side
-	value := func(s float64) float64 {
-		if small {
-			return diff(s)
-		}
-		return diff(total - s)
-	}
-	mean := total / float64(n)
+	mean := ps.total / float64(ps.n)
 	var ss, big float64
-	for _, x := range pooled {
+	for _, x := range ps.pooled {
 		ss += (x - mean) * (x - mean)
 		big = max(big, (x-mean)*(x-mean))
 	}
-	if ss <= eps*eps*float64(n) { // every sample the same: nothing to reject
+	if ss <= eps*eps*float64(ps.n) { // every sample the same: nothing to reject
 		return meanTest{Delta: obs, P: 1, Method: "exact", Rounds: 1}
 	}
-	if k > normalLimit && big <= lindebergShare*ss {
-		// Under exchangeability the mean of a random group of size nn drawn without
-		// replacement has variance sigma²/nn * (n-nn)/(n-1), sigma² the pooled population
-		// variance; the difference is n/nb times that mean minus a constant.
-		sigma2 := ss / float64(n)
-		sd := math.Sqrt(float64(n) * float64(n) * sigma2 / (float64(nb) * float64(nn) * float64(n-1)))
-		res.Method, res.Rounds = "normal", 0
-		if sd == 0 {
-			res.P = 1
-			if math.Abs(obs) > eps {
-				res.P = 0
-			}
-			return res
-		}
-		res.P = math.Erfc(math.Abs(obs) / sd / math.Sqrt2)
-		res.Half = sd * math.Sqrt2 * math.Erfinv(confidence)
-		return res
+	if ps.k > normalLimit && big <= lindebergShare*ss {
+		return ps.normalTest(res, ss, eps, confidence)
 	}
 	var abs []float64
-	if c := binomial(n, k); c <= exactLimit {
+	if c := binomial(ps.n, ps.k); c <= exactLimit {
 		res.Method = "exact"
-		abs = make([]float64, 0, int(c))
-		idx := make([]int, k)
-		for i := range idx {
-			idx[i] = i
-		}
-		for {
-			var s float64
-			for _, i := range idx {
-				s += pooled[i]
-			}
-			abs = append(abs, math.Abs(value(s)))
-			// next combination in lexicographic order
-			i := k - 1
-			for i >= 0 && idx[i] == n-k+i {
-				i--
-			}
-			if i < 0 {
-				break
-			}
-			idx[i]++
-			for j := i + 1; j < k; j++ {
-				idx[j] = idx[j-1] + 1
-			}
-		}
+		abs = ps.exactDraws(int(c))
 		hits := 0
 		for _, a := range abs {
 			if a >= math.Abs(obs)-eps {
@@ -180,29 +125,122 @@ func permutationTest(base, new []float64, confidence float64) meanTest {
 		res.P = float64(hits) / float64(len(abs))
 	} else {
 		res.Method = "monte-carlo"
-		rng := rand.New(rand.NewPCG(permutationSeed, uint64(n)))
-		work := slices.Clone(pooled)
-		rounds := max(minRounds, min(permutationRounds, int(drawBudget)/k))
-		abs = make([]float64, 0, rounds)
-		hits := 0
-		for r := 0; r < rounds; r++ {
-			var s float64
-			for i := 0; i < k; i++ {
-				// j uniform in [i, n): Lemire's multiply-shift (bias under 2^-32 * n).
-				j := i + int((rng.Uint64()>>32)*uint64(n-i)>>32)
-				work[i], work[j] = work[j], work[i]
-				s += work[i]
-			}
-			a := math.Abs(value(s))
-			abs = append(abs, a)
-			if a >= math.Abs(obs)-eps {
-				hits++
-			}
-		}
-		res.P = float64(1+hits) / float64(1+rounds)
+		var hits int
+		abs, hits = ps.randomDraws(math.Abs(obs) - eps)
+		res.P = float64(1+hits) / float64(1+len(abs))
 	}
 	res.Rounds = len(abs)
 	slices.Sort(abs)
 	res.Half = abs[min(len(abs)-1, int(math.Ceil(confidence*float64(len(abs))))-1)]
 	return res
+}
+
+// permSample is the pooled samples of a permutation test, drawn as groups of the smaller
+// side's size k (the complement is the other side).
+type permSample struct {
+	pooled       []float64
+	nb, nn, n, k int
+	total        float64
+	small        bool // the drawn group plays the new side
+}
+
+func newPermSample(base, new []float64) *permSample {
+	ps := &permSample{pooled: append(slices.Clone(base), new...), nb: len(base), nn: len(new)}
+	for _, x := range ps.pooled {
+		ps.total += x
+	}
+	ps.n = len(ps.pooled)
+	ps.k = min(ps.nb, ps.nn)
+	ps.small = ps.nn == ps.k
+	return ps
+}
+
+// diff is the difference of means for a group G of the new side's size with sum s:
+// s/nn - (total-s)/nb.
+func (ps *permSample) diff(s float64) float64 {
+	return s/float64(ps.nn) - (ps.total-s)/float64(ps.nb)
+}
+
+// value is the difference of means when the drawn group sums to s.
+func (ps *permSample) value(s float64) float64 {
+	if ps.small {
+		return ps.diff(s)
+	}
+	return ps.diff(ps.total - s)
+}
+
+// normalTest completes res by the normal approximation: under exchangeability the mean of
+// a random group of size nn drawn without replacement has variance sigma²/nn * (n-nn)/(n-1),
+// sigma² the pooled population variance (ss/n); the difference is n/nb times that mean
+// minus a constant.
+func (ps *permSample) normalTest(res meanTest, ss, eps, confidence float64) meanTest {
+	n, nb, nn := float64(ps.n), float64(ps.nb), float64(ps.nn)
+	sd := math.Sqrt(n * n * (ss / n) / (nb * nn * (n - 1)))
+	res.Method, res.Rounds = "normal", 0
+	if sd == 0 {
+		res.P = 1
+		if math.Abs(res.Delta) > eps {
+			res.P = 0
+		}
+		return res
+	}
+	res.P = math.Erfc(math.Abs(res.Delta) / sd / math.Sqrt2)
+	res.Half = sd * math.Sqrt2 * math.Erfinv(confidence)
+	return res
+}
+
+// exactDraws returns |difference of means| of every one of the c groups of size k, in
+// lexicographic order of the combinations.
+func (ps *permSample) exactDraws(c int) []float64 {
+	n, k := ps.n, ps.k
+	abs := make([]float64, 0, c)
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		var s float64
+		for _, i := range idx {
+			s += ps.pooled[i]
+		}
+		abs = append(abs, math.Abs(ps.value(s)))
+		// next combination in lexicographic order
+		i := k - 1
+		for i >= 0 && idx[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return abs
+		}
+		idx[i]++
+		for j := i + 1; j < k; j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+}
+
+// randomDraws returns |difference of means| of seeded random groups of size k and how many
+// of them reach at least limit.
+func (ps *permSample) randomDraws(limit float64) ([]float64, int) {
+	n, k := ps.n, ps.k
+	rng := rand.New(rand.NewPCG(permutationSeed, uint64(n)))
+	work := slices.Clone(ps.pooled)
+	rounds := max(minRounds, min(permutationRounds, int(drawBudget)/k))
+	abs := make([]float64, 0, rounds)
+	hits := 0
+	for r := 0; r < rounds; r++ {
+		var s float64
+		for i := 0; i < k; i++ {
+			// j uniform in [i, n): Lemire's multiply-shift (bias under 2^-32 * n).
+			j := i + int((rng.Uint64()>>32)*uint64(n-i)>>32)
+			work[i], work[j] = work[j], work[i]
+			s += work[i]
+		}
+		a := math.Abs(ps.value(s))
+		abs = append(abs, a)
+		if a >= limit {
+			hits++
+		}
+	}
+	return abs, hits
 }

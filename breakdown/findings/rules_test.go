@@ -533,3 +533,37 @@ func TestFindingsMoEEager(t *testing.T) {
 			f.AtStake, sm.Categories[kernelclass.MoERouting].Mean)
 	}
 }
+
+// TestFindingsHostStallContinuousBatching: transformers' continuous batching runs paged
+// attention through cuDNN SDPA, which builds a plan for every new batch shape: in each of
+// the 33 decode iterations the GPU waits over 40ms for the host before cuDNN's 4-byte
+// memset that precedes its attention kernel, and cuDNN picks another kernel (sm80 or sm90
+// plan) as the shape changes. host_stall must see one recurring stall across both kernels
+// and through the memset, and the gaps it sums are those SQL finds before the memsets
+// that precede a cuDNN kernel.
+func TestFindingsHostStallContinuousBatching(t *testing.T) {
+	rep, db := captureDB(t, "serve-cb", breakdown.Options{})
+	fs := findings.Of(rep).Findings[0]
+	checkFindingsOrder(t, fs)
+	if len(fs) == 0 || fs[0].ID != findings.HostStall {
+		t.Fatalf("findings %v; want host_stall first", findingIDs(fs))
+	}
+	sm := &rep.Devices[0].Summary
+	if sm.Stall.Steps != sm.Steps || sm.Stall.Category != kernelclass.Attention {
+		t.Fatalf("stall in %d of %d steps before %v kernels; want every step, attention", sm.Stall.Steps, sm.Steps, sm.Stall.Category)
+	}
+	if per := sm.Stall.Total / time.Duration(sm.Stall.Steps); per < 40*time.Millisecond {
+		t.Errorf("stall %v per step; SQL: over 40ms before every cuDNN attention kernel", per)
+	}
+	// Every decode step's stall is a gap of 1ms or more after which the next kernel is a
+	// cuDNN one (directly, or after the memset).
+	gapsSQL(t, db, int64(breakdown.StallGap))
+	if m := sqlInt(t, db, `SELECT count(*) FROM g WHERE g.nx IS NULL`); m < 20 {
+		t.Errorf("SQL: %d long gaps end at a copy or memset; the capture has one before most cuDNN kernels", m)
+	}
+	n := sqlInt(t, db, `SELECT count(*) FROM g WHERE (SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k
+		JOIN StringIds s ON s.id = k.demangledName WHERE k.start >= g.g1 ORDER BY k.start LIMIT 1) GLOB 'cudnn_generated_fort_native_sdpa*'`)
+	if n < int64(sm.Stall.Steps) {
+		t.Errorf("SQL: %d gaps of 1ms or more come before a cuDNN kernel; stall counts %d steps", n, sm.Stall.Steps)
+	}
+}

@@ -29,6 +29,9 @@ scan() {
 for ((r = 0; r < repeat; r++)); do
 	scan
 	measure json "$bin" report --format json -o "$out/r.json" "$trace"
+	measure json1 env GOMAXPROCS=1 "$bin" report --format json -o "$out/r1.json" "$trace"
+	measure jsonsql env STEPSTAT_READER=sqlite "$bin" report --format json -o "$out/rs.json" "$trace"
+	measure classify "$bin" classify -o "$out/c.txt" "$trace"
 	measure html "$bin" report --format html -o "$out/r.html" "$trace"
 	measure diff "$bin" diff "$trace" "$trace"
 done
@@ -39,10 +42,13 @@ rss() { awk -v k="$1" '$1 == k {print $3}' "$out/results" | sort -n | tail -1; }
 base=$(wall scan)
 printf 'trace: %s (%d kernels, %.2f GB), %d cores, %d round(s)\n' "$trace" "$kernels" "$(echo "$size/1000000000" | bc -l)" "$(nproc)" "$repeat"
 printf '%-72s %9s %10s %8s %12s\n' command wall_s peak_MB ratio bytes/kernel
-for key in scan json html diff; do
+for key in scan json json1 jsonsql classify html diff; do
 	case $key in
 	scan) name="sqlite3 scan (start,end,deviceId,streamId,demangledName,correlationId)" ;;
 	json) name="stepstat report --format json" ;;
+	json1) name="stepstat report --format json, GOMAXPROCS=1" ;;
+	jsonsql) name="stepstat report --format json, STEPSTAT_READER=sqlite" ;;
+	classify) name="stepstat classify" ;;
 	html) name="stepstat report --format html" ;;
 	diff) name="stepstat diff (trace vs itself)" ;;
 	esac
@@ -50,3 +56,5 @@ for key in scan json html diff; do
 	ratio=$(awk -v w="$w" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", w / b; else print "-" }')
 	printf '%-72s %9.2f %10.0f %8s %12.1f\n' "$name" "$w" "$(echo "$m/1024" | bc -l)" "$ratio" "$(echo "$m*1024/$kernels" | bc -l)"
 done
+cmp -s "$out/r.json" "$out/rs.json" && cmp -s "$out/r.json" "$out/r1.json" && echo "report JSON identical: direct reader, SQLite, GOMAXPROCS=1" || echo "report JSON DIFFERS between the direct reader, SQLite and GOMAXPROCS=1"
+awk -v a="$(wall json)" -v b="$(wall json1)" 'BEGIN { printf "GOMAXPROCS=%d vs 1: %.2fx\n", '"$(nproc)"', a / b }'

@@ -49,6 +49,7 @@ var classifyCmd = &command{
 			if err != nil {
 				return err
 			}
+			logReads(o, t)
 			if len(t.Kernels) == 0 {
 				return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
 			}

@@ -226,6 +226,7 @@ func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache b
 	if err != nil {
 		return nil, err
 	}
+	logReads(o, t)
 	if !t.HasGPUActivity() {
 		return nil, &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
 	}

@@ -29,6 +29,7 @@ var infoCmd = &command{
 			if err != nil {
 				return err
 			}
+			logReads(o, t)
 			in := render.NewInfo(t)
 			if *format == "json" {
 				return render.InfoJSON(o.out, in)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render"
 )
 
 // reportExts are the extensions of Nsight Systems reports (.qdrep before 2021.4).
@@ -46,6 +47,11 @@ func cachePath(report string) string {
 // exportReport). A report that is in fact an SQLite file is read as an export. Errors name
 // path; the trace's Path is path.
 func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (*nsys.Trace, error) {
+	// STEPSTAT_READER=sqlite reads every table through SQLite, none with the direct
+	// reader: the reference the direct reader is checked and measured against.
+	if os.Getenv("STEPSTAT_READER") == "sqlite" {
+		opt.SQLiteOnly = true
+	}
 	if !isReport(path) || looksLikeSQLite(path) {
 		return nsys.Open(ctx, path, opt)
 	}
@@ -97,6 +103,24 @@ func looksLikeSQLite(path string) bool {
 // registerCache registers --cache, which keeps the export of a report beside it.
 func registerCache(fs *pflag.FlagSet, cache *bool) {
 	fs.BoolVar(cache, "cache", false, "for a .nsys-rep input, keep its SQLite export beside it (NAME.sqlite) and reuse it while newer than the report")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "say on stderr how each large table was read: decoded from the file directly, or through SQLite and why")
+}
+
+// verbose is --verbose of the command running (set when its flags are registered).
+var verbose bool
+
+// logReads writes, with --verbose, how the reader read each large table of t.
+func logReads(o *stdio, t *nsys.Trace) {
+	if !verbose {
+		return
+	}
+	for _, rd := range t.Reads {
+		if rd.Direct {
+			fmt.Fprintf(o.errOut, "stepstat: %s: %s read directly from the file\n", render.TerminalSafe(t.Path), rd.Table)
+		} else {
+			fmt.Fprintf(o.errOut, "stepstat: %s: %s read through SQLite: %s\n", render.TerminalSafe(t.Path), rd.Table, render.TerminalSafe(rd.Why))
+		}
+	}
 }
 
 // lookNsys finds the nsys command; tests replace PATH to choose a fake one or none.

@@ -1,0 +1,154 @@
+package nsys
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
+var ErrNoGPUActivity = errors.New("no GPU activity (no kernel, memcpy, memset or CUDA graph rows)")
+
+// An Error is a failure to read an export. Its text starts with the file's path.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	return oneLine(e.Path) + ": " + oneLine(clip(e.Err.Error(), maxErrorText))
+}
+
+// maxErrorText bounds the text of an error: SQLite quotes the schema it cannot parse, and a
+// damaged schema can be any length.
+const maxErrorText = 400
+
+// oneLine writes control characters (a newline in a quoted schema, a tab) as Go escapes, so
+// that an error is one line whatever the file holds.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// clip shortens s to about n bytes, keeping its head and tail (on rune boundaries).
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n/2, n/4
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:head] + " … " + s[t:]
+}
+func (e *Error) Unwrap() error { return e.Err }
+
+const sqliteMagic = "SQLite format 3\x00"
+
+// CheckFile checks, without opening a database, that path names a regular, non-empty,
+// complete SQLite file. It never creates or changes the file.
+func CheckFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &Error{path, errors.New("no such file")}
+	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &Error{path, err}
+	case fi.IsDir():
+		return &Error{path, errors.New("is a directory, not an nsys SQLite export")}
+	case !fi.Mode().IsRegular():
+		return &Error{path, errors.New("is not a regular file")}
+	case fi.Size() == 0:
+		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return &Error{path, err}
+	}
+	defer f.Close()
+	var hdr [100]byte
+	n, err := io.ReadFull(f, hdr[:])
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{path, err}
+	}
+	if n < len(sqliteMagic) || !bytes.Equal(hdr[:len(sqliteMagic)], []byte(sqliteMagic)) {
+		if strings.HasSuffix(path, ".nsys-rep") || strings.HasSuffix(path, ".qdrep") {
+			return &Error{path, errors.New(`is an Nsight Systems report, not its SQLite export (run "nsys export --type sqlite ` + filepath.Base(path) + `")`)}
+		}
+		if n >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
+			return &Error{path, errors.New(`is gzip-compressed, not an SQLite database (decompress it first: "gunzip -k ` + filepath.Base(path) + `")`)}
+		}
+		return &Error{path, errors.New(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)}
+	}
+	if n < 100 {
+		return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, shorter than its header)", fi.Size())}
+	}
+	pageSize := int64(binary.BigEndian.Uint16(hdr[16:18]))
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	pages := int64(binary.BigEndian.Uint32(hdr[28:32]))
+	// The in-header page count is valid when the version-valid-for number matches the change counter.
+	if pages > 0 && binary.BigEndian.Uint32(hdr[92:96]) == binary.BigEndian.Uint32(hdr[24:28]) {
+		if want := pages * pageSize; fi.Size() < want {
+			return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, its header says %d)", fi.Size(), want)}
+		}
+	}
+	return nil
+}
+
+// dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
+// when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or
+// SHM files beside the input.
+func dsn(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	return u.String() + "?mode=ro&immutable=1&_query_only=1", nil
+}
+
+// sqliteHint turns SQLite's terse corruption messages into ones a user can act on.
+func sqliteHint(err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "malformed"), strings.Contains(msg, "disk I/O error"), strings.Contains(msg, "database corrupt"):
+		return fmt.Errorf("corrupt or truncated SQLite file (%w)", err)
+	case strings.Contains(msg, "file is not a database"), strings.Contains(msg, "file is encrypted"):
+		return fmt.Errorf(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)
+	}
+	return err
+}

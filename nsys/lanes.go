@@ -1,0 +1,209 @@
+package nsys
+
+import (
+	"cmp"
+	"runtime"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// A job reads one table: its tasks run concurrently with other jobs' tasks, each on a
+// lane's own connection, then finish (if any) puts the results together.
+type job struct {
+	tasks  []func(*reader) error
+	finish func(*reader) error
+	first  bool // a long task: start it before the others
+}
+
+// runJobs plans the jobs in order, runs all their tasks on one lane per core (GOMAXPROCS,
+// each with its own connection), then the finishes concurrently. Warnings are kept
+// in job order whichever lane produced them: a job's plan, tasks, then finish.
+func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
+	type planned struct {
+		r     reader // the job's own reader: its warnings
+		job   *job
+		warns [][]error // by task
+		errs  []error   // by task
+		nplan int       // warnings from the plan
+	}
+	jobs := make([]*planned, len(plans))
+	type taskRef struct{ j, t int }
+	var queue []taskRef
+	for i, plan := range plans {
+		p := &planned{r: *r}
+		p.r.warns = nil
+		j, err := plan(&p.r)
+		if err != nil {
+			return err
+		}
+		if j == nil {
+			j = &job{}
+		}
+		p.job, p.warns, p.errs, p.nplan = j, make([][]error, len(j.tasks)), make([]error, len(j.tasks)), len(p.r.warns)
+		jobs[i] = p
+		for t := range j.tasks {
+			queue = append(queue, taskRef{i, t})
+		}
+	}
+	slices.SortStableFunc(queue, func(a, b taskRef) int {
+		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
+	})
+	// Each task borrows a lane; the group runs at most as many tasks as there are lanes,
+	// starting them in queue order. A lane per core Go may use (GOMAXPROCS), no fixed
+	// count: SQLite steps a lane's rows in C, outside Go's count of running goroutines, so
+	// more lanes than GOMAXPROCS would use cores the user did not give.
+	nl := max(1, runtime.GOMAXPROCS(0))
+	lanes := make(chan reader, nl)
+	for i := 0; i < nl; i++ {
+		l := *r
+		if i > 0 && r.batch != nil {
+			b, err := openBatch(r.uri)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			l.batch = b
+		}
+		lanes <- l
+	}
+	var g errgroup.Group
+	g.SetLimit(nl)
+	for _, tr := range queue {
+		g.Go(func() error {
+			l := <-lanes
+			defer func() { lanes <- l }()
+			// Every task runs, even after another failed, so that the error returned is
+			// the same whichever lane got there first: the first in job order.
+			p := jobs[tr.j]
+			if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
+				return nil
+			}
+			t := l
+			t.warns, t.cache = nil, procCache{}
+			p.errs[tr.t] = p.job.tasks[tr.t](&t)
+			p.warns[tr.t] = t.warns
+			return nil
+		})
+	}
+	g.Wait()
+	// A table the direct reader stopped on comes first: the read is done again through
+	// SQLite (Open), which then gives whatever error the others had.
+	var first error
+	for _, p := range jobs {
+		for _, err := range p.errs {
+			if err != nil && isUnhandled(err) {
+				return err
+			}
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	if first != nil {
+		return first
+	}
+	ferrs := make([]error, len(jobs))
+	var fg errgroup.Group
+	for i, p := range jobs {
+		if p.job.finish != nil {
+			fg.Go(func() error {
+				ferrs[i] = p.job.finish(&p.r)
+				return nil
+			})
+		}
+	}
+	fg.Wait()
+	for _, err := range ferrs {
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range jobs {
+		r.t.Warnings = append(r.t.Warnings, p.r.warns[:p.nplan]...)
+		for _, w := range p.warns {
+			r.t.Warnings = append(r.t.Warnings, w...)
+		}
+		r.t.Warnings = append(r.t.Warnings, p.r.warns[p.nplan:]...)
+	}
+	return nil
+}
+
+// procTable numbers processes (globalPid) as the lanes meet them; renumberProcs makes the
+// numbering independent of that order.
+type procTable struct {
+	mu  sync.Mutex
+	ids map[int64]ProcID
+	pid []int64
+}
+
+// procCache remembers the last few processes looked up: rows of a table come from a
+// handful of processes, interleaved (one per rank), and the shared table takes a lock.
+type procCache struct {
+	global [4]int64
+	id     [4]ProcID
+	n      int // entries in use
+	next   int // the entry to replace next
+}
+
+// proc returns the ProcID of a globalPid (or globalTid: the thread bits are cleared).
+func (r *reader) proc(global int64) ProcID {
+	global &^= 0xFFFFFF
+	c := &r.cache
+	for i := 0; i < c.n; i++ {
+		if c.global[i] == global {
+			return c.id[i]
+		}
+	}
+	pt := r.procs
+	pt.mu.Lock()
+	p, ok := pt.ids[global]
+	if !ok {
+		p = ProcID(len(pt.pid))
+		pt.ids[global] = p
+		pt.pid = append(pt.pid, global)
+	}
+	pt.mu.Unlock()
+	c.global[c.next], c.id[c.next] = global, p
+	c.next = (c.next + 1) % len(c.global)
+	if c.n < len(c.global) {
+		c.n++
+	}
+	return p
+}
+
+// renumberProcs orders Trace.Procs by globalPid and rewrites every ProcID to match.
+func (r *reader) renumberProcs() {
+	pids := slices.Clone(r.procs.pid)
+	slices.Sort(pids)
+	r.t.Procs = pids
+	remap := make([]ProcID, len(pids))
+	sorted := true
+	for old, g := range r.procs.pid {
+		n, _ := slices.BinarySearch(pids, g)
+		remap[old] = ProcID(n)
+		sorted = sorted && old == n
+	}
+	if sorted {
+		return
+	}
+	for i := range r.t.Sites {
+		r.t.Sites[i].Proc = remap[r.t.Sites[i].Proc]
+	}
+	for i := range r.t.Memops {
+		r.t.Memops[i].Proc = remap[r.t.Memops[i].Proc]
+	}
+	for i := range r.t.Graphs {
+		r.t.Graphs[i].Proc = remap[r.t.Graphs[i].Proc]
+	}
+	for i := range r.t.Callers {
+		r.t.Callers[i].Proc = remap[r.t.Callers[i].Proc]
+	}
+	for i := range r.t.Ranges {
+		r.t.Ranges[i].Proc = remap[r.t.Ranges[i].Proc]
+	}
+	// Orders that broke ties by Proc may change: restore them.
+	sortKernels(r.t.Kernels, r.t.Sites)
+	sortUnlessSorted(r.t.Memops, memopLess)
+}

@@ -1,0 +1,252 @@
+package nsys
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+)
+
+// NVTX event types (ENUM_NSYS_EVENT_TYPE).
+const (
+	nvtxPushPop      = 59
+	nvtxStartEnd     = 60
+	nvtxDomainCreate = 75
+)
+
+const nvtxTable = "NVTX_EVENTS"
+
+func (r *reader) readNVTX() error {
+	if !r.has(nvtxTable) {
+		return nil
+	}
+	if err := r.require(nvtxTable, "start", "eventType"); err != nil {
+		return err
+	}
+	textIdx := map[string]uint32{}
+	intern := func(s []byte) uint32 {
+		if i, ok := textIdx[string(s)]; ok {
+			return i
+		}
+		i := uint32(len(r.t.RangeTexts))
+		textIdx[string(s)] = i
+		r.t.RangeTexts = append(r.t.RangeTexts, string(s))
+		return i
+	}
+	internString := func(s string) uint32 {
+		if i, ok := textIdx[s]; ok {
+			return i
+		}
+		i := uint32(len(r.t.RangeTexts))
+		textIdx[s] = i
+		r.t.RangeTexts = append(r.t.RangeTexts, s)
+		return i
+	}
+	// Ranges named through textId are resolved after the scan; until then Text holds
+	// ^idIndex with the high bit set.
+	const pending = 1 << 31
+	idIdx := map[int64]uint32{}
+	var idOrder []int64
+	type domainRow struct {
+		id     uint32
+		text   string
+		textID int64
+	}
+	var domains []domainRow
+	var drop dropCounter
+	row := func(nr *nvtxRow, text []byte) {
+		if nr.typ == nvtxDomainCreate {
+			domains = append(domains, domainRow{uint32(nr.domain), string(text), nr.textID})
+			return
+		}
+		s, e, ok := drop.keepRange(nr.start, nr.startKind, nr.end, nr.endKind)
+		if !ok {
+			return
+		}
+		rg := Range{Start: s, End: e, Thread: nr.tid, Domain: uint32(nr.domain), Proc: r.proc(nr.tid)}
+		if len(text) == 0 && nr.textID != 0 {
+			i, ok := idIdx[nr.textID]
+			if !ok {
+				i = uint32(len(idOrder))
+				idIdx[nr.textID] = i
+				idOrder = append(idOrder, nr.textID)
+			}
+			rg.Text = pending | i
+		} else {
+			rg.Text = intern(text)
+		}
+		if nr.typ == nvtxPushPop {
+			rg.Depth = 0
+		} else {
+			rg.Depth = -1
+		}
+		r.t.Ranges = append(r.t.Ranges, rg)
+	}
+	if err := r.scanNVTX(row); err != nil {
+		return err
+	}
+	var domainIDs []int64
+	for _, d := range domains {
+		if d.text == "" && d.textID != 0 {
+			domainIDs = append(domainIDs, d.textID)
+		}
+	}
+	strs, err := r.loadStrings(nvtxTable, append(slices.Clone(idOrder), domainIDs...))
+	if err != nil {
+		return err
+	}
+	for i := range r.t.Ranges {
+		if t := r.t.Ranges[i].Text; t&pending != 0 {
+			r.t.Ranges[i].Text = internString(strs[idOrder[t&^pending]])
+		}
+	}
+	for _, d := range domains {
+		name := d.text
+		if name == "" {
+			name = strs[d.textID]
+		}
+		r.t.Domains[d.id] = name
+	}
+	r.t.Ranges = dropUnclosed(r.t.Ranges, r.t.RangeTexts, &drop)
+	drop.warn(r, "NVTX", nvtxTable, len(r.t.Ranges))
+	// Ranges that start together nest by length: the longer (or never closed) one first.
+	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int {
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(rangeEnd(b), rangeEnd(a))
+	})
+	r.t.Ranges = nestRanges(r.t.Ranges)
+	return nil
+}
+
+// rangeEnd returns r.End, or the largest Time for a range that was never closed.
+func rangeEnd(r Range) Time {
+	if r.Open() {
+		return 1<<63 - 1
+	}
+	return r.End
+}
+
+// nestRanges sets Depth of push/pop ranges (Depth 0 on input) from their nesting on each
+// thread; start/end ranges (Depth -1 on input) get depth 0. Ranges must be sorted by Start,
+// then longest first.
+func nestRanges(rs []Range) []Range {
+	// A range's depth is the number of earlier ranges of its thread that have not ended
+	// when it starts. Starts only grow, so an ended range never counts again: a min-heap of
+	// the ends per thread drops them in O(log n) each (a never-closed range stays, without
+	// keeping the ended ranges above it), so deep nesting costs n log n, not n x depth.
+	stacks := map[int64]*endHeap{}
+	for i := range rs {
+		if rs[i].Depth < 0 {
+			rs[i].Depth = 0
+			continue
+		}
+		h := stacks[rs[i].Thread]
+		if h == nil {
+			h = &endHeap{}
+			stacks[rs[i].Thread] = h
+		}
+		start := rs[i].Start
+		for h.Len() > 0 && (*h)[0] <= start {
+			heap.Pop(h)
+		}
+		rs[i].Depth = int16(min(h.Len(), 1<<14))
+		heap.Push(h, rangeEnd(rs[i]))
+	}
+	return rs
+}
+
+// An nvtxRow is the columns of one NVTX_EVENTS row the reader uses.
+type nvtxRow struct {
+	start, end               int64
+	startKind, endKind       valueKind
+	typ, textID, tid, domain int64
+}
+
+// scanNVTX reads the push/pop, start/end and domain rows of NVTX_EVENTS and calls row
+// with each, with its text (valid during the call only): directly from the file when the
+// direct reader handles the table, else through SQLite.
+func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
+	kept := make([]bool, nvtxDomainCreate+1)
+	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
+	q := &tableQuery{table: nvtxTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("eventType"),
+		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept}
+	if r.hasCol(nvtxTable, "text") {
+		q.text = "text"
+	}
+	var d *directTable
+	if r.hasCol(nvtxTable, "end") {
+		d = r.direct(q)
+	} else {
+		r.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
+	}
+	if d != nil {
+		var nr nvtxRow
+		err := d.scan(r.ctx, part{lb: len(d.leaves)}, r.newProgress(nvtxTable, 1), func(v []int64) {
+			// The direct reader gives INTEGER or NULL (bit set) start and end; other types
+			// are left to SQLite.
+			nr = nvtxRow{start: v[0], end: v[1], typ: v[2], textID: v[3], tid: v[4], domain: v[5]}
+			nr.startKind, nr.endKind = valueInt, valueInt
+			if v[6]&1 != 0 {
+				nr.startKind = valueNull
+			}
+			if v[6]&2 != 0 {
+				nr.endKind = valueNull
+			}
+			row(&nr, d.text)
+		})
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		return nil
+	}
+	textCol := "''"
+	if r.hasCol(nvtxTable, "text") {
+		textCol = "COALESCE(text, '')"
+	}
+	// start and end come with their SQLite types: rows are held to the kernel rows' rules
+	// (keepRange), and a NULL end (a range never closed) is told from a text or blob one.
+	endCol, endTypeCol := "NULL", "'null'"
+	if r.hasCol(nvtxTable, "end") {
+		endCol, endTypeCol = "end", "typeof(end)"
+	}
+	sq := fmt.Sprintf(`SELECT start, typeof(start), %s, %s, eventType, %s, %s, %s, %s FROM %s WHERE eventType IN (%d, %d, %d)`,
+		endCol, endTypeCol, r.colOr(nvtxTable, "textId", "0"), r.colOr(nvtxTable, "globalTid", "0"),
+		r.colOr(nvtxTable, "domainId", "0"), textCol, nvtxTable, nvtxPushPop, nvtxStartEnd, nvtxDomainCreate)
+	rows, err := r.db.QueryContext(r.ctx, sq)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	defer rows.Close()
+	var nr nvtxRow
+	var start, end any
+	var startType, endType, text string
+	var n int64
+	kind := func(v any, typ string) (int64, valueKind) {
+		x, ok := v.(int64)
+		switch {
+		case typ == "integer" && ok:
+			return x, valueInt
+		case typ == "null":
+			return 0, valueNull
+		}
+		return 0, valueOther
+	}
+	for rows.Next() {
+		if err := rows.Scan(&start, &startType, &end, &endType, &nr.typ, &nr.textID, &nr.tid, &nr.domain, &text); err != nil {
+			return fmt.Errorf("reading %s: %w", nvtxTable, err)
+		}
+		n++
+		nr.start, nr.startKind = kind(start, startType)
+		nr.end, nr.endKind = kind(end, endType)
+		row(&nr, []byte(text))
+		if r.opt.Progress != nil && n&0xFFFF == 0 {
+			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	return nil
+}
