@@ -78,14 +78,24 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	return t, err
 }
 
-func open(ctx context.Context, path string, opt Options) (*Trace, error) {
+// openDB opens the export at path read-only through go-sqlite3 and returns its DSN too;
+// errors name the file.
+func openDB(path string) (*sql.DB, string, error) {
 	d, err := dsn(path)
 	if err != nil {
-		return nil, &Error{path, err}
+		return nil, "", &Error{path, err}
 	}
 	db, err := sql.Open("sqlite3", d)
 	if err != nil {
-		return nil, &Error{path, err}
+		return nil, "", &Error{path, err}
+	}
+	return db, d, nil
+}
+
+func open(ctx context.Context, path string, opt Options) (*Trace, error) {
+	db, d, err := openDB(path)
+	if err != nil {
+		return nil, err
 	}
 	defer db.Close()
 	fi, err := os.Stat(path)

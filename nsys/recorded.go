@@ -41,13 +41,9 @@ func ReadRecorded(ctx context.Context, path string) (*Recorded, error) {
 	if err := CheckFile(path); err != nil {
 		return nil, err
 	}
-	d, err := dsn(path)
+	db, _, err := openDB(path)
 	if err != nil {
-		return nil, &Error{path, err}
-	}
-	db, err := sql.Open("sqlite3", d)
-	if err != nil {
-		return nil, &Error{path, err}
+		return nil, err
 	}
 	defer db.Close()
 	has := func(table string, cols ...string) bool {
