@@ -90,8 +90,8 @@ type hostGaps struct {
 	// memset or synchronize call). A thread that only allocates, registers memory or makes
 	// other calls (a pinning or NCCL helper thread) explains no idle time of the device.
 	group   []int8
-	next    int      // calls[next:] have not been seen
-	running callHeap // calls seen that have not ended
+	next    int               // calls[next:] have not been seen
+	running endHeap[APIGroup] // calls seen that have not ended, by end
 	count   [NumAPIGroups]int32
 }
 
@@ -128,7 +128,7 @@ func (g *hostGaps) admit(at nsys.Time) {
 		if APIGroup(grp) == APILaunching && c.End.Sub(c.Start) >= LongLaunchCall {
 			grp = int8(APIModuleLoading)
 		}
-		g.running.push(runningCall{c.End, APIGroup(grp)})
+		g.running.push(ending[APIGroup]{c.End, APIGroup(grp)})
 		g.count[grp]++
 	}
 }
@@ -136,7 +136,7 @@ func (g *hostGaps) admit(at nsys.Time) {
 // expire drops the running calls that ended at or before at.
 func (g *hostGaps) expire(at nsys.Time) {
 	for len(g.running) > 0 && g.running[0].end <= at {
-		g.count[g.running.pop().grp]--
+		g.count[g.running.pop().val]--
 	}
 }
 
@@ -169,49 +169,4 @@ func (g *hostGaps) attribute(g0, g1 nsys.Time, out *[NumAPIGroups]time.Duration)
 		g.admit(at)
 		g.expire(at)
 	}
-}
-
-type runningCall struct {
-	end nsys.Time
-	grp APIGroup
-}
-
-// callHeap is a min-heap of running calls by end.
-type callHeap []runningCall
-
-func (h *callHeap) push(x runningCall) {
-	*h = append(*h, x)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p].end <= a[i].end {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
-}
-
-func (h *callHeap) pop() runningCall {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l, s := 2*i+1, i
-		if l < n && a[l].end < a[s].end {
-			s = l
-		}
-		if r := l + 1; r < n && a[r].end < a[s].end {
-			s = r
-		}
-		if s == i {
-			break
-		}
-		a[i], a[s] = a[s], a[i]
-		i = s
-	}
-	*h = a
-	return top
 }

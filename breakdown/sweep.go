@@ -10,16 +10,20 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// endHeap is a min-heap of running activities by end time. It is typed (not
-// container/heap) so that pushing an activity does not allocate.
-type endHeap []runningAct
+// endHeap is a min-heap by end time of things running until then (activities with their
+// category in the sweep, CUDA calls with their API group in the host-gap attribution). It
+// is typed (not container/heap) so that a push does not allocate.
+type endHeap[T any] []ending[T]
 
-type runningAct struct {
+type ending[T any] struct {
 	end nsys.Time
-	cat kernelclass.Category
+	val T
 }
 
-func (h *endHeap) push(x runningAct) {
+// runningAct is an activity running until end, with its category.
+type runningAct = ending[kernelclass.Category]
+
+func (h *endHeap[T]) push(x ending[T]) {
 	*h = append(*h, x)
 	a := *h
 	i := len(a) - 1
@@ -33,7 +37,7 @@ func (h *endHeap) push(x runningAct) {
 	}
 }
 
-func (h *endHeap) pop() runningAct {
+func (h *endHeap[T]) pop() ending[T] {
 	a := *h
 	top := a[0]
 	n := len(a) - 1
@@ -154,7 +158,7 @@ type sweep struct {
 
 	active  [kernelclass.NumCategories]int
 	live    uint32 // bit Priority(c) set while a category c activity runs
-	running endHeap
+	running endHeap[kernelclass.Category]
 	now     nsys.Time
 	started bool
 	si      int // step of the current instant (for exclusive time)
@@ -294,7 +298,7 @@ func (w *sweep) add(a *activity) bool {
 	for len(w.running) > 0 && w.running[0].end <= a.start {
 		r := w.running.pop()
 		w.advance(r.end)
-		w.stop(r.cat)
+		w.stop(r.val)
 	}
 	if !w.started {
 		w.now, w.started = a.start, true
@@ -370,7 +374,7 @@ func (w *sweep) finish(until nsys.Time) {
 	for len(w.running) > 0 && w.running[0].end <= until {
 		r := w.running.pop()
 		w.advance(r.end)
-		w.stop(r.cat)
+		w.stop(r.val)
 	}
 	if until != math.MaxInt64 {
 		w.advance(until)
