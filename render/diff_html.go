@@ -9,7 +9,6 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
@@ -88,16 +87,6 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 	return vw.Flush()
 }
 
-// sideNames returns the labels of the two sides, told apart when they are equal (the
-// charts' legends merge series of the same name).
-func sideNames(c *compare.Comparison) (string, string) {
-	bl, nl := c.Base.Label, c.New.Label
-	if bl == nl {
-		return "base " + bl, "new " + nl
-	}
-	return bl, nl
-}
-
 func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
 	if c.Options.PerRun {
@@ -172,20 +161,6 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 		out.NoChange = "No kernel family appeared, vanished or changed variant (names normalised, so tile and template variants of one kernel are one family)."
 	}
 	return out, nil
-}
-
-// meanWords says the change of the mean of a row in the lead line.
-func meanWords(c *compare.Comparison, r *compare.Row) string {
-	switch v := meanVerdict(c, r); v {
-	case "~":
-		return "no significant change"
-	case "?":
-		return "not tested: " + meanPct(&r.Mean)
-	case "n/c":
-		return "not comparable"
-	default:
-		return v
-	}
 }
 
 // notComparableTable lists the rows (pooled, then ranks) that a side cannot measure, with

@@ -2,35 +2,10 @@ package render
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
-
-// findingsJSON converts findings to the JSON contract: evidence in raw units (ns as
-// integers, shares as fractions, counts per step).
-func findingsJSON(fs []findings.Finding) []FindingJSON {
-	out := make([]FindingJSON, 0, len(fs))
-	for _, f := range fs {
-		ev := map[string]any{}
-		for _, e := range f.Evidence {
-			switch e.Unit {
-			case findings.UnitNS:
-				ev[e.Key] = int64(math.Round(e.N))
-			case findings.UnitShare:
-				ev[e.Key] = round6(e.N)
-			case findings.UnitText:
-				ev[e.Key] = e.Text
-			default:
-				ev[e.Key] = round3(e.N)
-			}
-		}
-		out = append(out, FindingJSON{ID: f.ID, Severity: f.Severity.String(), NSPerStep: int64(f.AtStake),
-			StepNS: int64(f.Step), Evidence: ev, Suggestion: findingSuggestion(&f)})
-	}
-	return out
-}
 
 // findingHeadline is a finding's first line: id, severity and the time at stake, e.g.
 // "launch_bound [high]: 1.779ms of a 2.200ms step (80.9%)".

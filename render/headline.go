@@ -3,7 +3,6 @@ package render
 import (
 	"cmp"
 	"fmt"
-	"html/template"
 	"slices"
 	"strings"
 	"time"
@@ -14,7 +13,8 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// This file holds the answer a report starts with, in text and HTML alike: one line per
+// This file holds the answer a report starts with, in words every format uses (text in
+// headline_text.go, HTML in headline_html.go): one line per
 // device with the decode step (median, p10-p90, steps), the limiter (the finding with the
 // most time at stake on any device), the findings, and the mean decode step by category.
 // It is built on findings.Finding alone, whatever the rules are.
@@ -116,105 +116,6 @@ func stepMixLine(d *breakdown.DeviceReport) string {
 	return fmt.Sprintf("device %d mean %s: %s", d.Device, breakdown.FormatDuration(int64(sm.Mean)), strings.Join(parts, " · "))
 }
 
-// textHeadline writes the answer at the top of the text report.
-func textHeadline(ew *errWriter, r *findings.Report) {
-	for i := range r.Devices {
-		ew.printf("%s\n", TerminalSafe(capitalize(deviceHeadline(&r.Devices[i]))))
-	}
-	ew.printf("%s\n", limiterLine(r))
-	fs := allFindings(r)
-	if len(fs) == 0 {
-		ew.printf("Findings: none (no rule of README \"Findings\" holds)\n")
-	} else {
-		ew.printf("Findings (means per step, most time at stake first):\n")
-		for i, rf := range fs {
-			ew.printf("  %d. device %d: %s\n", i+1, r.Devices[rf.dev].Device, findingHeadline(rf.f))
-			ew.printf("     %s\n", TerminalSafe(rf.f.Claim))
-			ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(rf.f)))
-		}
-	}
-	first := true
-	for i := range r.Devices {
-		if s := stepMixLine(&r.Devices[i]); s != "" {
-			if first {
-				ew.printf("Mean %s by category:\n", phaseWhat(&r.Devices[i].Summary))
-				first = false
-			}
-			ew.printf("  %s\n", s)
-		}
-	}
-}
-
-// htmlAnswer is the first screen of an HTML page ("answer" in html.tmpl).
-type htmlAnswer struct {
-	Lines      []string // one per device (report) or per side (diff)
-	Limiter    string
-	Findings   []htmlFinding
-	NoFindings bool
-	// ChangesTitle heads the findings list (the diff's "What changed"); NoneText replaces
-	// it when there is nothing.
-	ChangesTitle, NoneText string
-	MixTitle               string
-	Mix                    []mixRow
-	Legend                 []catPart // the categories of the bars, in the bars' order of the first row
-}
-
-// mixRow is one stacked bar: a device's (or a side's) mean step by category.
-type mixRow struct {
-	Label string
-	Parts []mixPart
-}
-
-type mixPart struct {
-	catPart
-	Style template.CSS // the segment's width and colour
-}
-
-// newMixRow is the stacked bar of a mean step.
-func newMixRow(label string, sm *breakdown.Summary) mixRow {
-	row := mixRow{Label: label}
-	for _, p := range stepParts(sm) {
-		row.Parts = append(row.Parts, mixPart{p, template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct, p.Color))})
-	}
-	return row
-}
-
-// mixLegend lists the categories of the rows once, largest first in the first row.
-func mixLegend(rows []mixRow) []catPart {
-	var out []catPart
-	seen := map[kernelclass.Category]bool{}
-	for _, r := range rows {
-		for _, p := range r.Parts {
-			if !seen[p.Cat] {
-				seen[p.Cat] = true
-				out = append(out, p.catPart)
-			}
-		}
-	}
-	return out
-}
-
-// reportAnswer is the first screen of the report page.
-func reportAnswer(r *findings.Report) *htmlAnswer {
-	a := &htmlAnswer{Limiter: limiterLine(r)}
-	for i := range r.Devices {
-		d := &r.Devices[i]
-		a.Lines = append(a.Lines, capitalize(deviceHeadline(d)))
-		if d.Summary.Steps > 0 {
-			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
-			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"
-		}
-	}
-	a.Legend = mixLegend(a.Mix)
-	for _, rf := range allFindings(r) {
-		f := rf.f
-		a.Findings = append(a.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[rf.dev].Device),
-			Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
-	}
-	a.NoFindings = len(a.Findings) == 0
-	return a
-}
-
 // sideHeadline is a diff side's first line: "base eager: decode step median 13.33ms,
 // p10-p90 12.40ms-17.79ms, 12 steps" (quantiles over every compared step of the side).
 func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Duration) string {
@@ -242,62 +143,6 @@ func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Durat
 func diffHeadlines(c *compare.Comparison) []string {
 	bl, nl := sideNames(c)
 	return []string{sideHeadline("Base", bl, c.Phase, c.BaseSteps), sideHeadline("New", nl, c.Phase, c.NewSteps)}
-}
-
-// meansRow is the stacked bar of a diff side: its mean step by category.
-func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, total time.Duration) mixRow {
-	sm := &breakdown.Summary{Mean: total, Steps: 1}
-	for c := range means {
-		sm.Categories[c].Mean = means[c]
-	}
-	return newMixRow(label, sm)
-}
-
-// maxAnswerChanges is the most changes the diff's first screen lists.
-const maxAnswerChanges = 12
-
-// diffAnswer is the first screen of the diff page: each side's step, the verdict on the
-// step time, the significant changes (categories and findings), and both sides' mean step
-// by category.
-func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
-	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
-	for _, it := range c.Story() { // the significant changes of the mean, biggest first
-		if it.Row == &c.Step || it.Row.NotComparable != "" {
-			continue
-		}
-		h := strings.Join(strings.Fields(storyLine(c, it.Row, it.Row.Name)), " ")
-		if len(it.Ranks) > 0 {
-			verb := "differ"
-			if len(it.Ranks) == 1 {
-				verb = "differs"
-			}
-			h += fmt.Sprintf("; %d rank%s %s (see What changed)", len(it.Ranks), plural(len(it.Ranks)), verb)
-		}
-		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: h})
-	}
-	for _, f := range c.Findings {
-		if f.Change == compare.FindingSame {
-			continue
-		}
-		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
-	}
-	if len(a.Findings) > maxAnswerChanges { // the first screen; What changed has every row
-		n := len(a.Findings)
-		a.Findings = append(a.Findings[:maxAnswerChanges-1], htmlFinding{Severity: "change",
-			Headline: fmt.Sprintf("… %d more changes in What changed below", n-maxAnswerChanges+1)})
-	}
-	a.NoFindings = len(a.Findings) == 0
-	a.NoneText = noChangeLine(c) + "."
-	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
-	if c.Base.Steps > 0 {
-		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
-	}
-	if c.New.Steps > 0 {
-		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
-	}
-	a.Legend = mixLegend(a.Mix)
-	return a
 }
 
 // diffVerdict is the text diff's line on the step time, the change of the mean per step

@@ -1,0 +1,139 @@
+package render
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// htmlAnswer is the first screen of an HTML page ("answer" in html.tmpl).
+type htmlAnswer struct {
+	Lines      []string // one per device (report) or per side (diff)
+	Limiter    string
+	Findings   []htmlFinding
+	NoFindings bool
+	// ChangesTitle heads the findings list (the diff's "What changed"); NoneText replaces
+	// it when there is nothing.
+	ChangesTitle, NoneText string
+	MixTitle               string
+	Mix                    []mixRow
+	Legend                 []catPart // the categories of the bars, in the bars' order of the first row
+}
+
+// mixRow is one stacked bar: a device's (or a side's) mean step by category.
+type mixRow struct {
+	Label string
+	Parts []mixPart
+}
+
+type mixPart struct {
+	catPart
+	Style template.CSS // the segment's width and colour
+}
+
+// newMixRow is the stacked bar of a mean step.
+func newMixRow(label string, sm *breakdown.Summary) mixRow {
+	row := mixRow{Label: label}
+	for _, p := range stepParts(sm) {
+		row.Parts = append(row.Parts, mixPart{p, template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct, p.Color))})
+	}
+	return row
+}
+
+// mixLegend lists the categories of the rows once, largest first in the first row.
+func mixLegend(rows []mixRow) []catPart {
+	var out []catPart
+	seen := map[kernelclass.Category]bool{}
+	for _, r := range rows {
+		for _, p := range r.Parts {
+			if !seen[p.Cat] {
+				seen[p.Cat] = true
+				out = append(out, p.catPart)
+			}
+		}
+	}
+	return out
+}
+
+// reportAnswer is the first screen of the report page.
+func reportAnswer(r *findings.Report) *htmlAnswer {
+	a := &htmlAnswer{Limiter: limiterLine(r)}
+	for i := range r.Devices {
+		d := &r.Devices[i]
+		a.Lines = append(a.Lines, capitalize(deviceHeadline(d)))
+		if d.Summary.Steps > 0 {
+			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
+			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"
+		}
+	}
+	a.Legend = mixLegend(a.Mix)
+	for _, rf := range allFindings(r) {
+		f := rf.f
+		a.Findings = append(a.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[rf.dev].Device),
+			Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
+	}
+	a.NoFindings = len(a.Findings) == 0
+	return a
+}
+
+// meansRow is the stacked bar of a diff side: its mean step by category.
+func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, total time.Duration) mixRow {
+	sm := &breakdown.Summary{Mean: total, Steps: 1}
+	for c := range means {
+		sm.Categories[c].Mean = means[c]
+	}
+	return newMixRow(label, sm)
+}
+
+// maxAnswerChanges is the most changes the diff's first screen lists.
+const maxAnswerChanges = 12
+
+// diffAnswer is the first screen of the diff page: each side's step, the verdict on the
+// step time, the significant changes (categories and findings), and both sides' mean step
+// by category.
+func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
+	bl, nl := sideNames(c)
+	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
+	for _, it := range c.Story() { // the significant changes of the mean, biggest first
+		if it.Row == &c.Step || it.Row.NotComparable != "" {
+			continue
+		}
+		h := strings.Join(strings.Fields(storyLine(c, it.Row, it.Row.Name)), " ")
+		if len(it.Ranks) > 0 {
+			verb := "differ"
+			if len(it.Ranks) == 1 {
+				verb = "differs"
+			}
+			h += fmt.Sprintf("; %d rank%s %s (see What changed)", len(it.Ranks), plural(len(it.Ranks)), verb)
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: h})
+	}
+	for _, f := range c.Findings {
+		if f.Change == compare.FindingSame {
+			continue
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
+	}
+	if len(a.Findings) > maxAnswerChanges { // the first screen; What changed has every row
+		n := len(a.Findings)
+		a.Findings = append(a.Findings[:maxAnswerChanges-1], htmlFinding{Severity: "change",
+			Headline: fmt.Sprintf("… %d more changes in What changed below", n-maxAnswerChanges+1)})
+	}
+	a.NoFindings = len(a.Findings) == 0
+	a.NoneText = noChangeLine(c) + "."
+	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
+	if c.Base.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
+	}
+	if c.New.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
+	}
+	a.Legend = mixLegend(a.Mix)
+	return a
+}

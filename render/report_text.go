@@ -1,0 +1,103 @@
+package render
+
+import (
+	"io"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+)
+
+// TextOptions control the text report.
+type TextOptions struct {
+	Top        int // number of kernel rows
+	TopKernels TopKernels
+}
+
+// Text writes the report as text: header, per-device decode table, idle line, canonical
+// sentences, top kernels and warnings.
+func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
+	ew := &errWriter{w: w}
+	textHeadline(ew, r)
+	ew.printf("\n")
+	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
+	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
+	if s := configLine(r.Config); s != "" {
+		ew.printf("%s\n", TerminalSafe(s))
+	}
+	if s := ncclProtoNote(r.Config, reportProtos(r.Report)); s != "" {
+		ew.printf("NCCL protocol: %s\n", TerminalSafe(s))
+	}
+	for i := range r.Devices {
+		ew.printf("\n")
+		textDevice(ew, r, i)
+	}
+	textRanks(ew, r.Report)
+	if ks, caption := topKernels(r.Report, opt.TopKernels); opt.Top > 0 && len(ks) > 0 {
+		var total int64
+		for _, k := range ks {
+			total += int64(k.Total)
+		}
+		ew.printf("\nTop kernels (%s):\n", caption)
+		ew.printf("%10s %7s %7s %10s  %-14s %s\n", "total", "share", "count", "avg", "category", "name")
+		for i, k := range ks {
+			if i == opt.Top {
+				break
+			}
+			ew.printf("%10s %7s %7d %10s  %-14s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
+				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, shortName(TerminalSafe(k.Name)))
+		}
+	}
+	if len(r.Warnings) > 0 {
+		ew.printf("\nWarnings:\n")
+		for i, wn := range r.Warnings {
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(warningText(wn)))
+		}
+	}
+	return ew.err
+}
+
+func textDevice(ew *errWriter, r *findings.Report, di int) {
+	d := &r.Devices[di]
+	gpu := d.GPU
+	if gpu == "" {
+		gpu = "GPU n/a"
+	}
+	n := len(d.Steps) + d.Skipped
+	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), breakdown.PhaseCounts(d.Steps))
+	if d.Skipped > 0 {
+		ew.printf("; %d skipped", d.Skipped)
+	}
+	ew.printf("\n")
+	if o := &d.Outside; o.Windows > 0 {
+		ew.printf("Outside steps: %s (work before the first step, between step ranges or after the last; in no step)\n", outsideText(o))
+	}
+	sm := &d.Summary
+	if sm.Steps == 0 {
+		ew.printf("  no steps to summarise\n")
+		return
+	}
+	ew.printf("%s\n", summaryLead(sm))
+	if l := outlierLine(sm); l != "" {
+		ew.printf("%s\n", l)
+	}
+	rows := summaryRows(sm)
+	w := 12 // the category column: wider only when a longer id (untraced_graph) is shown
+	for _, r := range rows {
+		w = max(w, len(r.cat.String()))
+	}
+	ew.printf("%s:\n", summaryCaption(sm))
+	ew.printf("%-*s %10s %7s %12s %12s\n", w, "category", "mean/step", "share", "kernels/step", "memops/step")
+	for _, r := range rows {
+		ew.printf("%-*s %10s %7s %12s %12s\n", w, r.cat, r.mean, r.share, r.kernels, r.memops)
+	}
+	ew.printf("%-*s %10s %7s %12.1f %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep,
+		sm.Categories[kernelclass.Memory].KernelsPerStep)
+	ew.printf("%s\n", idleLine(sm))
+	for _, s := range deviceSentences(r.Report, d) {
+		ew.printf("  %s\n", s)
+	}
+	if s := solLine(d); s != "" {
+		ew.printf("%s\n", s)
+	}
+}
