@@ -204,8 +204,8 @@ func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	changed := 0
 	for _, it := range c.Story() {
 		name := cellText(it.Row.Name)
-		if cat, ok := rowCategory(it.Row); ok {
-			name = catCell(cat)
+		if !it.Row.Whole {
+			name = catCell(it.Row.Category)
 			changed++
 		}
 		class := ""
@@ -294,16 +294,6 @@ func shownRows(c *compare.Comparison) []*compare.Row {
 	return append(out, &c.Step)
 }
 
-// rowCategory returns the category a row is about, and false for the whole step.
-func rowCategory(r *compare.Row) (kernelclass.Category, bool) {
-	for _, cat := range kernelclass.Order {
-		if cat.String() == r.Name {
-			return cat, true
-		}
-	}
-	return 0, false
-}
-
 // deltaClass marks significant changes: "worse" for slower, "better" for faster.
 func deltaClass(r *compare.Row) string {
 	if !r.Significant {
@@ -322,8 +312,8 @@ func diffTable(c *compare.Comparison, bl, nl string) *htmlTable {
 		Head:    []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
 	for _, r := range shownRows(c) {
 		name := cellText(r.Name)
-		if cat, ok := rowCategory(r); ok {
-			name = catCell(cat)
+		if !r.Whole {
+			name = catCell(r.Category)
 		}
 		delta := cellNum(rowDelta(r))
 		if cl := deltaClass(r); cl != "" {

@@ -119,7 +119,7 @@ func DiffJSONWrite(w io.Writer, c *compare.Comparison) error {
 func findingChangesJSON(fs []compare.FindingChange) []schema.FindingChangeJSON {
 	out := []schema.FindingChangeJSON{}
 	for _, f := range fs {
-		fj := schema.FindingChangeJSON{Rank: f.Rank, ID: f.ID, Change: f.Change}
+		fj := schema.FindingChangeJSON{Rank: f.Rank, ID: string(f.ID), Change: string(f.Change)}
 		if f.Base != nil {
 			fj.Base = &findingsJSON([]findings.Finding{*f.Base})[0]
 		}

@@ -87,7 +87,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	var rows []compare.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
 	for _, r := range append(append([]compare.Row{}, c.Categories...), c.Step) {
-		if r.Name != "whole step" && r.Base.Center == 0 && r.New.Center == 0 && r.Mean.Base == 0 && r.Mean.New == 0 && r.Base.N > 0 {
+		if !r.Whole && r.Base.Center == 0 && r.New.Center == 0 && r.Mean.Base == 0 && r.Mean.New == 0 && r.Base.N > 0 {
 			continue // a category neither side has
 		}
 		rows = append(rows, r)
@@ -225,7 +225,7 @@ func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 		} else {
 			ew.printf("  %-*s not comparable pooled (see above); per rank:\n", nameW, it.Row.Name)
 		}
-		if it.Row.Name != "whole step" {
+		if !it.Row.Whole {
 			changed++
 		}
 		for _, l := range it.Ranks {

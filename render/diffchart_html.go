@@ -43,7 +43,7 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "mean/step"}),
 	)...)
-	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"whole step"}})
+	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{compare.WholeStep}})
 	bar.ExtendYAxis(opts.YAxis{Type: "value", GridIndex: 1})
 	bar.SetXAxis(labels)
 	bar.AddSeries(bl, base, charts.WithItemStyleOpts(opts.ItemStyle{Color: baseColor}))

@@ -25,7 +25,7 @@ func findingsJSON(fs []findings.Finding) []schema.FindingJSON {
 				ev[e.Key] = round3(e.N)
 			}
 		}
-		out = append(out, schema.FindingJSON{ID: f.ID, Severity: f.Severity.String(), NSPerStep: int64(f.AtStake),
+		out = append(out, schema.FindingJSON{ID: string(f.ID), Severity: f.Severity.String(), NSPerStep: int64(f.AtStake),
 			StepNS: int64(f.Step), Evidence: ev, Suggestion: findingSuggestion(&f)})
 	}
 	return out

@@ -49,7 +49,7 @@ func TestTextHeadlineGolden(t *testing.T) {
 			switch {
 			case top == nil && !strings.HasPrefix(lim, "Limiter: no rule"):
 				t.Errorf("no findings, limiter line %q", lim)
-			case top != nil && !strings.HasPrefix(lim, "Limiter: "+top.ID+" on device "+fmt.Sprint(r.Devices[topDev].Device)+", "+breakdown.FormatDuration(int64(top.AtStake))+" of"):
+			case top != nil && !strings.HasPrefix(lim, "Limiter: "+string(top.ID)+" on device "+fmt.Sprint(r.Devices[topDev].Device)+", "+breakdown.FormatDuration(int64(top.AtStake))+" of"):
 				t.Errorf("limiter line %q, want %s on device %d (%v at stake)", lim, top.ID, r.Devices[topDev].Device, top.AtStake)
 			}
 			if got := strings.Count(b.String(), "\n     try: "); got != n {

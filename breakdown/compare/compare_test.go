@@ -55,7 +55,7 @@ func TestStoryDense(t *testing.T) {
 	if c.Ranks != nil {
 		t.Errorf("per-rank rows on 1-GPU traces: %d", len(c.Ranks))
 	}
-	got := map[string]string{}
+	got := map[findings.ID]compare.Change{}
 	for _, f := range c.Findings {
 		got[f.ID] = f.Change
 	}

@@ -40,12 +40,12 @@ func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.
 func findingIDs(fs []findings.Finding) []string {
 	var ids []string
 	for _, f := range fs {
-		ids = append(ids, f.ID)
+		ids = append(ids, string(f.ID))
 	}
 	return ids
 }
 
-func find(fs []findings.Finding, id string) *findings.Finding {
+func find(fs []findings.Finding, id findings.ID) *findings.Finding {
 	for i := range fs {
 		if fs[i].ID == id {
 			return &fs[i]
@@ -117,7 +117,7 @@ func TestFindingsDense(t *testing.T) {
 	if n := fact(t, &fg[0], "short_kernels_per_step"); n < 40 || n > 62 {
 		t.Errorf("short kernels/step %v; want 40-62 of the 62", n)
 	}
-	for _, id := range []string{findings.Communication, findings.MoERouting, findings.Coverage, findings.FarFromSOL} {
+	for _, id := range []findings.ID{findings.Communication, findings.MoERouting, findings.Coverage, findings.FarFromSOL} {
 		if find(fe, id) != nil || find(fg, id) != nil {
 			t.Errorf("%s on a dense 1-GPU capture: eager %v, graph %v", id, findingIDs(fe), findingIDs(fg))
 		}
@@ -282,7 +282,7 @@ func TestFindingsWorded(t *testing.T) {
 	if len(caps) == 0 {
 		t.Fatal("no captures")
 	}
-	held := map[string]int{}
+	held := map[findings.ID]int{}
 	for _, c := range caps {
 		name := strings.TrimSuffix(filepath.Base(c), ".sqlite.gz")
 		fr := findings.Of(captureReport(t, name, breakdown.Options{SOLStep: 100 * time.Microsecond}))
@@ -295,7 +295,7 @@ func TestFindingsWorded(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{findings.LaunchBound, findings.Communication, findings.KernelStorm, findings.MoERouting,
+	for _, id := range []findings.ID{findings.LaunchBound, findings.Communication, findings.KernelStorm, findings.MoERouting,
 		findings.FarFromSOL, findings.Coverage} {
 		if held[id] == 0 {
 			t.Errorf("%s holds on no capture; the check of its wording is empty", id)
