@@ -44,26 +44,28 @@ var classifyCmd = &command{
 			// By name and without NVTX rules the kernel table is all classify needs: the
 			// runtime and NVTX tables (most of an eager trace) are not read. Context
 			// classification needs the steps, which need them.
-			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
-				KernelsOnly: *byName && len(opt.NVTXCategories) == 0}, af.cache)
-			if err != nil {
-				return err
-			}
-			logReads(o, t)
-			if len(t.Kernels) == 0 {
-				return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
-			}
-			// By default the whole pipeline runs, so that the table shows what context
-			// classification (the kernel's place in its step) decided, rule by rule.
 			var ks []breakdown.KernelStat
-			if *byName {
-				ks = breakdown.KernelStats(t, opt)
-			} else {
+			err = readInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
+				KernelsOnly: *byName && len(opt.NVTXCategories) == 0}, af.cache, func(t *nsys.Trace) error {
+				logReads(o, t)
+				if len(t.Kernels) == 0 {
+					return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
+				}
+				// By default the whole pipeline runs, so that the table shows what context
+				// classification (the kernel's place in its step) decided, rule by rule.
+				if *byName {
+					ks = breakdown.KernelStats(t, opt)
+					return nil
+				}
 				rep, err := breakdown.Summarize(t, opt)
 				if err != nil {
 					return err
 				}
 				ks = rep.Kernels
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			return writeOutput(*output, o.out, func(w io.Writer) error {
 				if *format == "json" {

@@ -219,18 +219,17 @@ func parseBytes(s string) (int64, error) {
 	return int64(b), nil
 }
 
-// openTrace reads a trace for analysis (an export, or a report exported first, see
-// openInput): it must have GPU activity.
-func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool) (*nsys.Trace, error) {
-	t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache)
-	if err != nil {
-		return nil, err
-	}
-	logReads(o, t)
-	if !t.HasGPUActivity() {
-		return nil, &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
-	}
-	return t, nil
+// readTrace reads a trace for analysis (an export, or a report exported first, see
+// readInput) and calls f with it: it must have GPU activity. The trace's memory goes back
+// when f returns.
+func readTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool, f func(*nsys.Trace) error) error {
+	return readInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache, func(t *nsys.Trace) error {
+		logReads(o, t)
+		if !t.HasGPUActivity() {
+			return &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
+		}
+		return f(t)
+	})
 }
 
 // noGPUActivity explains a trace without GPU work: what nsys recorded (its warnings and

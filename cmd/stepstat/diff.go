@@ -13,6 +13,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
 )
 
@@ -78,16 +79,16 @@ var diffCmd = &command{
 				label, files := splitSide(arg, i)
 				sides[i].Label = label
 				for _, f := range files {
-					t, err := openTrace(ctx, f, o, af.progress, af.cache)
+					var rep *breakdown.Report
+					err := readTrace(ctx, f, o, af.progress, af.cache, func(t *nsys.Trace) error {
+						o.phase("read")
+						var err error
+						rep, err = breakdown.Summarize(t, opt)
+						return optionUsage("diff", err)
+					})
 					if err != nil {
 						return err
 					}
-					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
-					if err != nil {
-						return optionUsage("diff", err)
-					}
-					t.Release() // the report holds none of it
 					o.phase("summarize")
 					sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
+	"github.com/stepstat/stepstat/render/schema"
 )
 
 var infoCmd = &command{
@@ -25,12 +26,15 @@ var infoCmd = &command{
 			if *format != "text" && *format != "json" {
 				return usagef("info", "unknown format %q (want text or json)", *format)
 			}
-			t, err := openInput(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)}, cache)
+			var in *schema.Info
+			err = readInput(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)}, cache, func(t *nsys.Trace) error {
+				logReads(o, t)
+				in = render.NewInfo(t)
+				return nil
+			})
 			if err != nil {
 				return err
 			}
-			logReads(o, t)
-			in := render.NewInfo(t)
 			if *format == "json" {
 				return render.InfoJSON(o.out, in)
 			}

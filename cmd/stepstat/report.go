@@ -8,6 +8,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
 )
 
@@ -50,16 +51,16 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
-			t, err := openTrace(ctx, path, o, af.progress, af.cache)
+			var sum *breakdown.Report
+			err = readTrace(ctx, path, o, af.progress, af.cache, func(t *nsys.Trace) error {
+				o.phase("read")
+				var err error
+				sum, err = breakdown.Summarize(t, opt)
+				return optionUsage("report", err)
+			})
 			if err != nil {
 				return err
 			}
-			o.phase("read")
-			sum, err := breakdown.Summarize(t, opt)
-			if err != nil {
-				return optionUsage("report", err)
-			}
-			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
 			o.phase("summarize")
 			htmlOpt := render.DefaultHTMLOptions()
