@@ -199,7 +199,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
-	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary))
+	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, &dr.Summary))
 	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
 		dr.Summary.Stall.Name = t.Names[k]
 	}

@@ -165,10 +165,34 @@ func stallOf(steps []Step) Stall {
 	return st
 }
 
+// SelectedSteps returns the steps of Selected from steps, the steps summarised (the
+// device's Steps): steps itself when every step is selected.
+func (s *Summary) SelectedSteps(steps []Step) []Step {
+	if len(s.Selected) == len(steps) {
+		return steps
+	}
+	out := make([]Step, len(s.Selected)) // steps are large: copy each once
+	for i, k := range s.Selected {
+		out[i] = steps[k]
+	}
+	return out
+}
+
+// positions returns the positions in steps of the steps of phase p (every step for Unknown).
+func positions(steps []Step, p Phase) []int {
+	out := make([]int, 0, len(steps))
+	for i := range steps {
+		if p == Unknown || steps[i].Phase == p {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 func summarize(all []Step, opt Options) (Summary, error) {
 	steps, phase, err := SelectSteps(all, opt.Phase)
 	steps, outliers := splitOutliers(steps)
-	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}}
+	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}, Selected: positions(all, phase)}
 	if len(steps) == 0 {
 		return sum, err
 	}
