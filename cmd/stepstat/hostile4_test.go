@@ -106,3 +106,50 @@ func lastN(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// TestKnobValueSecrets (issue 34, item 3): knob names pass the allow-list, but their
+// values carry credentials. Each of the seven reaches no output (text, JSON, HTML, diff),
+// the knob is still shown with its value's other parts, and every output says which
+// values were redacted.
+func TestKnobValueSecrets(t *testing.T) {
+	inTempDir(t)
+	capture(t, "dense-eager", "base.sqlite")
+	capture(t, "dense-eager", "in.sqlite")
+	appendEnv(t, "in.sqlite", "VLLM_MODEL_URL=https://hub.example/m?revision=main&token=hftok77;"+
+		"TORCH_BLOB=https://acct.blob.core.windows.net/c/w.pt?sv=2022-11-02&sig=sasSig88;"+
+		"VLLM_ALERT_URL=https://hooks.slack.com/services/T0X/B0X/whpath99;"+
+		"VLLM_DB=host=db user=svc password=pgpw11 dbname=m;"+
+		"SGLANG_HEADERS=Authorization: Bearer sk-bear22;"+
+		"TRTLLM_ARGS=--api-key=apik33 --port 8000;"+
+		"VLLM_CACHE_SALT=pepper44;"+
+		"NCCL_X=AKIAIOSFODNN7EXAMPL5")
+	secrets := []string{"hftok77", "sasSig88", "whpath99", "pgpw11", "sk-bear22", "apik33", "pepper44", "AKIAIOSFODNN7EXAMPL5"}
+	kept := []string{"https://hub.example/m?revision=main&token=[redacted]", "password=[redacted] dbname=m", "--port 8000", "https://hooks.slack.com/[redacted]"}
+	outputs := map[string]string{
+		"report text": runOK(t, "report", "in.sqlite"),
+		"report json": runOK(t, "report", "-f", "json", "in.sqlite"),
+		"diff text":   runOK(t, "diff", "base.sqlite", "in.sqlite"),
+		"diff json":   runOK(t, "diff", "-f", "json", "base.sqlite", "in.sqlite"),
+	}
+	runOK(t, "report", "-f", "html", "-o", "r.html", "in.sqlite")
+	runOK(t, "diff", "-f", "html", "-o", "d.html", "base.sqlite", "in.sqlite")
+	outputs["report html"], outputs["diff html"] = readString(t, "r.html"), readString(t, "d.html")
+	said := "run configuration: credential-shaped parts of 8 values redacted, shown as [redacted] (NCCL_X, SGLANG_HEADERS, TORCH_BLOB, TRTLLM_ARGS, VLLM_ALERT_URL, VLLM_CACHE_SALT, VLLM_DB, VLLM_MODEL_URL)"
+	for what, out := range outputs {
+		for _, s := range secrets {
+			if strings.Contains(out, s) {
+				t.Errorf("%s holds %q", what, s)
+			}
+		}
+		if strings.HasPrefix(what, "report") {
+			for _, k := range kept {
+				if !strings.Contains(out, k) && !strings.Contains(out, strings.ReplaceAll(k, "&", `\u0026`)) && !strings.Contains(out, strings.ReplaceAll(k, "&", "&amp;")) {
+					t.Errorf("%s lacks %q", what, k)
+				}
+			}
+		}
+		if !strings.Contains(out, said) {
+			t.Errorf("%s does not say which values were redacted", what)
+		}
+	}
+}
