@@ -108,7 +108,8 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, procs: &procTable{ids: map[int64]ProcID{}},
 		reads: &readLog{}}
 	if !opt.SQLiteOnly {
-		f, err := sqlitefile.Open(path)
+		// The -wal beside the file a link names is the one SQLite would apply.
+		f, err := sqlitefile.Open(resolveLinks(path))
 		switch {
 		case err == nil:
 			r.file = f
