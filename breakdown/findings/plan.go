@@ -232,7 +232,8 @@ func without(dr *breakdown.DeviceReport, f *Finding) (breakdown.DeviceReport, bo
 		}
 	}
 	sm.Gaps.Total -= total
-	takeOut(sm, kernelclass.Idle, min(total/n, sm.Categories[kernelclass.Idle].Mean))
+	// The rule's time at stake is its idle totals per step, each truncated: take out exactly that.
+	takeOut(sm, kernelclass.Idle, min(f.AtStake, total/n+time.Duration(breakdown.NumAPIGroups), sm.Categories[kernelclass.Idle].Mean))
 	return out, true
 }
 
