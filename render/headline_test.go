@@ -2,7 +2,7 @@ package render
 
 import (
 	"bytes"
-		"path/filepath"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
