@@ -78,7 +78,9 @@ func TestFindingExpected(t *testing.T) {
 	if e.Then[0] == nil || e.Then[0].Next == nil || e.Then[0].Next.ID != findings.KernelStorm {
 		t.Fatalf("dense-eager then %+v; want kernel_storm", e.Then[0])
 	}
-	side := func(l string, r *findings.Report) compare.Side { return compare.Side{Label: l, Reports: []*findings.Report{r}} }
+	side := func(l string, r *findings.Report) compare.Side {
+		return compare.Side{Label: l, Reports: []*findings.Report{r}}
+	}
 	c := compare.Compare(side("eager", e), side("graph", g), breakdown.Decode, defaults)
 	i := slices.IndexFunc(c.Findings, func(f compare.FindingChange) bool { return f.ID == findings.KernelStorm })
 	if i < 0 || c.Findings[i].Change == compare.FindingSame || c.Findings[i].Change == compare.FindingVanished || !c.Findings[i].Expected {
@@ -101,7 +103,9 @@ func TestFindingExpected(t *testing.T) {
 // regression); the reverse and a capture against itself are not.
 func TestRegression(t *testing.T) {
 	e, g := captureReport(t, "dense-eager"), captureReport(t, "dense-graph")
-	side := func(l string, r *findings.Report) compare.Side { return compare.Side{Label: l, Reports: []*findings.Report{r}} }
+	side := func(l string, r *findings.Report) compare.Side {
+		return compare.Side{Label: l, Reports: []*findings.Report{r}}
+	}
 	for _, tc := range []struct {
 		base, new *findings.Report
 		want      bool
