@@ -359,6 +359,10 @@ type DiffJSON struct {
 	Untested    string             `json:"untested,omitempty"`
 	WhatChanged []StoryItemJSON    `json:"what_changed"`
 	Straggler   *DiffStragglerJSON `json:"straggler,omitempty"`
+	// Sample says what one sample of the step and category rows is: "step", "aligned_step"
+	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
+	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
+	Sample string `json:"sample"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
@@ -380,6 +384,9 @@ type FindingChangeJSON struct {
 	Change string       `json:"change"` // appeared, vanished, changed, same
 	Base   *FindingJSON `json:"base"`   // null on the side without it
 	New    *FindingJSON `json:"new"`
+	// Expected: the finding appeared (or grew) where the base report's then named it (the
+	// rules re-run with the base's top cause taken out). Added field.
+	Expected bool `json:"expected"`
 }
 
 // DiffRankJSON compares one device position (rank) of the two sides.
@@ -424,6 +431,9 @@ type DiffSideJSON struct {
 	// MeanStepNS is the mean step; MeanNS each category's mean per step, adding up to it.
 	MeanStepNS int64            `json:"mean_step_ns"`
 	MeanNS     map[string]int64 `json:"mean_ns"`
+	// AlignedBy says, per run of 2+ devices, how its ranks' steps were aligned: "index",
+	// "time" or "index, first N" (decode_steps then counts aligned steps). Added field.
+	AlignedBy []string `json:"aligned_by,omitempty"`
 }
 
 // NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.
