@@ -279,13 +279,17 @@ func findingChangeText(c *compare.Comparison, f *compare.FindingChange) string {
 	side := func(x *findings.Finding) string {
 		return fmt.Sprintf("%s, %s of a %s step", x.Severity, breakdown.FormatDuration(int64(x.AtStake)), breakdown.FormatDuration(int64(x.Step)))
 	}
+	expected := ""
+	if f.Expected {
+		expected = fmt.Sprintf("; expected: %s's then named it", c.Base.Label)
+	}
 	switch f.Change {
 	case compare.FindingAppeared:
-		return fmt.Sprintf("%s appeared%s (%s)", f.ID, where, side(f.New))
+		return fmt.Sprintf("%s appeared%s (%s)%s", f.ID, where, side(f.New), expected)
 	case compare.FindingVanished:
 		return fmt.Sprintf("%s vanished%s (was %s)", f.ID, where, side(f.Base))
 	}
-	return fmt.Sprintf("%s changed%s: %s -> %s", f.ID, where, side(f.Base), side(f.New))
+	return fmt.Sprintf("%s changed%s: %s -> %s%s", f.ID, where, side(f.Base), side(f.New), expected)
 }
 
 // sideNames returns the labels of the two sides, told apart when they are equal (the
@@ -310,4 +314,26 @@ func meanWords(c *compare.Comparison, r *compare.Row) string {
 	default:
 		return v
 	}
+}
+
+// ranked reports whether a side's runs have two or more devices with steps of the phase:
+// its samples are aligned steps.
+func ranked(c *compare.Comparison) bool { return len(c.Base.AlignedBy)+len(c.New.AlignedBy) > 0 }
+
+// sampleWords says what one sample of the step is: "step", or with several ranks "aligned
+// step: the step's wall on the slowest of the ranks (they run in lock step), ranks not
+// pooled; per-rank rows below" and how the steps were aligned.
+func sampleWords(c *compare.Comparison) string {
+	if !ranked(c) {
+		return "step"
+	}
+	how := map[string]bool{}
+	var hs []string
+	for _, h := range append(append([]string{}, c.Base.AlignedBy...), c.New.AlignedBy...) {
+		if !how[h] {
+			how[h] = true
+			hs = append(hs, h)
+		}
+	}
+	return fmt.Sprintf("aligned step (ranks aligned by %s): the step on the slowest rank, as ranks run in lock step; ranks are not pooled (n = aligned steps), each rank has its rows below", strings.Join(hs, "; "))
 }

@@ -89,6 +89,9 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 
 func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
+	if ranked(c) {
+		unit = sampleWords(c)
+	}
 	if c.Options.PerRun {
 		unit = "run (each run's mean and median per step are its samples)"
 	}

@@ -34,7 +34,7 @@ func sideJSON(s *compare.SideSummary) schema.DiffSideJSON {
 	out := schema.DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
 		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []schema.NCCLCountJSON{}, Config: configJSON(s.Config),
-		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}}
+		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}, AlignedBy: s.AlignedBy}
 	for _, c := range kernelclass.Order {
 		out.MeanNS[c.String()] = int64(s.Means[c])
 	}
@@ -71,7 +71,7 @@ func NewDiffJSON(c *compare.Comparison) *schema.DiffJSON {
 		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
 		Step: diffRowJSON(c, &c.Step), Categories: map[string]schema.DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
 		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{},
-		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)),
+		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)), Sample: sampleKind(c),
 		Tested: c.Tested, Untested: c.Untested, WhatChanged: []schema.StoryItemJSON{}}
 	for i := range c.Categories {
 		out.Categories[c.Categories[i].Name] = diffRowJSON(c, &c.Categories[i])
@@ -119,7 +119,7 @@ func DiffJSONWrite(w io.Writer, c *compare.Comparison) error {
 func findingChangesJSON(fs []compare.FindingChange) []schema.FindingChangeJSON {
 	out := []schema.FindingChangeJSON{}
 	for _, f := range fs {
-		fj := schema.FindingChangeJSON{Rank: f.Rank, ID: string(f.ID), Change: string(f.Change)}
+		fj := schema.FindingChangeJSON{Rank: f.Rank, ID: string(f.ID), Change: string(f.Change), Expected: f.Expected}
 		if f.Base != nil {
 			fj.Base = &findingsJSON([]findings.Finding{*f.Base})[0]
 		}
@@ -152,4 +152,15 @@ func diffRanksJSON(c *compare.Comparison) []schema.DiffRankJSON {
 		out = append(out, rj)
 	}
 	return out
+}
+
+// sampleKind is the JSON's "sample": step, aligned_step (the slowest rank's) or run.
+func sampleKind(c *compare.Comparison) string {
+	switch {
+	case c.Options.PerRun:
+		return "run"
+	case ranked(c):
+		return "aligned_step"
+	}
+	return "step"
 }

@@ -40,9 +40,12 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 		ew.printf("%s\n", TerminalSafe(l))
 	}
 	ew.printf("%s\n\n", diffVerdict(c))
-	unit := "step"
+	unit := sampleWords(c)
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"
+		if ranked(c) {
+			unit += " over its aligned steps (each the step on the slowest rank)"
+		}
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)

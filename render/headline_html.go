@@ -12,12 +12,72 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
+// meansRow is the stacked bar of a diff side: its mean step by category.
+func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, total time.Duration) mixRow {
+	sm := &breakdown.Summary{Mean: total, Steps: 1}
+	for c := range means {
+		sm.Categories[c].Mean = means[c]
+	}
+	return newMixRow(label, sm)
+}
+
+// maxAnswerChanges is the most changes the diff's first screen lists.
+const maxAnswerChanges = 12
+
+// diffAnswer is the first screen of the diff page: each side's step, the verdict on the
+// step time, the significant changes (categories and findings), and both sides' mean step
+// by category.
+func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
+	bl, nl := sideNames(c)
+	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
+	for _, it := range c.Story() { // the significant changes of the mean, biggest first
+		if it.Row == &c.Step || it.Row.NotComparable != "" {
+			continue
+		}
+		h := strings.Join(strings.Fields(storyLine(c, it.Row, it.Row.Name)), " ")
+		if len(it.Ranks) > 0 {
+			verb := "differ"
+			if len(it.Ranks) == 1 {
+				verb = "differs"
+			}
+			h += fmt.Sprintf("; %d rank%s %s (see What changed)", len(it.Ranks), plural(len(it.Ranks)), verb)
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: h})
+	}
+	for _, f := range c.Findings {
+		if f.Change == compare.FindingSame {
+			continue
+		}
+		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
+	}
+	if len(a.Findings) > maxAnswerChanges { // the first screen; What changed has every row
+		n := len(a.Findings)
+		a.Findings = append(a.Findings[:maxAnswerChanges-1], htmlFinding{Severity: "change",
+			Headline: fmt.Sprintf("… %d more changes in What changed below", n-maxAnswerChanges+1)})
+	}
+	a.NoFindings = len(a.Findings) == 0
+	a.NoneText = noChangeLine(c) + "."
+	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
+	if c.Base.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
+	}
+	if c.New.Steps > 0 {
+		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
+	}
+	a.Legend = mixLegend(a.Mix)
+	return a
+}
+
 // htmlAnswer is the first screen of an HTML page ("answer" in html.tmpl).
 type htmlAnswer struct {
+	Lead       []string // what to read first (steps are speculative rounds)
 	Lines      []string // one per device (report) or per side (diff)
 	Limiter    string
+	Then       string
 	Findings   []htmlFinding
 	NoFindings bool
+	Minor      string        // the minor causes, one line
+	Warnings   []htmlFinding // about the report (outlier steps, coverage)
 	// ChangesTitle heads the findings list (the diff's "What changed"); NoneText replaces
 	// it when there is nothing.
 	ChangesTitle, NoneText string
@@ -73,67 +133,22 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 		}
 	}
 	a.Legend = mixLegend(a.Mix)
-	for _, rf := range allFindings(r) {
-		f := rf.f
-		a.Findings = append(a.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[rf.dev].Device),
-			Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
+	a.Then, a.Lead = thenLine(r), leadWarnings(r)
+	gs := r.Groups()
+	for i := range gs {
+		g := &gs[i]
+		f := g.Top()
+		hf := htmlFinding{Severity: f.Severity.String(), Headline: groupHeadline(r, g), PerRank: perRankLine(r, g),
+			Claim: evidenceOf(r, g) + f.Claim, Suggestion: findingSuggestion(f)}
+		switch {
+		case f.Warning():
+			hf.Severity, hf.Headline = "warning", string(g.ID)+onRanks(r, g)
+			a.Warnings = append(a.Warnings, hf)
+		case listed(g):
+			a.Findings = append(a.Findings, hf)
+		}
 	}
+	a.Minor = minorLine(r, gs)
 	a.NoFindings = len(a.Findings) == 0
-	return a
-}
-
-// meansRow is the stacked bar of a diff side: its mean step by category.
-func meansRow(label string, means *[kernelclass.NumCategories]time.Duration, total time.Duration) mixRow {
-	sm := &breakdown.Summary{Mean: total, Steps: 1}
-	for c := range means {
-		sm.Categories[c].Mean = means[c]
-	}
-	return newMixRow(label, sm)
-}
-
-// maxAnswerChanges is the most changes the diff's first screen lists.
-const maxAnswerChanges = 12
-
-// diffAnswer is the first screen of the diff page: each side's step, the verdict on the
-// step time, the significant changes (categories and findings), and both sides' mean step
-// by category.
-func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
-	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
-	for _, it := range c.Story() { // the significant changes of the mean, biggest first
-		if it.Row == &c.Step || it.Row.NotComparable != "" {
-			continue
-		}
-		h := strings.Join(strings.Fields(storyLine(c, it.Row, it.Row.Name)), " ")
-		if len(it.Ranks) > 0 {
-			verb := "differ"
-			if len(it.Ranks) == 1 {
-				verb = "differs"
-			}
-			h += fmt.Sprintf("; %d rank%s %s (see What changed)", len(it.Ranks), plural(len(it.Ranks)), verb)
-		}
-		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: h})
-	}
-	for _, f := range c.Findings {
-		if f.Change == compare.FindingSame {
-			continue
-		}
-		a.Findings = append(a.Findings, htmlFinding{Severity: "change", Headline: "finding " + findingChangeText(c, &f)})
-	}
-	if len(a.Findings) > maxAnswerChanges { // the first screen; What changed has every row
-		n := len(a.Findings)
-		a.Findings = append(a.Findings[:maxAnswerChanges-1], htmlFinding{Severity: "change",
-			Headline: fmt.Sprintf("… %d more changes in What changed below", n-maxAnswerChanges+1)})
-	}
-	a.NoFindings = len(a.Findings) == 0
-	a.NoneText = noChangeLine(c) + "."
-	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
-	if c.Base.Steps > 0 {
-		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
-	}
-	if c.New.Steps > 0 {
-		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
-	}
-	a.Legend = mixLegend(a.Mix)
 	return a
 }

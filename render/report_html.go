@@ -114,6 +114,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 type htmlFinding struct {
 	Device                                string
 	Severity, Headline, Claim, Suggestion string
+	PerRank                               string // the group's numbers per rank, one line
 }
 
 func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {

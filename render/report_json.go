@@ -234,6 +234,7 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 		out.Warnings = append(out.Warnings, warningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
+	out.Plan = planJSON(r)
 	return out
 }
 
@@ -245,7 +246,9 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 // building them all and reflecting over them: 12x faster and 1,000x less memory on 200,000
 // steps (BenchmarkJSON).
 func JSON(w io.Writer, r *findings.Report) error {
-	head := NewReportJSON(&findings.Report{Report: stepless(r.Report), Findings: r.Findings})
+	cp := *r
+	cp.Report = stepless(r.Report)
+	head := NewReportJSON(&cp)
 	s := &jsonStream{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.object(reflect.ValueOf(head).Elem(), func(name string) bool {
 		if name != "devices" {

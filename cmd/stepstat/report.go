@@ -61,6 +61,9 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			if err := skipLeavesSteps(path, opt.Skip, sum); err != nil {
+				return err
+			}
 			rep := findings.Of(sum)
 			o.phase("summarize")
 			htmlOpt := render.DefaultHTMLOptions()
