@@ -16,9 +16,18 @@ var reportCmd = &command{
 	name:  "report",
 	args:  "[flags] TRACE",
 	short: "break each step's GPU time down by category (text, JSON, CSV or HTML)",
+	long: `
+Finds the steps of the serving loop on each GPU and accounts every nanosecond of each step
+` + categoryHelp() + `
+
+` + wrap("Steps (--steps auto tries these in order): "+breakdown.StepMethodsHelp(), 90) + `
+
+With two or more GPUs in the trace, collectives are matched across ranks and split into
+time waiting for the last rank and transfer time. --sol-step or --sol-bytes give a
+speed-of-light floor for the step.`,
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
 		var af analysisFlags
-		format := fs.StringP("format", "f", "text", "output format: text, json, csv or html")
+		format := reportFormats.flag(fs)
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		html := fs.String("html", "", "also write the HTML report to this file")
 		top := fs.Int("top", 10, "kernel rows in the text report (0: none)")
@@ -39,12 +48,11 @@ var reportCmd = &command{
 			if err := checkOutputs("report", []string{*output, *html}, args); err != nil {
 				return err
 			}
-			switch *format {
-			case "text", "json", "csv", "html":
-			default:
-				return usagef("report", "unknown format %q (want text, json, csv or html)", *format)
+			f, err := reportFormats.lookup("report", *format)
+			if err != nil {
+				return err
 			}
-			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
+			if f.noTerminal && (*output == "" || *output == "-") && isTerminal(o.out) {
 				return usagef("report", "refusing to write HTML to a terminal; use -o report.html")
 			}
 			opt, err := af.options("report")
@@ -66,27 +74,14 @@ var reportCmd = &command{
 			}
 			rep := findings.Of(sum)
 			o.phase("summarize")
-			htmlOpt := render.DefaultHTMLOptions()
-			htmlOpt.TopKernels = tk
-			write := func(w io.Writer) error {
-				switch *format {
-				case "json":
-					return render.JSON(w, rep)
-				case "csv":
-					return render.CSV(w, rep.Report)
-				case "html":
-					return render.HTML(w, rep, htmlOpt)
-				}
-				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk})
-			}
-			if err := writeOutput(*output, o.out, write); err != nil {
+			out := &reportOutput{rep: rep, text: render.TextOptions{Top: *top, TopKernels: tk}, html: render.DefaultHTMLOptions()}
+			out.html.TopKernels = tk
+			if err := writeOutput(*output, o.out, func(w io.Writer) error { return f.write(w, out) }); err != nil {
 				return err
 			}
 			o.phase("render")
 			if *html != "" {
-				return writeOutput(*html, o.out, func(w io.Writer) error {
-					return render.HTML(w, rep, htmlOpt)
-				})
+				return writeOutput(*html, o.out, func(w io.Writer) error { return render.HTML(w, rep, out.html) })
 			}
 			return nil
 		}
