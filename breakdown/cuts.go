@@ -19,6 +19,16 @@ const (
 	cutH2D                     // a host-to-device copy
 )
 
+// cutSignals names each cut signal, in the order the step methods' help lists them.
+var cutSignals = []struct {
+	cut  uint8
+	help string // what the signal is, for the help of the methods that use it
+}{
+	{cutGraph, "CUDA graph launches"},
+	{cutSync, "read-backs and synchronize calls"},
+	{cutH2D, "input copies"},
+}
+
 // A segment is a run of the device's activities between two cuts.
 type segment struct {
 	start, end nsys.Time // first activity's start; latest end
