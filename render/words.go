@@ -26,13 +26,15 @@ const (
 	TopWhole
 )
 
+// topKernelsNames names the top-kernels views for --top-kernels.
+var topKernelsNames = [...]string{TopSteps: "steps", TopWhole: "whole"}
+
 // ParseTopKernels reads a --top-kernels value: "steps" or "whole".
 func ParseTopKernels(s string) (TopKernels, error) {
-	switch s {
-	case "steps":
-		return TopSteps, nil
-	case "whole":
-		return TopWhole, nil
+	for v, name := range topKernelsNames {
+		if s == name {
+			return TopKernels(v), nil
+		}
 	}
 	return 0, fmt.Errorf("unknown --top-kernels %q (want steps or whole)", s)
 }

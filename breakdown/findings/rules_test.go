@@ -10,27 +10,20 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3"
+
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
-
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
-
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
 )
 
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
 func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	gz := filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz")
-	path := filepath.Join(t.TempDir(), name+".sqlite")
-	nsystest.Gunzip(t, gz, path)
-	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := breakdown.Summarize(tr, opt)
+	rep, err := breakdown.Summarize(captures.Trace(t, name), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
