@@ -154,3 +154,14 @@ func sqliteHint(err error) error {
 	}
 	return err
 }
+
+// warnSidecars warns when a -wal or -journal file sits beside the trace: the reader opens
+// the file immutably (it never changes the input or creates files beside it), so the
+// changes those files hold are not read.
+func warnSidecars(t *Trace, path string) {
+	for _, s := range []string{"-wal", "-journal"} {
+		if fi, err := os.Stat(path + s); err == nil && fi.Size() > 0 {
+			t.Warnings = append(t.Warnings, fmt.Errorf("%s%s sits beside the trace: the trace is read as it is on disk, without the changes held there (open it once with sqlite3 to apply them)", filepath.Base(path), s))
+		}
+	}
+}

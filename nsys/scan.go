@@ -56,26 +56,6 @@ func (p *tableProgress) add(n int64, last bool) {
 func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []int64)) error {
 	var n int64 // rows not yet reported
 	defer func() { p.add(n, true) }()
-	if r.batch != nil {
-		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
-			w := ncol + 1
-			for i := 0; i < k; i++ {
-				fn(rows[i*w : (i+1)*w : (i+1)*w])
-			}
-			if n += int64(k); n >= 1<<20 {
-				if err := r.ctx.Err(); err != nil {
-					return err
-				}
-				p.add(n, false)
-				n = 0
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", p.table, err)
-		}
-		return nil
-	}
 	rows, err := r.db.QueryContext(r.ctx, query)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p.table, err)
@@ -309,7 +289,7 @@ const directPartRows = 1 << 19
 // to be read concurrently, and returns the number of slots they index (hi-lo of the
 // whole): a part's rows can be stored at their rowid's offset without knowing how many
 // rows the other parts hold. It returns the whole table as one part, and an upper bound of
-// its row count, when the batch reader is unavailable, the table is small, or its rowids
+// its row count, when the table is small, or its rowids
 // are too sparse to index.
 func (r *reader) parts(table string) ([]part, int) {
 	partRows := r.opt.partRows
@@ -318,7 +298,7 @@ func (r *reader) parts(table string) ([]part, int) {
 	}
 	whole := []part{{}}
 	bound := r.maxRowid(table)
-	if r.batch == nil || bound < 2*partRows {
+	if bound < 2*partRows {
 		return whole, bound
 	}
 	var lo, hi sql.NullInt64 // one query each: SQLite finds a lone min or max in O(log n)
@@ -330,7 +310,7 @@ func (r *reader) parts(table string) ([]part, int) {
 	span := hi.Int64 + 1 - lo.Int64
 	// A row takes more than 16 bytes of the file: more slots than that means rowids with
 	// gaps, and slots that would cost memory for nothing.
-	if span > r.size/16 || span > 1<<31 {
+	if span > r.schema.size/16 || span > 1<<31 {
 		return whole, bound
 	}
 	n := int((span + int64(partRows) - 1) / int64(partRows))
@@ -350,7 +330,7 @@ func (r *reader) maxRowid(table string) int {
 	if err := r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM "`+table+`"`).Scan(&n); err != nil || !n.Valid {
 		return 0
 	}
-	return int(max(0, min(n.Int64, r.size/8, 1<<31)))
+	return int(max(0, min(n.Int64, r.schema.size/8, 1<<31)))
 }
 
 // sortUnlessSorted sorts s by cmp; tables come sorted most of the time, and checking costs
