@@ -47,6 +47,17 @@ demo: build
 	bin/stepstat report --html out/demo.html out/demo.sqlite
 	@echo "HTML report: out/demo.html"
 
+# The README's example outputs, from the real captures in testdata/traces: the report of
+# the eager capture and its diff against the CUDA-graph capture of the same workload, as
+# piped (100 columns), in out/example-report.txt and out/example-diff.txt.
+example: build
+	@mkdir -p out
+	gunzip -c testdata/traces/dense-eager.sqlite.gz > out/dense-eager.sqlite
+	gunzip -c testdata/traces/dense-graph.sqlite.gz > out/dense-graph.sqlite
+	cd out && ../bin/stepstat report dense-eager.sqlite > example-report.txt
+	cd out && ../bin/stepstat diff eager=dense-eager.sqlite graph=dense-graph.sqlite > example-diff.txt
+	@echo "out/example-report.txt out/example-diff.txt"
+
 # A large trace for benchmarks: a real capture repeated in time (N kernels); by default the
 # 2-GPU eager capture with NVTX (BIGSRC=testdata/traces/tp2-moe-graph-nvtx.sqlite.gz for
 # CUDA graphs).

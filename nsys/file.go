@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
@@ -67,7 +69,7 @@ func clip(s string, n int) string {
 }
 func (e *Error) Unwrap() error { return e.Err }
 
-const sqliteMagic = "SQLite format 3\x00"
+const sqliteMagic = sqlitefile.Magic
 
 // CheckFile checks, without opening a database, that path names a regular, non-empty,
 // complete SQLite file. It never creates or changes the file.

@@ -28,6 +28,7 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
 		// The speed-of-light flags are report's: registered so that giving one says so
@@ -120,7 +121,12 @@ var diffCmd = &command{
 			}
 			o.phase("render")
 			if *html != "" {
-				return writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) })
+				if err := writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) }); err != nil {
+					return err
+				}
+			}
+			if slower, what := c.Regression(); *failOnRegression && slower {
+				return &regressionError{what: what}
 			}
 			return nil
 		}
@@ -166,3 +172,9 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	return label, files
 }
+
+// A regressionError is diff --fail-on-regression's verdict: the new side is significantly
+// slower. Exit status 3.
+type regressionError struct{ what string }
+
+func (e *regressionError) Error() string { return "regression: " + e.what }
