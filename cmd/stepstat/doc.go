@@ -94,8 +94,8 @@
 // and immutable (`file:` URI, `mode=ro&immutable=1`): no journal, WAL or SHM file appears
 // beside it and its bytes and mtime do not change. Output files are written under a
 // temporary name and renamed, so a failure leaves no half-written report. A missing file, a
-// directory, an empty, text, truncated or corrupt file, a gzip-compressed export (the
-// message says to `gunzip -k` it), an SQLite file that is not an nsys export, or an export
+// directory, an empty, text, truncated or corrupt file, a gzip-, xz-, zstd- or bzip2-compressed
+// export (the message names the command that decompresses it), an SQLite file that is not an nsys export, or an export
 // without GPU activity gets one line naming the file and the problem, and exit status 1.
 // Arrays are sized from the file's size, never from its rowids alone (a row at rowid 3e9 in
 // a small file is read like any other). Kernel names and NVTX text are untrusted: control
