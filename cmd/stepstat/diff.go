@@ -114,7 +114,7 @@ var diffCmd = &command{
 				case "html":
 					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
 				}
-				return render.DiffText(w, c)
+				return render.DiffText(w, c, textWidth(*output, o.out))
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err

@@ -148,7 +148,7 @@ func TestKnobValueSecrets(t *testing.T) {
 				}
 			}
 		}
-		if !strings.Contains(out, said) {
+		if !strings.Contains(out, said) && !strings.Contains(strings.Join(strings.Fields(out), " "), said) { // text wraps at 160
 			t.Errorf("%s does not say which values were redacted", what)
 		}
 	}

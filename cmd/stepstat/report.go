@@ -76,7 +76,7 @@ var reportCmd = &command{
 				case "html":
 					return render.HTML(w, rep, htmlOpt)
 				}
-				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk})
+				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk, Width: textWidth(*output, o.out)})
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
