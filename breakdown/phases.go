@@ -220,6 +220,12 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 	inferred := make([]bool, len(steps))
 	for i := range steps {
 		inferred[i] = steps[i].Phase == Unknown
+		if inferred[i] && steps[i].GraphCapture && !starts[i] {
+			// A graph capture iteration runs a decode step's forward (warm-up, capture,
+			// first replay) at far more cost: decode, kept out of the summaries.
+			steps[i].Phase = Decode
+			inferred[i] = false
+		}
 	}
 	phasesByShape(steps, shapes, starts, llm)
 	if !llm {
