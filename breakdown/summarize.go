@@ -174,6 +174,9 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
 	starts := requestStarts(det)
+	if det.method != MethodWhole {
+		markCaptures(steps, det.bounds, graphCalls(t, tl))
+	}
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
 	fwds := det.forwards
 	if fwds == nil && det.method != MethodWhole {
@@ -181,6 +184,11 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
+		for i := range steps {
+			if i > 0 && steps[i].GraphCapture {
+				starts[i] = false // the pause before it was the capture, not a new request
+			}
+		}
 		inferPhases(steps, shapes, starts, len(fwds) >= 2, stepCopies(t, dev, steps, fwds))
 	}
 	if opt.Skip > 0 {
