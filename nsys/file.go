@@ -85,11 +85,11 @@ func CheckFile(path string) error {
 	case fi.IsDir():
 		return &Error{path, errors.New("is a directory, not an nsys SQLite export")}
 	case !fi.Mode().IsRegular():
-		return &Error{path, errors.New("is not a regular file")}
+		return &Error{path, errNotRegular}
 	case fi.Size() == 0:
 		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
 	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -128,6 +128,9 @@ func CheckFile(path string) error {
 	}
 	return nil
 }
+
+// errNotRegular is the error of a path that is not a regular file.
+var errNotRegular = errors.New("is not a regular file")
 
 // dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
 // when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or

@@ -2,10 +2,13 @@ package main
 
 import (
 	"database/sql"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Hostile inputs, round four (issue 34). Every input is a real capture of testdata/traces
@@ -150,6 +153,105 @@ func TestKnobValueSecrets(t *testing.T) {
 		}
 		if !strings.Contains(out, said) {
 			t.Errorf("%s does not say which values were redacted", what)
+		}
+	}
+}
+
+// TestFIFOInputRefused (issue 34, item 4): a FIFO named as a report or an export is
+// refused before anything opens it (open(2) of a FIFO blocks until a writer comes).
+func TestFIFOInputRefused(t *testing.T) {
+	inTempDir(t)
+	for _, name := range []string{"run.nsys-rep", "run.qdrep", "run.sqlite"} {
+		if err := syscall.Mkfifo(name, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"report", name}, {"info", name}, {"classify", name}, {"diff", name, name}} {
+			type result struct {
+				code   int
+				stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, _, stderr := runCLI(args...)
+				done <- result{code, stderr}
+			}()
+			select {
+			case r := <-done:
+				if want := "stepstat: " + name + ": is not a regular file\n"; r.code != 1 || r.stderr != want {
+					t.Errorf("stepstat %q: exit %d, stderr %q; want 1 and %q", args, r.code, r.stderr, want)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the open so the test can end.
+				if w, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				t.Fatalf("stepstat %q blocked on the FIFO", args)
+			}
+		}
+	}
+}
+
+// TestSignalDuringAnalysis (issue 34, item 4): SIGINT or SIGTERM during the analysis (a
+// capture grown to 192 devices, 3 s of analysis on a free core) ends the run within a
+// second with exit 128+signal and the interrupted line, and leaves no output: none at
+// -o, no temporary file, nothing on stdout.
+func TestSignalDuringAnalysis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an export of 800,000 kernels")
+	}
+	dir := inTempDir(t)
+	capture(t, "tp2-moe-eager", "big.sqlite")
+	growDevices(t, "big.sqlite", 192)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, args := range [][]string{{"report", "-f", "json", "-o", "out.json", "big.sqlite"}, {"report", "big.sqlite"}} {
+			cmd := helperCmd(args...)
+			cmd.Env = append(cmd.Env, "STEPSTAT_PHASES=1")
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the read to end: the analysis runs from there.
+			var errText strings.Builder
+			buf := make([]byte, 4096)
+			for !strings.Contains(errText.String(), "stepstat: read ") {
+				n, err := stderr.Read(buf)
+				errText.Write(buf[:n])
+				if err != nil {
+					t.Fatalf("%q: stderr ended before the read did: %q", args, errText.String())
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			sent := time.Now()
+			cmd.Process.Signal(sig)
+			rest, _ := io.ReadAll(stderr)
+			errText.Write(rest)
+			cmd.Wait()
+			took := time.Since(sent)
+			code := cmd.ProcessState.ExitCode()
+			t.Logf("%v %q: exit %d %v after the signal", sig, args, code, took)
+			if code != 128+int(sig) || !strings.Contains(errText.String(), "stepstat: interrupted by ") {
+				t.Errorf("%v %q: exit %d, stderr %q; want %d and the interrupted line", sig, args, code, errText.String(), 128+int(sig))
+			}
+			if strings.Contains(errText.String(), "stepstat: summarize ") {
+				t.Errorf("%v %q: the analysis ran to its end (%q): the signal came too late to test", sig, args, errText.String())
+			}
+			if took > time.Second {
+				t.Errorf("%v %q: exit %v after the signal, want within a second", sig, args, took)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("%v %q: %d bytes on stdout", sig, args, stdout.Len())
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "big.sqlite" {
+					t.Errorf("%v %q: %s left in the directory", sig, args, e.Name())
+				}
+			}
 		}
 	}
 }
