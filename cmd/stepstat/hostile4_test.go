@@ -255,3 +255,45 @@ func TestSignalDuringAnalysis(t *testing.T) {
 		}
 	}
 }
+
+// TestSOLFloorAbove (issue 34, item 9): a floor above the measured step read "391%
+// efficient" with no warning (--bandwidth 4.8 meant TB/s): it is a warning in every output
+// naming the likely unit mistake. A bandwidth or byte count whose floor overflows (1e-300
+// GB/s made it negative) is a usage error.
+func TestSOLFloorAbove(t *testing.T) {
+	inTempDir(t)
+	capture(t, "dense-eager", "in.sqlite") // an H200
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "4.8"}, "the bandwidth given is 4.8 GB/s, a value in TB/s? (4.8 TB/s is 4800 GB/s)"},
+		{[]string{"--sol-bytes", "34.2Tb"}, "check the 3.42e+04 GB per step (bytes, not bits;"},
+		{[]string{"--sol-step", "900ms"}, "check the floor's unit (µs or ms) and that it is one step's, not a run's"},
+	} {
+		text := runOK(t, append([]string{"report"}, append(tc.args, "in.sqlite")...)...)
+		js := runOK(t, append([]string{"report", "-f", "json"}, append(tc.args, "in.sqlite")...)...)
+		for what, out := range map[string]string{"text": text, "json": js} {
+			if !strings.Contains(out, "device 0: the speed-of-light floor ") || !strings.Contains(out, "is above the measured median step") || !strings.Contains(out, tc.want) {
+				t.Errorf("%q %s: no warning of the floor above the step naming %q:\n%s", tc.args, what, tc.want, lastN(out, 1500))
+			}
+		}
+	}
+	if out := runOK(t, "report", "--sol-bytes", "1GB", "in.sqlite"); strings.Contains(out, "is above the measured") {
+		t.Errorf("a floor under the step warns")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "1e-300"}, "stepstat report: --bandwidth: 1e-300 GB/s gives 34.2 GB a floor of 3.42e+301 s, out of range (the floor must be 1ns to 24h)"},
+		{[]string{"--sol-bytes", "1e18"}, "stepstat report: --sol-bytes: 1e+09 GB over the H200 datasheet HBM3e bandwidth give a floor of 2.08e+05 s, out of range"},
+		{[]string{"--sol-bytes", "1", "--bandwidth", "1e200"}, "stepstat report: --bandwidth: 1e+200 GB/s gives 1e-09 GB a floor of 1e-209 s, out of range"},
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "1e300"}, "stepstat report: --bandwidth: must be a finite number"},
+	} {
+		code, _, stderr := runCLI(append([]string{"report"}, append(tc.args, "in.sqlite")...)...)
+		if code != 2 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
