@@ -179,6 +179,7 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	if r.hasCol(nvtxTable, "end") {
 		d = r.direct(q)
 	} else {
+		r.noteLost(q)
 		r.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
 	}
 	if d != nil {

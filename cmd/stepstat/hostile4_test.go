@@ -297,3 +297,32 @@ func TestSOLFloorAbove(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnsBySpelling (issue 34, item 6): a kernel correlationId spelled CorrelationID
+// (SQLite resolves it) was read as 0 on both readers, silently: 26 steps became 25. It is
+// matched as SQLite matches (any letter case): the report equals the original's on both
+// readers. An absent optional column is a warning naming what is lost.
+func TestColumnsBySpelling(t *testing.T) {
+	inTempDir(t)
+	capture(t, "tp2-moe-eager", "orig.sqlite")
+	capture(t, "tp2-moe-eager", "spelled.sqlite")
+	capture(t, "tp2-moe-eager", "absent.sqlite")
+	execSQL(t, "spelled.sqlite", `ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN correlationId TO CorrelationID;
+		ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN globalTid TO GLOBALTID`)
+	execSQL(t, "absent.sqlite", `ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN correlationId`)
+	for _, reader := range []string{"", "sqlite"} {
+		t.Setenv("STEPSTAT_READER", reader)
+		want := runOK(t, "report", "-f", "json", "orig.sqlite")
+		got := runOK(t, "report", "-f", "json", "spelled.sqlite")
+		if strings.ReplaceAll(got, "spelled.sqlite", "orig.sqlite") != want {
+			t.Errorf("reader %q: the report of CorrelationID and GLOBALTID differs from the original's", reader)
+		}
+		out := runOK(t, "report", "absent.sqlite")
+		if !strings.Contains(out, "CUPTI_ACTIVITY_KIND_KERNEL has no column correlationId, read as 0: kernels are not linked to the host calls that launched them") {
+			t.Errorf("reader %q: no warning of the absent correlationId:\n%s", reader, lastN(out, 2000))
+		}
+		if strings.Contains(want, "has no column") {
+			t.Errorf("reader %q: the original warns of an absent column", reader)
+		}
+	}
+}
