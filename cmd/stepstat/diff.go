@@ -89,7 +89,7 @@ var diffCmd = &command{
 						return err
 					}
 					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
+					rep, err := breakdown.SummarizeContext(ctx, t, opt)
 					if err != nil {
 						return optionUsage("diff", err)
 					}

@@ -55,7 +55,7 @@ var reportCmd = &command{
 				return err
 			}
 			o.phase("read")
-			sum, err := breakdown.Summarize(t, opt)
+			sum, err := breakdown.SummarizeContext(ctx, t, opt)
 			if err != nil {
 				return optionUsage("report", err)
 			}
@@ -64,6 +64,9 @@ var reportCmd = &command{
 			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			o.phase("summarize")
 			htmlOpt := render.DefaultHTMLOptions()
 			htmlOpt.TopKernels = tk
