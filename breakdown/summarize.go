@@ -14,6 +14,9 @@ import (
 // kernels (each distinct name once), finds steps on each device, and accounts every step's
 // wall time to categories.
 func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
+	if t.Run != nil && !opt.clockPass {
+		return summarizeRun(t, opt) // several files: their clocks first (run.go)
+	}
 	if !t.HasGPUActivity() {
 		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
 	}
