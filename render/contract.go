@@ -23,6 +23,7 @@ type ReportJSON struct {
 	Kernels  []KernelJSON      `json:"kernels"`
 	Warnings []string          `json:"warnings"`
 	Ranks    *RanksJSON        `json:"ranks,omitempty"` // reports of two or more devices
+	Run      *RunJSON          `json:"run,omitempty"`   // a run given as several files (run.go)
 }
 
 // SourceJSON describes the input file.
@@ -47,6 +48,9 @@ type DeviceJSON struct {
 	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
+	// Source says which file, process and CUDA device of a run of several files the
+	// device is (run.go); absent for one file.
+	Source *DeviceSourceJSON `json:"source,omitempty"`
 }
 
 // FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
