@@ -23,7 +23,56 @@ type ReportJSON struct {
 	Kernels  []KernelJSON      `json:"kernels"`
 	Warnings []string          `json:"warnings"`
 	Ranks    *RanksJSON        `json:"ranks,omitempty"` // reports of two or more devices
-	Run      *RunJSON          `json:"run,omitempty"`   // a run given as several files (run.go)
+	// Plan is the answer the text leads with: the limiter, what would lead after it, one
+	// group per rule. Added field.
+	Plan *PlanJSON `json:"plan,omitempty"`
+	Run  *RunJSON  `json:"run,omitempty"` // a run given as several files (run.go)
+}
+
+// PlanJSON is the report's answer as a plan (findings.Report.Groups, Limiter, Then).
+type PlanJSON struct {
+	// Limiter is the cause with the most step time at stake (its group's top member); null
+	// when no cause above the minor share holds, and LargestPart then names the largest
+	// category of the first summarised device's mean step.
+	Limiter     *PlanFindingJSON `json:"limiter"`
+	LargestPart string           `json:"largest_part,omitempty"`
+	// Then is what would lead once the limiter is fixed; absent without a limiter.
+	Then *ThenJSON `json:"then,omitempty"`
+	// Groups: one per rule over the devices it holds on; causes first (minor ones after),
+	// then far_from_sol, then the warnings. Every device's findings keep their detail in
+	// devices[].findings.
+	Groups []FindingGroupJSON `json:"groups"`
+}
+
+// PlanFindingJSON names a finding of one device.
+type PlanFindingJSON struct {
+	ID        string `json:"id"`
+	Device    int    `json:"device"`
+	NSPerStep int64  `json:"ns_per_step"`
+	StepNS    int64  `json:"step_ns"`
+}
+
+// ThenJSON is the rules re-run on the limiter's device with the limiter's time at stake
+// taken out of the mean step.
+type ThenJSON struct {
+	After  string `json:"after"`   // the limiter's id
+	StepNS int64  `json:"step_ns"` // the mean step left
+	// Next is the cause that would lead (its time at stake of the step left, and the
+	// speedup: its own possible_speedup, else step / (step - at stake)); "" when none.
+	Next      string  `json:"next"`
+	NSPerStep int64   `json:"ns_per_step"`
+	Speedup   float64 `json:"speedup"`
+}
+
+// FindingGroupJSON is one rule's findings over the devices it holds on.
+type FindingGroupJSON struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"` // cause, headroom (far_from_sol) or warning (outlier_steps, coverage)
+	Minor   bool   `json:"minor"`
+	Devices []int  `json:"devices"` // device ids, the top member first
+	// NSPerStep and StepNS are the top member's.
+	NSPerStep int64 `json:"ns_per_step"`
+	StepNS    int64 `json:"step_ns"`
 }
 
 // SourceJSON describes the input file.
@@ -62,6 +111,11 @@ type FindingJSON struct {
 	StepNS     int64          `json:"step_ns"`
 	Evidence   map[string]any `json:"evidence"`
 	Suggestion string         `json:"suggestion"`
+	// Kind is cause, headroom (far_from_sol) or warning (outlier_steps, coverage: never the
+	// limiter); Minor marks a cause under 2% of its step (the text lists it on one line).
+	// Added fields.
+	Kind  string `json:"kind"`
+	Minor bool   `json:"minor"`
 }
 
 // StepJSON is one step.
@@ -309,6 +363,10 @@ type DiffJSON struct {
 	Untested    string             `json:"untested,omitempty"`
 	WhatChanged []StoryItemJSON    `json:"what_changed"`
 	Straggler   *DiffStragglerJSON `json:"straggler,omitempty"`
+	// Sample says what one sample of the step and category rows is: "step", "aligned_step"
+	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
+	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
+	Sample string `json:"sample"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
@@ -330,6 +388,9 @@ type FindingChangeJSON struct {
 	Change string       `json:"change"` // appeared, vanished, changed, same
 	Base   *FindingJSON `json:"base"`   // null on the side without it
 	New    *FindingJSON `json:"new"`
+	// Expected: the finding appeared (or grew) where the base report's then named it (the
+	// rules re-run with the base's top cause taken out). Added field.
+	Expected bool `json:"expected"`
 }
 
 // DiffRankJSON compares one device position (rank) of the two sides.
@@ -374,6 +435,9 @@ type DiffSideJSON struct {
 	// MeanStepNS is the mean step; MeanNS each category's mean per step, adding up to it.
 	MeanStepNS int64            `json:"mean_step_ns"`
 	MeanNS     map[string]int64 `json:"mean_ns"`
+	// AlignedBy says, per run of 2+ devices, how its ranks' steps were aligned: "index",
+	// "time" or "index, first N" (decode_steps then counts aligned steps). Added field.
+	AlignedBy []string `json:"aligned_by,omitempty"`
 }
 
 // NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.

@@ -95,7 +95,7 @@ func sideJSON(s *compare.SideSummary) DiffSideJSON {
 	out := DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
 		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config),
-		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}}
+		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}, AlignedBy: s.AlignedBy}
 	for _, c := range kernelclass.Order {
 		out.MeanNS[c.String()] = int64(s.Means[c])
 	}
@@ -131,7 +131,7 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
 		Step: diffRowJSON(c, &c.Step), Categories: map[string]DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
 		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{},
-		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)),
+		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)), Sample: sampleKind(c),
 		Tested: c.Tested, Untested: c.Untested, WhatChanged: []StoryItemJSON{}}
 	for i := range c.Categories {
 		out.Categories[c.Categories[i].Name] = diffRowJSON(c, &c.Categories[i])
@@ -295,9 +295,12 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 		ew.printf("%s\n", TerminalSafe(l))
 	}
 	ew.printf("%s\n\n", diffVerdict(c))
-	unit := "step"
+	unit := sampleWords(c)
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"
+		if ranked(c) {
+			unit += " over its aligned steps (each the step on the slowest rank)"
+		}
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
@@ -474,4 +477,37 @@ func center(s string, w int) string {
 	}
 	l := (w - n) / 2
 	return strings.Repeat(" ", l) + s + strings.Repeat(" ", w-n-l)
+}
+
+// ranked reports whether a side's runs have two or more devices with steps of the phase:
+// its samples are aligned steps.
+func ranked(c *compare.Comparison) bool { return len(c.Base.AlignedBy)+len(c.New.AlignedBy) > 0 }
+
+// sampleWords says what one sample of the step is: "step", or with several ranks "aligned
+// step: the step's wall on the slowest of the ranks (they run in lock step), ranks not
+// pooled; per-rank rows below" and how the steps were aligned.
+func sampleWords(c *compare.Comparison) string {
+	if !ranked(c) {
+		return "step"
+	}
+	how := map[string]bool{}
+	var hs []string
+	for _, h := range append(append([]string{}, c.Base.AlignedBy...), c.New.AlignedBy...) {
+		if !how[h] {
+			how[h] = true
+			hs = append(hs, h)
+		}
+	}
+	return fmt.Sprintf("aligned step (ranks aligned by %s): the step on the slowest rank, as ranks run in lock step; ranks are not pooled (n = aligned steps), each rank has its rows below", strings.Join(hs, "; "))
+}
+
+// sampleKind is the JSON's "sample": step, aligned_step (the slowest rank's) or run.
+func sampleKind(c *compare.Comparison) string {
+	switch {
+	case c.Options.PerRun:
+		return "run"
+	case ranked(c):
+		return "aligned_step"
+	}
+	return "step"
 }

@@ -67,6 +67,9 @@ var reportCmd = &command{
 			if err != nil {
 				return notOneRun(optionUsage("report", err))
 			}
+			if err := skipLeavesSteps(name, opt.Skip, sum); err != nil {
+				return err
+			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
 			o.phase("summarize")
@@ -110,6 +113,9 @@ func reportApart(ctx context.Context, files []string, o *stdio, af *analysisFlag
 		sum, err := breakdown.Summarize(t, opt)
 		if err != nil {
 			return optionUsage("report", err)
+		}
+		if err := skipLeavesSteps(f, opt.Skip, sum); err != nil {
+			return err
 		}
 		t.Release()
 		reps = append(reps, findings.Of(sum))
