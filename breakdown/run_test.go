@@ -243,4 +243,44 @@ func TestRunNotOneRun(t *testing.T) {
 		`UPDATE META_DATA_CAPTURE SET value = '/work/main/testdata/capture/workload.py' WHERE name = 'PROCESS_0:ARGUMENT_4'`,
 		`UPDATE META_DATA_CAPTURE SET value = 'python3' WHERE name = 'PROCESS_0:COMMAND'`}})
 	expect("other collectives", []string{a, d}, d, "do not end together")
+	// The same run's other rank without its all-gathers: 8 collective kernels per step
+	// against 9.
+	e := split(eager, pe[1], nsystest.Part{SQL: []string{`DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName IN
+		(SELECT id FROM StringIds WHERE value LIKE 'ncclDevKernel_AllGather%')`}})
+	expect("other collective counts", []string{a, e}, e, "its GPUs run 8 collective kernels per aligned step, tp2-moe-eager.part0.sqlite's 9")
+}
+
+// TestRunWallClockOnly: ranks of one run without any collective (both files' NCCL kernels
+// removed) are placed by their session starts alone, and the report says so.
+func TestRunWallClockOnly(t *testing.T) {
+	dir := t.TempDir()
+	src := runCapture(t, "tp2-moe-eager", dir)
+	whole, err := nsys.Open(context.Background(), src, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := devicePIDs(t, whole)
+	noNCCL := []string{`DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE demangledName IN (SELECT id FROM StringIds WHERE value LIKE 'nccl%')`}
+	parts := nsystest.Split(t, src, dir, []nsystest.Part{{PID: pids[0], SQL: noNCCL},
+		{PID: pids[1], Shift: int64(time.Second), StartShift: -int64(time.Second) + 2e6, SQL: noNCCL}})
+	m, err := openMerged(t, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(m, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rep.Run
+	if rc == nil || rc.ByCollectives || rc.Passes != 1 || rc.Files[0].Refined || rc.Files[0].Offset != rc.Files[0].WallOffset ||
+		rc.Files[0].WallOffset != time.Second-2*time.Millisecond {
+		t.Fatalf("run clock %+v, want the session starts only", rc)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w.Error(), "cross-rank timing is by wall clock only")
+	}
+	if !found {
+		t.Errorf("no wall-clock warning in %v", rep.Warnings)
+	}
 }

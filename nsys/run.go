@@ -242,6 +242,7 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 		m.Procs = append(m.Procs, t.Procs...)
 		g.sites = append(g.sites, SiteID(len(m.Sites)))
 		dm := map[DeviceID]DeviceID{}
+		pids := mainPIDs(t)
 		devs := slices.Clone(t.Devices)
 		slices.SortFunc(devs, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
 		for _, d := range devs {
@@ -250,7 +251,7 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 			nd := d
 			nd.ID = id
 			m.Devices = append(m.Devices, nd)
-			run.Devices = append(run.Devices, RunDevice{File: i, Device: d.ID, PID: mainPID(t, d.ID)})
+			run.Devices = append(run.Devices, RunDevice{File: i, Device: d.ID, PID: pids[d.ID]})
 			run.Files[i].Devices = append(run.Files[i].Devices, id)
 		}
 		g.devs = append(g.devs, dm)
@@ -322,24 +323,32 @@ func (g *merger) dev(i int, d DeviceID) DeviceID {
 	return id
 }
 
-// mainPID returns the pid of the process that launched most kernels on device d of t.
-func mainPID(t *Trace, d DeviceID) int64 {
-	count := map[ProcID]int{}
+// mainPIDs returns, per device of t, the pid of the process that launched most of its
+// kernels (one pass over the kernels).
+func mainPIDs(t *Trace) map[DeviceID]int64 {
+	type key struct {
+		d DeviceID
+		p ProcID
+	}
+	count := map[key]int{}
 	for _, k := range t.Kernels {
-		if s := &t.Sites[k.Site]; s.Device == d {
-			count[s.Proc]++
+		s := &t.Sites[k.Site]
+		count[key{s.Device, s.Proc}]++
+	}
+	best := map[DeviceID]key{}
+	for k, c := range count {
+		b, ok := best[k.d]
+		if !ok || c > count[b] || c == count[b] && k.p < b.p {
+			best[k.d] = k
 		}
 	}
-	best, n := ProcID(0), -1
-	for p, c := range count {
-		if c > n || c == n && p < best {
-			best, n = p, c
+	out := map[DeviceID]int64{}
+	for d, k := range best {
+		if int(k.p) < len(t.Procs) {
+			out[d] = (t.Procs[k.p] >> 24) & 0xFFFFFF
 		}
 	}
-	if n < 0 || int(best) >= len(t.Procs) {
-		return 0
-	}
-	return (t.Procs[best] >> 24) & 0xFFFFFF
+	return out
 }
 
 // kernels copies every file's kernels into one array and sorts it; each file's array is
