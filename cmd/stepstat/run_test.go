@@ -120,6 +120,14 @@ func TestReportRunFolder(t *testing.T) {
 	if l := lineWith(diff, "  whole step "); code != 0 || !strings.Contains(l, "+0ns/step") {
 		t.Errorf("diff of the run and the whole capture: %d %s\n%s", code, stderr, diff)
 	}
+	// A folder per side, and repeated runs of folders (commas), as the help says.
+	code, diff2, stderr := runCLI("diff", "split="+folder, "whole="+whole)
+	if code != 0 || diff2 != strings.ReplaceAll(diff, filepath.Join(folder, "rank0.sqlite")+"+"+filepath.Join(folder, "rank1.sqlite"), folder) {
+		t.Errorf("diff with a folder side differs from the + side: %d %s\n%s", code, stderr, diff2)
+	}
+	if code, out, stderr := runCLI("diff", "a="+folder+","+folder, "b="+whole+","+whole); code != 0 || !strings.Contains(out, "a: ") {
+		t.Errorf("diff of repeated folder runs: %d %s\n%s", code, stderr, out)
+	}
 }
 
 func lineWith(s, prefix string) string {
