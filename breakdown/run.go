@@ -62,6 +62,11 @@ type RunClockFile struct {
 	// with every rank of the reference file).
 	Refined bool
 	Matched int
+	// Drift is how much the matched calls' end differences change over Span, the time the
+	// calls cover: a rate difference of the hosts' clocks, which one offset per file does
+	// not take out (it is exact at mid-capture; Uncertainty holds the drift). Reported
+	// when it exceeds the spread around it and minUncertainty; 0 otherwise.
+	Drift, Span time.Duration
 	// Devices are the report's device ids of the file's devices.
 	Devices []nsys.DeviceID
 }
@@ -107,6 +112,11 @@ func summarizeRun(t *nsys.Trace, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, errors.New("run of several files: no collective matched across the files' ranks, so cross-rank timing is by wall clock only (the files' session starts, as exact as the hosts' clocks)"))
 	}
 	for i, f := range rep.Run.Files {
+		if f.Drift != 0 {
+			rep.Warnings = append(rep.Warnings, fmt.Errorf("%s: its clock drifts against %s's: the matched collectives' end differences change by %s over %s (%.1f ppm); one offset per file is exact at mid-capture, the stated ± %s includes the drift",
+				filepath.Base(f.Path), filepath.Base(rep.Run.Files[rep.Run.Reference].Path), FormatDuration(int64(f.Drift)), FormatDuration(int64(f.Span)),
+				float64(f.Drift)/float64(f.Span)*1e6, FormatDuration(int64(f.Uncertainty))))
+		}
 		if !f.Origin.HasStart && i != rep.Run.Reference {
 			rep.Warnings = append(rep.Warnings, fmt.Errorf("%s: no session start recorded (TARGET_INFO_SESSION_START_TIME): placed at the reference file's start", filepath.Base(f.Path)))
 		}
@@ -119,6 +129,10 @@ type clockEstimate struct {
 	delta   []time.Duration // per file, to add to its offset
 	spread  []time.Duration // per file, half the 10-90% range of the end differences
 	matched []int           // per file, matched calls compared
+	// detrended is spread around the line of the differences over time (a drift of the
+	// hosts' clock rates taken out); drift is that line's change over span, the time the
+	// matched calls cover.
+	detrended, drift, span []time.Duration
 }
 
 // shift reports whether a correction is worth applying: larger than its uncertainty (and
@@ -136,7 +150,8 @@ func (e *clockEstimate) shift() bool {
 // of the reference file's: the median difference is the file's correction.
 func estimateClock(run *nsys.Run, rep *Report) clockEstimate {
 	n := len(run.Files)
-	est := clockEstimate{delta: make([]time.Duration, n), spread: make([]time.Duration, n), matched: make([]int, n)}
+	est := clockEstimate{delta: make([]time.Duration, n), spread: make([]time.Duration, n), matched: make([]int, n),
+		detrended: make([]time.Duration, n), drift: make([]time.Duration, n), span: make([]time.Duration, n)}
 	rr := rep.Ranks
 	if rr == nil || len(rr.Calls) == 0 {
 		return est
@@ -146,6 +161,7 @@ func estimateClock(run *nsys.Run, rep *Report) clockEstimate {
 		fileOf[d] = run.Devices[rr.Devices[d].Device].File
 	}
 	diffs := make([][]float64, n)
+	at := make([][]float64, n) // the reference rank's end of each difference
 	for _, c := range rr.Calls {
 		for d, a := range c.Arrivals {
 			f := fileOf[d]
@@ -155,6 +171,7 @@ func estimateClock(run *nsys.Run, rep *Report) clockEstimate {
 			for r, b := range c.Arrivals {
 				if fileOf[r] == run.Reference {
 					diffs[f] = append(diffs[f], float64(b.End-a.End))
+					at[f] = append(at[f], float64(b.End))
 				}
 			}
 		}
@@ -165,10 +182,47 @@ func estimateClock(run *nsys.Run, rep *Report) clockEstimate {
 		}
 		med := QuantileF(diffs[f], 0.5)
 		est.delta[f] = time.Duration(math.Round(med))
-		est.spread[f] = time.Duration(math.Round((QuantileF(diffs[f], 0.9) - QuantileF(diffs[f], 0.1)) / 2))
+		est.spread[f] = time.Duration(math.Round(halfRange(diffs[f])))
 		est.matched[f] = len(rr.Calls)
+		// A rate difference of the hosts' clocks (drift) makes the differences a line in
+		// time rather than a constant: its slope (Theil-Sen), the change over the matched
+		// calls' span, and the spread around it.
+		slope := theilSen(at[f], diffs[f])
+		lo, hi := slices.Min(at[f]), slices.Max(at[f])
+		mid := (lo + hi) / 2
+		res := make([]float64, len(diffs[f]))
+		for i := range res {
+			res[i] = diffs[f][i] - slope*(at[f][i]-mid)
+		}
+		est.detrended[f] = time.Duration(math.Round(halfRange(res)))
+		est.drift[f] = time.Duration(math.Round(slope * (hi - lo)))
+		est.span[f] = time.Duration(hi - lo)
 	}
 	return est
+}
+
+// halfRange is half the 10-90% range of xs.
+func halfRange(xs []float64) float64 { return (QuantileF(xs, 0.9) - QuantileF(xs, 0.1)) / 2 }
+
+// theilSen returns the Theil-Sen slope of ys over xs: the median of the pairwise slopes, of
+// at most 256 points evenly spread over the samples (robust to the few calls matched
+// wrongly); 0 with fewer than 2 points of distinct x.
+func theilSen(xs, ys []float64) float64 {
+	const most = 256
+	idx := make([]int, 0, most)
+	for i := 0; i < most && i < len(xs); i++ {
+		idx = append(idx, i*len(xs)/min(most, len(xs)))
+	}
+	var slopes []float64
+	for a := range idx {
+		for b := a + 1; b < len(idx); b++ {
+			i, j := idx[a], idx[b]
+			if dx := xs[j] - xs[i]; dx != 0 {
+				slopes = append(slopes, (ys[j]-ys[i])/dx)
+			}
+		}
+	}
+	return QuantileF(slopes, 0.5)
 }
 
 // oneRunCheck refuses files whose ranks run a different number of collective kernels per
@@ -214,11 +268,11 @@ const maxEndSpread = 50 * time.Microsecond
 // reference file's on the refined clock: not ranks of one run.
 func endsCheck(run *nsys.Run, est clockEstimate) error {
 	for f := range run.Files {
-		if est.matched[f] > 0 && est.spread[f] > maxEndSpread {
+		if est.matched[f] > 0 && est.detrended[f] > maxEndSpread {
 			ref := run.Files[run.Reference].Path
 			return &nsys.NotOneRunError{Path: run.Files[f].Path, Other: ref, Why: fmt.Sprintf(
-				"the %d collectives matched with %s's do not end together (their ends differ by ±%s at the best offset; ranks of one run: about a microsecond)",
-				est.matched[f], filepath.Base(ref), FormatDuration(int64(est.spread[f])))}
+				"the %d collectives matched with %s's do not end together (their ends differ by ±%s at the best offset and clock drift; ranks of one run: about a microsecond)",
+				est.matched[f], filepath.Base(ref), FormatDuration(int64(est.detrended[f])))}
 		}
 	}
 	return nil
@@ -235,6 +289,9 @@ func runClock(run *nsys.Run, rep *Report, est clockEstimate, passes int) *RunClo
 			cf.Refined, cf.Matched = true, est.matched[i]
 			cf.Uncertainty = max(est.spread[i], est.delta[i].Abs(), minUncertainty)
 			rc.ByCollectives = true
+			if d := est.drift[i].Abs(); d > 2*est.detrended[i] && d > minUncertainty {
+				cf.Drift, cf.Span = est.drift[i], est.span[i]
+			}
 		}
 		rc.Files = append(rc.Files, cf)
 	}

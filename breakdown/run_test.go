@@ -3,6 +3,7 @@ package breakdown_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +284,46 @@ func TestRunWallClockOnly(t *testing.T) {
 	if !found {
 		t.Errorf("no wall-clock warning in %v", rep.Warnings)
 	}
+}
+
+// TestRunClockDrift: the second rank's clock runs 50 ppm fast (140 µs over the 2.8 s of
+// tp2_eager_nvtx's GPU work): the run is still one run (the ends' spread around the drift
+// is a microsecond), the drift is found and warned about, and the stated uncertainty
+// covers it.
+func TestRunClockDrift(t *testing.T) {
+	dir := t.TempDir()
+	src := runCapture(t, "tp2_eager_nvtx", dir)
+	whole, err := nsys.Open(context.Background(), src, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := devicePIDs(t, whole)
+	parts := nsystest.Split(t, src, dir, []nsystest.Part{{PID: pids[0]}, {PID: pids[1], DriftPPM: 50}})
+	m, err := openMerged(t, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(m, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Run.Files[1-rep.Run.Reference]
+	want := float64(f.Span) * 50e-6 // file 1 runs fast: its ends come later and later
+	if rep.Run.Reference == 1 {
+		want = -want
+	}
+	if f.Drift == 0 || math.Abs(float64(f.Drift)+want) > 0.1*math.Abs(want) {
+		t.Errorf("drift %v over %v, want %v", f.Drift, f.Span, time.Duration(-want))
+	}
+	if f.Uncertainty < f.Drift.Abs()/3 {
+		t.Errorf("uncertainty %v does not hold the drift %v", f.Uncertainty, f.Drift)
+	}
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || strings.Contains(w.Error(), "drifts against")
+	}
+	if !found {
+		t.Errorf("no drift warning in %v", rep.Warnings)
+	}
+	t.Logf("reference %d; offset %v ± %v; drift %v over %v", rep.Run.Reference, f.Offset, f.Uncertainty, f.Drift, f.Span)
 }

@@ -44,6 +44,11 @@ type RunFileJSON struct {
 	UncertaintyNS int64 `json:"uncertainty_ns"`
 	Refined       bool  `json:"refined"`
 	MatchedCalls  int   `json:"matched_calls"`
+	// DriftNS is how much the matched calls' end differences change over DriftSpanNS (a
+	// rate difference of the hosts' clocks; one offset is exact at mid-capture); 0 when not
+	// above the spread around it and 1 µs.
+	DriftNS     int64 `json:"drift_ns"`
+	DriftSpanNS int64 `json:"drift_span_ns"`
 }
 
 // DeviceSourceJSON says where a device of a run of several files comes from (per device
@@ -67,7 +72,7 @@ func runJSON(rc *breakdown.RunClock) *RunJSON {
 	for _, f := range rc.Files {
 		fj := RunFileJSON{Path: f.Path, Program: f.Origin.Program, Devices: []int{}, WallOffsetNS: int64(f.WallOffset),
 			OffsetNS: int64(f.Offset), CorrectionNS: int64(f.Correction), UncertaintyNS: int64(f.Uncertainty),
-			Refined: f.Refined, MatchedCalls: f.Matched}
+			Refined: f.Refined, MatchedCalls: f.Matched, DriftNS: int64(f.Drift), DriftSpanNS: int64(f.Span)}
 		if f.Origin.HasStart {
 			fj.SessionStartNS = f.Origin.SessionStart
 		}

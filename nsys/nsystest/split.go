@@ -20,6 +20,10 @@ type Part struct {
 	// earlier has Shift added to its timestamps and -Shift to its start; a host clock
 	// that reads Skew ahead adds Skew to the start as well.
 	Shift, StartShift int64
+	// DriftPPM makes the part's clock run that many parts per million fast: every
+	// timestamp t becomes t + t*DriftPPM/1e6 (before Shift), as a host clock of another
+	// rate would have recorded it.
+	DriftPPM float64
 	// Env, when not empty, is appended to the recorded environment
 	// (TARGET_INFO_SYSTEM_ENV DeviceEnvironment), e.g. "RANK=1;LOCAL_RANK=1".
 	Env string
@@ -108,10 +112,11 @@ func splitPart(path string, p Part) error {
 				stmts = append(stmts, fmt.Sprintf(`DELETE FROM %s WHERE %s IS NOT NULL AND ((%s >> 24) & 16777215) != %d`, q, c, c, p.PID))
 			}
 		}
-		if p.Shift != 0 {
+		if p.Shift != 0 || p.DriftPPM != 0 {
 			for _, c := range []string{"start", "end", "timestamp"} {
 				if cols[c] {
-					stmts = append(stmts, fmt.Sprintf(`UPDATE %s SET "%s" = "%s" + %d WHERE "%s" IS NOT NULL AND "%s" >= 0`, q, c, c, p.Shift, c, c))
+					stmts = append(stmts, fmt.Sprintf(`UPDATE %s SET "%s" = "%s" + CAST("%s" * %g / 1e6 AS INTEGER) + %d WHERE "%s" IS NOT NULL AND "%s" >= 0`,
+						q, c, c, c, p.DriftPPM, p.Shift, c, c))
 				}
 			}
 			if tb == "ANALYSIS_DETAILS" {
