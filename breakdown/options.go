@@ -45,6 +45,9 @@ type Options struct {
 	NoContext bool
 	// split, when not nil, replaces splitAt for account (tests of the split sweep).
 	split func(steps, kernels int) int
+	// clockPass is set on the passes of summarizeRun (run.go): the trace's files are on
+	// the clock as they are.
+	clockPass bool
 }
 
 // A PhaseSelection says which steps a summary covers.

@@ -31,6 +31,9 @@ func SummarizeContext(ctx context.Context, t *nsys.Trace, opt Options) (*Report,
 }
 
 func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
+	if t.Run != nil && !opt.clockPass {
+		return summarizeRun(t, opt) // several files: their clocks first (run.go)
+	}
 	if !t.HasGPUActivity() {
 		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
 	}

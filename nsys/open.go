@@ -153,6 +153,7 @@ func (r *reader) read() error {
 	if err := r.readConfig(); err != nil {
 		return err
 	}
+	r.readOrigin()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {

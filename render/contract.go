@@ -72,6 +72,7 @@ type ReportJSON struct {
 	// Plan is the answer the text leads with: the limiter, what would lead after it, one
 	// group per rule. Added field.
 	Plan *PlanJSON `json:"plan,omitempty"`
+	Run  *RunJSON  `json:"run,omitempty"` // a run given as several files (run.go)
 }
 
 // PlanJSON is the report's answer as a plan (findings.Report.Groups, Limiter, Then).
@@ -142,6 +143,9 @@ type DeviceJSON struct {
 	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
+	// Source says which file, process and CUDA device of a run of several files the
+	// device is (run.go); absent for one file.
+	Source *DeviceSourceJSON `json:"source,omitempty"`
 }
 
 // FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
