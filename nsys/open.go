@@ -115,7 +115,8 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: fi.Size()},
 		shared: &shared{procs: &procTable{ids: map[int64]ProcID{}}, reads: &readLog{}}}
 	if !opt.SQLiteOnly {
-		f, err := sqlitefile.Open(path)
+		// The -wal beside the file a link names is the one SQLite would apply.
+		f, err := sqlitefile.Open(resolveLinks(path))
 		switch {
 		case err == nil:
 			r.shared.file = f
@@ -134,6 +135,7 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	}
 	r.t.Reads = r.shared.reads.sorted()
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
+	r.t.Warnings = append(r.t.Warnings, r.shared.reads.lostWarnings()...)
 	warnSidecars(r.t, path)
 	return r.t, nil
 }
@@ -151,6 +153,7 @@ func (r *reader) read() error {
 	if err := r.readConfig(); err != nil {
 		return err
 	}
+	r.readOrigin()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {
@@ -183,7 +186,9 @@ func (r *reader) read() error {
 
 func (r *reader) has(table string) bool { _, ok := r.schema.cols[table]; return ok }
 
-func (r *reader) hasCol(table, col string) bool { return r.schema.cols[table][col] }
+// hasCol reports whether table has the column col, matched as SQLite matches column
+// names: in any letter case (ASCII), so a correlationId spelled CorrelationID is read.
+func (r *reader) hasCol(table, col string) bool { return r.schema.cols[table][strings.ToLower(col)] }
 
 func (r *reader) warnf(format string, args ...any) {
 	r.warns = append(r.warns, fmt.Errorf(format, args...))
@@ -236,6 +241,7 @@ func (r *reader) readTables() error {
 				cr.Close()
 				return err
 			}
+			c = strings.ToLower(c) // SQLite matches column names in any letter case
 			if hidden == 0 {
 				cols[c] = true
 			}

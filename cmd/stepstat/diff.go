@@ -28,24 +28,38 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
+		// The speed-of-light flags are report's: registered so that giving one says so
+		// (below), hidden so that diff's help does not offer them.
+		for _, n := range reportOnlyFlags {
+			fs.MarkHidden(n)
+		}
 		return func(ctx context.Context, args []string, o *stdio) error {
 			if len(args) != 2 {
 				return usagef("diff", "need exactly two inputs (got %d)", len(args))
 			}
-			for _, n := range []string{"sol-step", "sol-bytes", "bandwidth", "batch"} {
+			for _, n := range reportOnlyFlags {
 				if fs.Changed(n) {
 					return usagef("diff", "--%s applies to report only (diff compares steps, not a speed-of-light floor)", n)
 				}
 			}
 			var inputs []string
+			runs := make([][]diffRun, 2)
 			for i, a := range args {
-				_, files := splitSide(a, i)
-				if len(files) == 0 {
+				_, items := splitSide(a, i)
+				if len(items) == 0 {
 					return usagef("diff", "%s side %q names no file", [...]string{"base", "new"}[i], a)
 				}
-				inputs = append(inputs, files...)
+				for _, it := range items {
+					files, name, err := runFiles("diff", runItems(it))
+					if err != nil {
+						return err
+					}
+					runs[i] = append(runs[i], diffRun{files, name})
+					inputs = append(inputs, files...)
+				}
 			}
 			if err := checkOutputs("diff", []string{*output, *html}, inputs); err != nil {
 				return err
@@ -75,17 +89,20 @@ var diffCmd = &command{
 			phase := opt.Phase.Phase()
 			sides := make([]compare.Side, 2)
 			for i, arg := range args {
-				label, files := splitSide(arg, i)
+				label, _ := splitSide(arg, i)
 				sides[i].Label = label
-				for _, f := range files {
-					t, err := openTrace(ctx, f, o, af.progress, af.cache)
+				for _, r := range runs[i] {
+					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache)
 					if err != nil {
 						return err
 					}
 					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
+					rep, err := breakdown.SummarizeContext(ctx, t, opt)
 					if err != nil {
-						return optionUsage("diff", err)
+						return notOneRun(optionUsage("diff", err))
+					}
+					if err := skipLeavesSteps(r.name, opt.Skip, rep); err != nil {
+						return err
 					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
@@ -105,19 +122,27 @@ var diffCmd = &command{
 				case "html":
 					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
 				}
-				return render.DiffText(w, c)
+				return render.DiffText(w, c, textWidth(*output, o.out))
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
 			}
 			o.phase("render")
 			if *html != "" {
-				return writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) })
+				if err := writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) }); err != nil {
+					return err
+				}
+			}
+			if slower, what := c.Regression(); *failOnRegression && slower {
+				return &regressionError{what: what}
 			}
 			return nil
 		}
 	},
 }
+
+// reportOnlyFlags are the analysis flags that diff refuses: the speed-of-light floor.
+var reportOnlyFlags = []string{"sol-step", "sol-bytes", "bandwidth", "batch"}
 
 // parseMinChange parses --min-change: a percentage of the base mean step ("1%", "0.5%")
 // or a time per step ("5us", "1µs", "0.2ms"); the other is 0.
@@ -148,10 +173,22 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	if label == "" {
 		if len(files) > 0 {
-			label = strings.TrimSuffix(filepath.Base(files[0]), filepath.Ext(files[0]))
+			first := runItems(files[0])[0] // a run of several files is named by its first
+			label = strings.TrimSuffix(filepath.Base(first), filepath.Ext(first))
 		} else {
 			label = [...]string{"base", "new"}[i]
 		}
 	}
 	return label, files
 }
+
+// diffRun is one run of a diff side: its files and its name.
+type diffRun struct {
+	files []string
+	name  string
+}
+// A regressionError is diff --fail-on-regression's verdict: the new side is significantly
+// slower. Exit status 3.
+type regressionError struct{ what string }
+
+func (e *regressionError) Error() string { return "regression: " + e.what }
