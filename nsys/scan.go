@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
@@ -267,28 +270,40 @@ func readParts[T any, P any, PP interface {
 }
 
 // renumber replaces the part-local id of each row (id) with a global one: global(d, local)
-// gives it, called once per local id a part's rows use, in row order. rows are the parts'
-// rows joined in part order; n(d) is the size of part d's local table.
+// gives it, called once per local id a part's rows use, in the order the rows first use
+// them. rows are the parts' rows joined in part order; n(d) is the size of part d's local
+// table. A part numbers its local ids in the order its rows first use them (each is made
+// for the row that needs it), so the global ids are given part by part, local id by local
+// id, and the rows rewritten, part by part at once.
 func renumber[T any, P any, PP interface {
 	*P
 	tablePart[T]
 }, ID ~uint32](rows []T, parts []P, id func(*T) *ID, n func(PP) int, global func(PP, ID) ID) {
-	at := 0
+	remaps := make([][]ID, len(parts))
 	for i := range parts {
 		d := PP(&parts[i])
 		remap := make([]ID, n(d))
 		for k := range remap {
-			remap[k] = ^ID(0)
+			remap[k] = global(d, ID(k))
 		}
-		for k := at; k < at+len(d.out().rows); k++ {
-			p := id(&rows[k])
-			if remap[*p] == ^ID(0) {
-				remap[*p] = global(d, *p)
-			}
-			*p = remap[*p]
-		}
-		at += len(d.out().rows)
+		remaps[i] = remap
 	}
+	var g errgroup.Group
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
+	at := 0
+	for i := range parts {
+		part := rows[at : at+len(PP(&parts[i]).out().rows)]
+		at += len(part)
+		remap := remaps[i]
+		g.Go(func() error {
+			for k := range part {
+				p := id(&part[k])
+				*p = remap[*p]
+			}
+			return nil
+		})
+	}
+	g.Wait()
 }
 
 // defaultPartRows is about the number of rows of a part: small enough that the two lanes
@@ -348,9 +363,32 @@ func (r *reader) maxRowid(table string) int {
 }
 
 // sortUnlessSorted sorts s by cmp; tables come sorted most of the time, and checking costs
-// a fraction of sorting.
+// a fraction of sorting (checked in pieces at once: large tables are tens of millions of
+// rows).
 func sortUnlessSorted[T any](s []T, cmp func(a, b T) int) {
-	if !slices.IsSortedFunc(s, cmp) {
+	if !isSorted(s, cmp) {
 		slices.SortFunc(s, cmp)
 	}
+}
+
+// isSorted is slices.IsSortedFunc, in pieces at once from 2^20 elements on.
+func isSorted[T any](s []T, cmp func(a, b T) int) bool {
+	const piece = 1 << 19
+	if len(s) < 2*piece {
+		return slices.IsSortedFunc(s, cmp)
+	}
+	var g errgroup.Group
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
+	var unsorted atomic.Bool
+	for lo := 0; lo < len(s); lo += piece {
+		hi := min(lo+piece+1, len(s)) // one past: the pieces overlap by an element
+		g.Go(func() error {
+			if !unsorted.Load() && !slices.IsSortedFunc(s[lo:hi], cmp) {
+				unsorted.Store(true)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return !unsorted.Load()
 }
