@@ -43,6 +43,7 @@ measure() { # key, command...
 	timed "$out/t" "$@" > "$out/stdout" 2> "$out/stderr" || { echo "bench: $key failed:" >&2; cat "$out/stderr" >&2; exit 1; }
 	read -r wall rss < "$out/t"
 	printf '%s %s %s\n' "$key" "$wall" "$rss" >> "$out/results"
+	printf 'bench: %s %ss %sKB\n' "$key" "$wall" "$rss" >&2 # as it goes: a run cut short keeps these
 }
 # total(), not sum(): sums of timestamps overflow.
 scan() {
