@@ -142,6 +142,17 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 	out.Warnings = append(out.Warnings, diffTopWarnings(c)...)
 	out.Warnings = append(out.Warnings, diffRowWarnings(c)...)
 	out.Findings = findingChangesJSON(c.Findings)
+	if c.Token != nil {
+		t := diffRowJSON(c, c.Token)
+		out.Token = &t
+	}
+	if c.BaseRounds.Rounds+c.NewRounds.Rounds > 0 {
+		rj := func(r *compare.SideRounds) RoundsJSON {
+			return RoundsJSON{Steps: r.Steps, Rounds: r.Rounds, DraftForwards: round3(r.DraftForwards), Speculative: r.Speculative,
+				Tokens: r.Tokens, TokensFrom: r.TokensFrom, PerTokenNS: int64(r.PerToken), TokensPerStep: round3(r.TokensPerStep)}
+		}
+		out.Rounds = &DiffRoundsJSON{Base: rj(&c.BaseRounds), New: rj(&c.NewRounds)}
+	}
 	out.Ranks = diffRanksJSON(c)
 	for _, it := range c.Story() {
 		sj := StoryItemJSON{Name: it.Row.Name, Ranks: []int{}}
@@ -291,8 +302,14 @@ func rowPN(r *compare.Row) string {
 // kernel changes, then numbered warnings.
 func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
+	for _, l := range diffLead(c) {
+		ew.printf("%s\n", TerminalSafe(l))
+	}
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
 		ew.printf("%s\n", TerminalSafe(l))
+	}
+	if v := tokenVerdict(c); v != "" {
+		ew.printf("%s\n", v)
 	}
 	ew.printf("%s\n\n", diffVerdict(c))
 	unit := sampleWords(c)

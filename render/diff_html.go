@@ -147,6 +147,10 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	out.NotComparable = notComparableTable(c)
 	out.Story = storyTable(c, bl, nl)
 	out.RankWait = diffRankWaitTable(c)
+	if tr := c.Token; tr != nil { // the verdict is per token; the step is a round
+		out.Lead = fmt.Sprintf("Time per token: mean %s → %s, %s %s; per round: %s", breakdown.FormatDurationF(tr.Mean.Base),
+			breakdown.FormatDurationF(tr.Mean.New), meanWords(c, tr), meanPN(c, tr), out.Lead)
+	}
 	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
@@ -102,4 +103,48 @@ func TestTextUnits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRoundsLead: the report of assisted decoding (serve-assisted: 4 draft forwards per
+// verify forward) leads with the rounds warning, the rounds and draft forwards per round,
+// and how to get time per token; with the tokens given, the time per token in the warning
+// and the device line. A diff of it leads with the same warning. A capture without rounds
+// has no such line.
+func TestRoundsLead(t *testing.T) {
+	r := findings.Of(traceReport(t, filepath.Join("..", "testdata", "traces", "serve-assisted.sqlite.gz"), breakdown.Options{}))
+	text := func(r *findings.Report) string {
+		var b bytes.Buffer
+		ew := &errWriter{w: &b}
+		textHeadline(ew, r)
+		return b.String()
+	}
+	s := text(r)
+	if !strings.HasPrefix(s, RoundsWarning+" (") || !strings.Contains(strings.SplitN(s, "\n", 2)[0], "draft forwards and a verify forward per round; tokens unknown: --tokens N") {
+		t.Errorf("serve-assisted report does not lead with the rounds:\n%s", s)
+	}
+	r.Tokens = 40
+	rd := findings.RoundsOf(r, 0)
+	s = text(r)
+	tok := breakdown.FormatDuration(int64(rd.PerToken)) + "/token"
+	if lines := strings.SplitN(s, "\n", 3); !strings.Contains(lines[0], "40 tokens (--tokens)") || !strings.Contains(lines[0], tok) ||
+		!strings.HasSuffix(lines[1], "; "+tok+" (40 tokens, --tokens)") {
+		t.Errorf("with --tokens 40 (%s): %s", tok, s)
+	}
+	c := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{r}}, compare.Side{Label: "b", Reports: []*findings.Report{r}}, breakdown.Decode, compare.Options{})
+	var b bytes.Buffer
+	if err := DiffText(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), RoundsWarning+" (a: ") || !strings.Contains(b.String(), "\nTime per token: ") {
+		t.Errorf("diff of rounds does not lead with them:\n%s", firstLines(b.String(), 6))
+	}
+	d := findings.Of(traceReport(t, filepath.Join("..", "testdata", "traces", "dense-eager.sqlite.gz"), breakdown.Options{}))
+	if s := text(d); strings.Contains(s, RoundsWarning) {
+		t.Errorf("dense-eager: %s", firstLines(s, 2))
+	}
+}
+
+func firstLines(s string, n int) string {
+	ls := strings.SplitN(s, "\n", n+1)
+	return strings.Join(ls[:min(n, len(ls))], "\n")
 }

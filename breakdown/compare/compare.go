@@ -183,6 +183,9 @@ type Comparison struct {
 	// SamplesNeeded(Alpha)); Untested then says so, and no row has a verdict.
 	Tested   bool
 	Untested string
+	// BaseRounds and NewRounds describe each side's compared steps as speculative rounds
+	// and their tokens (rounds.go).
+	BaseRounds, NewRounds SideRounds
 	// Token compares the time per token (speculative rounds make tokens per step vary):
 	// each side's samples are its steps' walls over their tokens; nil unless both sides
 	// know their tokens (rounds.go).
@@ -210,6 +213,10 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
 	c.Step, c.Categories = compareSteps(bsteps, nsteps, bs.MeanStep, ns.MeanStep, bs.Means, ns.Means, opt, &th)
+	var bper, nper map[*breakdown.Step]float64
+	c.BaseRounds, bper = sideRounds(base, bsteps)
+	c.NewRounds, nper = sideRounds(new, nsteps)
+	c.Token = tokenRow(bsteps, nsteps, bper, nper, opt, &th)
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
@@ -368,6 +375,12 @@ func (c *Comparison) verdicts() {
 		}
 	}
 	each(&c.Step)
+	if c.Token != nil {
+		if c.Token.NotComparable == "" {
+			c.Token.NotComparable = c.Step.NotComparable
+		}
+		each(c.Token)
+	}
 	for i := range c.Categories {
 		each(&c.Categories[i])
 	}

@@ -1,14 +1,20 @@
 package compare_test
 
 import (
+	"context"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // TestAlignedSamples: a 2-GPU diff does not pool ranks. tp2-moe-eager and tp2-moe-graph
@@ -124,5 +130,94 @@ func TestRegression(t *testing.T) {
 	opt.MinChange = 10
 	if c := compare.Compare(side("base", g), side("new", e), breakdown.Decode, opt); func() bool { s, _ := c.Regression(); return s }() {
 		t.Error("a change under --min-change is a regression")
+	}
+}
+
+// truthReport summarises one held-out capture (../shared/traces/truth of the main
+// checkout, or STEPSTAT_TRUTH), decompressed with xz; the test skips without it.
+func truthReport(t *testing.T, name string) *findings.Report {
+	t.Helper()
+	dir := os.Getenv("STEPSTAT_TRUTH")
+	if dir == "" {
+		dir = "../../../shared/traces/truth"
+	}
+	src := filepath.Join(dir, name+".sqlite.xz")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("%s: %v", src, err)
+	}
+	path := filepath.Join(t.TempDir(), name+".sqlite")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("xz", "-dc", src)
+	cmd.Stdout = f
+	err = cmd.Run()
+	f.Close()
+	if err != nil {
+		t.Skipf("xz -dc %s: %v", src, err)
+	}
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+	return findings.Of(rep)
+}
+
+// TestRoundsPerToken: assisted decoding with drafts accepted (spec_decode: 60 tokens in 25
+// decode rounds) against the same with every draft rejected (spec_reject: 40 in 39). Per
+// round the accepting run is slower (44.4 -> 36.4 ms: the rejecting run looks 18% faster);
+// per token it is about twice as fast. Without tokens there is no per-token row and the
+// regression verdict is per round; with them (--tokens 60,40) the verdict is per token:
+// the rejecting side is a significant regression, the reverse is not.
+func TestRoundsPerToken(t *testing.T) {
+	acc, rej := truthReport(t, "spec_decode"), truthReport(t, "spec_reject")
+	side := func(l string, r *findings.Report) compare.Side {
+		return compare.Side{Label: l, Reports: []*findings.Report{r}}
+	}
+	c := compare.Compare(side("accept", acc), side("reject", rej), breakdown.Decode, defaults)
+	if !c.BaseRounds.Speculative || !c.NewRounds.Speculative || c.Token != nil {
+		t.Fatalf("rounds %+v / %+v, token row %v; want both speculative, no token row", c.BaseRounds, c.NewRounds, c.Token)
+	}
+	if c.BaseRounds.Steps != 25 || c.NewRounds.Steps != 39 || !c.Step.Mean.Significant || c.Step.Mean.Delta >= 0 {
+		t.Fatalf("per round: %d and %d rounds, change %.0f ns (significant %v); want 25 and 39, faster", c.BaseRounds.Steps, c.NewRounds.Steps,
+			c.Step.Mean.Delta, c.Step.Mean.Significant)
+	}
+	if slower, _ := c.Regression(); slower {
+		t.Error("per round, the rejecting side is faster: no regression")
+	}
+	acc.Tokens, rej.Tokens = 60, 40
+	c = compare.Compare(side("accept", acc), side("reject", rej), breakdown.Decode, defaults)
+	tr := c.Token
+	if tr == nil {
+		t.Fatal("no per-token row with the tokens known")
+	}
+	var wa, wr time.Duration
+	for _, w := range c.BaseSteps[0] {
+		wa += w
+	}
+	for _, w := range c.NewSteps[0] {
+		wr += w
+	}
+	if got, want := tr.Mean.Base, float64(wa)/60; math.Abs(got-want) > 1 {
+		t.Errorf("accept per token %.0f ns; want the rounds' %v over 60 tokens = %.0f", got, wa, want)
+	}
+	if got, want := tr.Mean.New, float64(wr)/40; math.Abs(got-want) > 1 {
+		t.Errorf("reject per token %.0f ns; want %.0f", got, want)
+	}
+	if ratio := tr.Mean.New / tr.Mean.Base; ratio < 1.7 || ratio > 2.3 || !tr.Mean.Significant {
+		t.Errorf("per token reject/accept %.2f (significant %v); want about 2x", ratio, tr.Mean.Significant)
+	}
+	if slower, what := c.Regression(); !slower || !strings.Contains(what, "per token") {
+		t.Errorf("regression %v (%s); want per token, slower", slower, what)
+	}
+	r := compare.Compare(side("reject", rej), side("accept", acc), breakdown.Decode, defaults)
+	if slower, what := r.Regression(); slower {
+		t.Errorf("reverse: regression %s", what)
 	}
 }

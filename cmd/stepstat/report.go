@@ -21,12 +21,16 @@ var reportCmd = &command{
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		html := fs.String("html", "", "also write the HTML report to this file")
 		top := fs.Int("top", 10, "kernel rows in the text report (0: none)")
+		tokens := fs.Int("tokens", 0, "the tokens the capture generated (for time per token: speculative rounds make several tokens per step); vLLM's step NVTX gives them without it")
 		topKernels := fs.String("top-kernels", "steps", "what the top-kernels table (text, HTML) covers: steps (the summarised steps, graph replays and memory operations as rows) or whole (every kernel of the trace)")
 		af.register(fs)
 		return func(ctx context.Context, args []string, o *stdio) error {
 			path, err := needOne("report", args)
 			if err != nil {
 				return err
+			}
+			if *tokens < 0 {
+				return usagef("report", "--tokens must not be negative (got %d)", *tokens)
 			}
 			if *top < 0 {
 				return usagef("report", "--top must not be negative (got %d)", *top)
@@ -61,6 +65,7 @@ var reportCmd = &command{
 			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
+			rep.Tokens = *tokens
 			o.phase("summarize")
 			htmlOpt := render.DefaultHTMLOptions()
 			htmlOpt.TopKernels = tk
