@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,35 @@ func TestRoundsPerToken(t *testing.T) {
 	r := compare.Compare(side("reject", rej), side("accept", acc), breakdown.Decode, defaults)
 	if slower, what := r.Regression(); slower {
 		t.Errorf("reverse: regression %s", what)
+	}
+}
+
+// TestTokensFromNVTX: with vLLM-style step NVTX (crafted on serve-assisted's steps:
+// execute_context_0(0)_generation_1(k)), each step's time per token is its wall over its
+// k tokens; the same steps with twice the tokens per step are twice as fast per token
+// and the same per round.
+func TestTokensFromNVTX(t *testing.T) {
+	label := func(r *findings.Report, k int) *findings.Report {
+		cp := *r.Report
+		cp.Devices = slices.Clone(r.Devices)
+		cp.Devices[0].Steps = slices.Clone(r.Devices[0].Steps)
+		for i := range cp.Devices[0].Steps {
+			cp.Devices[0].Steps[i].Label = "execute_context_0(0)_generation_1(" + strconv.Itoa(k) + ")"
+		}
+		return findings.Of(&cp)
+	}
+	r := captureReport(t, "serve-assisted")
+	one, two := label(r, 1), label(r, 2)
+	c := compare.Compare(compare.Side{Label: "one", Reports: []*findings.Report{one}}, compare.Side{Label: "two", Reports: []*findings.Report{two}},
+		breakdown.Decode, defaults)
+	if c.Token == nil || c.BaseRounds.TokensFrom != "nvtx" || c.NewRounds.Tokens != 2*c.BaseRounds.Tokens {
+		t.Fatalf("token row %v, rounds %+v / %+v; want tokens from the NVTX", c.Token, c.BaseRounds, c.NewRounds)
+	}
+	if math.Abs(c.Token.Mean.New-c.Token.Mean.Base/2) > 1 || !c.Token.Mean.Significant || c.Step.Mean.Delta != 0 {
+		t.Errorf("per token %.0f -> %.0f (significant %v), per round change %.0f; want half, significant, no change per round",
+			c.Token.Mean.Base, c.Token.Mean.New, c.Token.Mean.Significant, c.Step.Mean.Delta)
+	}
+	if slower, what := c.Regression(); slower {
+		t.Errorf("twice the tokens per round is a regression: %s", what)
 	}
 }
