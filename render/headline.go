@@ -24,6 +24,9 @@ import (
 func deviceHeadline(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
 	if sm.Steps == 0 {
+		if d.Skipped > 0 && len(d.Steps) == 0 {
+			return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found, all skipped)", d.Device, gpuName(d.GPU), phaseWhat(sm), d.Skipped, plural(d.Skipped))
+		}
 		return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found)", d.Device, gpuName(d.GPU), phaseWhat(sm), len(d.Steps), plural(len(d.Steps)))
 	}
 	return fmt.Sprintf("device %d (%s): %s median %s, p10-p90 %s-%s, %d step%s", d.Device, gpuName(d.GPU), phaseWhat(sm),
@@ -411,8 +414,9 @@ func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Durat
 
 // diffHeadlines are the first lines of a diff: one per side.
 func diffHeadlines(c *compare.Comparison) []string {
-	bl, nl := sideNames(c)
-	return []string{sideHeadline("Base", bl, c.Phase, c.BaseSteps), sideHeadline("New", nl, c.Phase, c.NewSteps)}
+	// The lines name the side themselves ("Base de", "New de"): sideNames' "base de" would
+	// say it twice.
+	return []string{sideHeadline("Base", c.Base.Label, c.Phase, c.BaseSteps), sideHeadline("New", c.New.Label, c.Phase, c.NewSteps)}
 }
 
 // meansRow is the stacked bar of a diff side: its mean step by category.

@@ -169,9 +169,14 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		gpu = "GPU n/a"
 	}
 	n := len(d.Steps) + d.Skipped
-	ew.printf("Device %d (%s): %d step%s by %s (%s): %s", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail), breakdown.PhaseCounts(d.Steps))
-	if d.Skipped > 0 {
-		ew.printf("; %d skipped", d.Skipped)
+	ew.printf("Device %d (%s): %d step%s by %s (%s)", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail))
+	switch {
+	case len(d.Steps) == 0 && d.Skipped > 0:
+		ew.printf(", all %d skipped", d.Skipped)
+	case d.Skipped > 0:
+		ew.printf(": %s; %d skipped", breakdown.PhaseCounts(d.Steps), d.Skipped)
+	case len(d.Steps) > 0:
+		ew.printf(": %s", breakdown.PhaseCounts(d.Steps))
 	}
 	ew.printf("\n")
 	if o := &d.Outside; o.Windows > 0 {

@@ -33,11 +33,16 @@ var diffCmd = &command{
 		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
+		// The speed-of-light flags are report's: registered so that giving one says so
+		// (below), hidden so that diff's help does not offer them.
+		for _, n := range reportOnlyFlags {
+			fs.MarkHidden(n)
+		}
 		return func(ctx context.Context, args []string, o *stdio) error {
 			if len(args) != 2 {
 				return usagef("diff", "need exactly two inputs (got %d)", len(args))
 			}
-			for _, n := range []string{"sol-step", "sol-bytes", "bandwidth", "batch"} {
+			for _, n := range reportOnlyFlags {
 				if fs.Changed(n) {
 					return usagef("diff", "--%s applies to report only (diff compares steps, not a speed-of-light floor)", n)
 				}
@@ -94,6 +99,9 @@ var diffCmd = &command{
 					if err != nil {
 						return optionUsage("diff", err)
 					}
+					if err := skipLeavesSteps(f, opt.Skip, rep); err != nil {
+						return err
+					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
 					fr := findings.Of(rep)
@@ -132,6 +140,9 @@ var diffCmd = &command{
 		}
 	},
 }
+
+// reportOnlyFlags are the analysis flags that diff refuses: the speed-of-light floor.
+var reportOnlyFlags = []string{"sol-step", "sol-bytes", "bandwidth", "batch"}
 
 // parseMinChange parses --min-change: a percentage of the base mean step ("1%", "0.5%")
 // or a time per step ("5us", "1µs", "0.2ms"); the other is 0.

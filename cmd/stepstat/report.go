@@ -63,6 +63,9 @@ var reportCmd = &command{
 			if err != nil {
 				return optionUsage("report", err)
 			}
+			if err := skipLeavesSteps(path, opt.Skip, sum); err != nil {
+				return err
+			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
 			rep.Tokens = *tokens
