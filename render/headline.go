@@ -199,6 +199,16 @@ func minorLine(r *findings.Report, gs []findings.Group) string {
 	return fmt.Sprintf("minor (under %g%% of the step): %s", 100*findings.MinorShare, strings.Join(parts, ", "))
 }
 
+// solNote says where far_from_sol is listed when it is: after the causes.
+func solNote(gs []findings.Group) string {
+	for i := range gs {
+		if gs[i].ID == findings.FarFromSOL {
+			return "; far_from_sol after the causes: the distance from the floor, which they explain"
+		}
+	}
+	return ""
+}
+
 // listed reports whether a group is one of the findings listed in full (not minor).
 func listed(g *findings.Group) bool { f := g.Top(); return !f.Minor() }
 
@@ -263,7 +273,7 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 			continue
 		}
 		if n == 0 {
-			ew.printf("Findings (means per step, most time at stake first):\n")
+			ew.printf("Findings (means per step, most time at stake first%s):\n", solNote(gs))
 		}
 		n++
 		ew.printf("  %d. %s\n", n, groupHeadline(r, g))
