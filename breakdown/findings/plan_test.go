@@ -358,3 +358,43 @@ func TestRounds(t *testing.T) {
 		t.Errorf("dense-eager rounds %+v", d)
 	}
 }
+
+// TestPlanLimiterPublic: on every public trace (../shared/traces/public of the main
+// checkout, or STEPSTAT_PUBLIC) that summarises, the limiter is a cause with time at stake,
+// never a warning; without one, no cause above the minor share holds on any device.
+func TestPlanLimiterPublic(t *testing.T) {
+	dir := os.Getenv("STEPSTAT_PUBLIC")
+	if dir == "" {
+		dir = "../../../shared/traces/public"
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sqlite"))
+	if len(files) == 0 {
+		t.Skipf("no public traces in %s", dir)
+	}
+	for _, path := range files {
+		tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+		if err != nil {
+			continue // the corpus holds exports without GPU work: their error is tested elsewhere
+		}
+		rep, err := breakdown.Summarize(tr, breakdown.Options{})
+		tr.Release()
+		if err != nil {
+			continue
+		}
+		fr := findings.Of(rep)
+		g, ok := fr.Limiter()
+		if ok {
+			if f := g.Top(); !f.Cause() || f.AtStake <= 0 || f.Warning() {
+				t.Errorf("%s: limiter %s with %v at stake", filepath.Base(path), f.ID, f.AtStake)
+			}
+			continue
+		}
+		for _, fs := range fr.Findings {
+			for k := range fs {
+				if fs[k].Cause() && !fs[k].Minor() {
+					t.Errorf("%s: no limiter, but %s holds", filepath.Base(path), fs[k].ID)
+				}
+			}
+		}
+	}
+}
