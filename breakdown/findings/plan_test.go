@@ -371,6 +371,12 @@ func TestPlanLimiterPublic(t *testing.T) {
 	if len(files) == 0 {
 		t.Skipf("no public traces in %s", dir)
 	}
+	summarised := 0
+	defer func() {
+		if summarised < len(files)/2 {
+			t.Errorf("%d of %d public traces summarised", summarised, len(files))
+		}
+	}()
 	for _, path := range files {
 		tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 		if err != nil {
@@ -382,6 +388,7 @@ func TestPlanLimiterPublic(t *testing.T) {
 			continue
 		}
 		fr := findings.Of(rep)
+		summarised++
 		g, ok := fr.Limiter()
 		if ok {
 			if f := g.Top(); !f.Cause() || f.AtStake <= 0 || f.Warning() {
