@@ -10,6 +10,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // TestTextHeadlineGolden pins the answer the text report starts with (one line per device,
@@ -147,4 +148,38 @@ func TestRoundsLead(t *testing.T) {
 func firstLines(s string, n int) string {
 	ls := strings.SplitN(s, "\n", n+1)
 	return strings.Join(ls[:min(n, len(ls))], "\n")
+}
+
+// TestRankWords names the ranks a rule holds on by device id, as ranges, out of the
+// report's devices.
+func TestRankWords(t *testing.T) {
+	r := &findings.Report{Report: &breakdown.Report{Devices: make([]breakdown.DeviceReport, 8)}}
+	for i := range r.Devices {
+		r.Devices[i].Device = nsys.DeviceID(i)
+	}
+	f := &findings.Finding{ID: findings.LaunchBound}
+	group := func(devs ...int) *findings.Group {
+		g := &findings.Group{ID: f.ID}
+		for _, d := range devs {
+			g.Members = append(g.Members, findings.Member{Dev: d, F: f})
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		devs []int
+		want string
+	}{
+		{[]int{1}, "rank 1 of 8"},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7}, "ranks 0-7"},
+		{[]int{3, 0, 2}, "ranks 0, 2-3 of 8"},
+		{[]int{7, 5}, "ranks 5, 7 of 8"},
+	} {
+		if got := rankWords(r, group(tc.devs...)); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.devs, got, tc.want)
+		}
+	}
+	one := &findings.Report{Report: &breakdown.Report{Devices: make([]breakdown.DeviceReport, 1)}}
+	if got := rankWords(one, group(0)); got != "" {
+		t.Errorf("one device: %q", got)
+	}
 }
