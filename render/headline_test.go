@@ -133,7 +133,7 @@ func TestRoundsLead(t *testing.T) {
 	}
 	c := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{r}}, compare.Side{Label: "b", Reports: []*findings.Report{r}}, breakdown.Decode, compare.Options{})
 	var b bytes.Buffer
-	if err := DiffText(&b, c); err != nil {
+	if err := DiffText(&b, c, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(b.String(), RoundsWarning+" (a: ") || !strings.Contains(b.String(), "\nTime per token: ") {

@@ -230,6 +230,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		dj.Outside = outsideJSON(&d.Outside)
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
+		dj.Source = deviceSource(r.Run, int(d.Device))
 		dj.Rounds = roundsJSON(r, di)
 		out.Devices = append(out.Devices, dj)
 	}
@@ -245,6 +246,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		out.Warnings = append(out.Warnings, warningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
+	out.Run = runJSON(r.Run)
 	out.Plan = planJSON(r)
 	return out
 }

@@ -48,12 +48,20 @@ var diffCmd = &command{
 				}
 			}
 			var inputs []string
+			runs := make([][]diffRun, 2)
 			for i, a := range args {
-				_, files := splitSide(a, i)
-				if len(files) == 0 {
+				_, items := splitSide(a, i)
+				if len(items) == 0 {
 					return usagef("diff", "%s side %q names no file", [...]string{"base", "new"}[i], a)
 				}
-				inputs = append(inputs, files...)
+				for _, it := range items {
+					files, name, err := runFiles("diff", runItems(it))
+					if err != nil {
+						return err
+					}
+					runs[i] = append(runs[i], diffRun{files, name})
+					inputs = append(inputs, files...)
+				}
 			}
 			if err := checkOutputs("diff", []string{*output, *html}, inputs); err != nil {
 				return err
@@ -87,19 +95,19 @@ var diffCmd = &command{
 			phase := opt.Phase.Phase()
 			sides := make([]compare.Side, 2)
 			for i, arg := range args {
-				label, files := splitSide(arg, i)
+				label, _ := splitSide(arg, i)
 				sides[i].Label = label
-				for _, f := range files {
-					t, err := openTrace(ctx, f, o, af.progress, af.cache)
+				for _, r := range runs[i] {
+					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache)
 					if err != nil {
 						return err
 					}
 					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
+					rep, err := breakdown.SummarizeContext(ctx, t, opt)
 					if err != nil {
-						return optionUsage("diff", err)
+						return notOneRun(optionUsage("diff", err))
 					}
-					if err := skipLeavesSteps(f, opt.Skip, rep); err != nil {
+					if err := skipLeavesSteps(r.name, opt.Skip, rep); err != nil {
 						return err
 					}
 					t.Release() // the report holds none of it
@@ -122,7 +130,7 @@ var diffCmd = &command{
 				case "html":
 					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
 				}
-				return render.DiffText(w, c)
+				return render.DiffText(w, c, textWidth(*output, o.out))
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
@@ -173,7 +181,8 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	if label == "" {
 		if len(files) > 0 {
-			label = strings.TrimSuffix(filepath.Base(files[0]), filepath.Ext(files[0]))
+			first := runItems(files[0])[0] // a run of several files is named by its first
+			label = strings.TrimSuffix(filepath.Base(first), filepath.Ext(first))
 		} else {
 			label = [...]string{"base", "new"}[i]
 		}
@@ -181,6 +190,11 @@ func splitSide(arg string, i int) (string, []string) {
 	return label, files
 }
 
+// diffRun is one run of a diff side: its files and its name.
+type diffRun struct {
+	files []string
+	name  string
+}
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }

@@ -347,6 +347,7 @@ func TestTokensUsage(t *testing.T) {
 		}
 	}
 	code, out, e := solRun(t, "report", "--tokens", "40", "serve-assisted.sqlite")
+	out = strings.ReplaceAll(out, "\n  ", " ") // the answer wraps to the terminal (100 columns here)
 	if code != 0 || !strings.HasPrefix(out, "Steps are speculative rounds: time per round is not time per token (") || !strings.Contains(out, "/token (40 tokens, --tokens)") {
 		t.Errorf("report --tokens 40: exit %d, stderr %q, output:\n%.600s", code, e, out)
 	}
