@@ -195,6 +195,7 @@ type diffRun struct {
 	files []string
 	name  string
 }
+
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }
