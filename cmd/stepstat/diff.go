@@ -84,7 +84,7 @@ var diffCmd = &command{
 			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
 				return usagef("diff", "refusing to write HTML to a terminal; use -o diff.html")
 			}
-			tok, err := parseTokens(*tokens, args)
+			tok, err := parseTokens(*tokens, [2]int{len(runs[0]), len(runs[1])})
 			if err != nil {
 				return usagef("diff", "--tokens: %v", err)
 			}
@@ -202,9 +202,9 @@ type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
 
-// parseTokens parses diff's --tokens BASE,NEW: two positive counts, one file a side; both
-// zero when s is empty.
-func parseTokens(s string, args []string) ([2]int, error) {
+// parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
+// counts each side's); both zero when s is empty.
+func parseTokens(s string, runs [2]int) ([2]int, error) {
 	var out [2]int
 	if s == "" {
 		return out, nil
@@ -220,9 +220,9 @@ func parseTokens(s string, args []string) ([2]int, error) {
 		}
 		out[i] = n
 	}
-	for i, a := range args {
-		if _, files := splitSide(a, i); len(files) != 1 {
-			return out, fmt.Errorf("counts the tokens of one capture a side (%s side has %d files)", [...]string{"base", "new"}[i], len(files))
+	for i, n := range runs {
+		if n != 1 {
+			return out, fmt.Errorf("counts the tokens of one run a side (the %s side has %d runs)", [...]string{"base", "new"}[i], n)
 		}
 	}
 	return out, nil
