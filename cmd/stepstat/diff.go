@@ -29,7 +29,7 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
-		tokens := fs.String("tokens", "", "BASE,NEW: the tokens each side's capture generated (one file a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
+		tokens := fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
 		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
