@@ -420,8 +420,11 @@ type DiffJSON struct {
 	// Token compares the time per token (the verdict when both sides know their tokens:
 	// --tokens, or vLLM's step NVTX); absent otherwise. Rounds describes each side's steps
 	// as speculative rounds; absent when neither side has rounds. Added fields.
-	Token  *DiffRowJSON    `json:"token,omitempty"`
-	Rounds *DiffRoundsJSON `json:"rounds,omitempty"`
+	Token *DiffRowJSON `json:"token,omitempty"`
+	// TokenMinChangeNS is the token row's threshold: min_change_ns scaled by the base's
+	// time per token over its mean step.
+	TokenMinChangeNS int64           `json:"token_min_change_ns,omitempty"`
+	Rounds           *DiffRoundsJSON `json:"rounds,omitempty"`
 }
 
 // DiffRoundsJSON is each side's rounds.

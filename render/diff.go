@@ -146,6 +146,7 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 	if c.Token != nil {
 		t := diffRowJSON(c, c.Token)
 		out.Token = &t
+		out.TokenMinChangeNS = int64(math.Round(c.TokenMinChangeNS))
 	}
 	if c.BaseRounds.Rounds+c.NewRounds.Rounds > 0 {
 		rj := func(r *compare.SideRounds) RoundsJSON {

@@ -233,6 +233,9 @@ func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText(rank), cellNum(breakdown.FormatDurationF(r.Mean.Base)),
 			cellNum(breakdown.FormatDurationF(r.Mean.New)), cellNum(signedDuration(r.Mean.Delta)), cellNum(meanRange(c, r)), delta, cellText(meanPN(c, r))}})
 	}
+	if c.Token != nil { // the verdict: per token, before the step (a speculative round)
+		row(cellText("time per token"), "all", c.Token, "total")
+	}
 	changed := 0
 	for _, it := range c.Story() {
 		name := cellText(it.Row.Name)
