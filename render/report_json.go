@@ -231,6 +231,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
 		dj.Source = deviceSource(r.Run, int(d.Device))
+		dj.Rounds = roundsJSON(r, di)
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -264,6 +265,9 @@ func JSON(w io.Writer, r *findings.Report) error {
 	cp := *r
 	cp.Report = stepless(r.Report)
 	head := NewReportJSON(&cp)
+	for di := range head.Devices { // the rounds are counted over the steps
+		head.Devices[di].Rounds = roundsJSON(r, di)
+	}
 	s := &jsonStream{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.object(reflect.ValueOf(head).Elem(), func(name string) bool {
 		if name != "devices" {
@@ -393,4 +397,14 @@ func stepless(r *breakdown.Report) *breakdown.Report {
 		out.Devices[i].Steps = nil
 	}
 	return &out
+}
+
+// roundsJSON is device d's rounds; nil when it has neither rounds nor tokens.
+func roundsJSON(r *findings.Report, d int) *RoundsJSON {
+	rd := findings.RoundsOf(r, d)
+	if rd.Rounds == 0 && rd.Tokens == 0 {
+		return nil
+	}
+	return &RoundsJSON{Steps: rd.Steps, Rounds: rd.Rounds, DraftForwards: round3(rd.DraftForwards), Speculative: rd.Speculative,
+		Tokens: rd.Tokens, TokensFrom: rd.TokensFrom, PerTokenNS: int64(rd.PerToken), TokensPerStep: round3(rd.TokensPerStep)}
 }
