@@ -67,6 +67,101 @@ func StripUserinfo(v string) string {
 	return urlUserinfo.ReplaceAllString(v, "$1")
 }
 
+// Redacted stands in a knob value for a part that looks like a credential (RedactValue).
+const Redacted = "[redacted]"
+
+// secretKeys are the words that mark the value after a key as a credential, where the
+// key is one of them or one of its parts (split at '_', '.', '-'), in any letter case:
+// libpq's password=, a query's token= or SAS's sig=, api-key=, X-Amz-Signature=, a
+// MY_SALT= inside a value. secretEnds are words a key part may also end with
+// (accesstoken, awssecretkey, dbpasswd).
+var (
+	secretKeys = map[string]bool{"token": true, "secret": true, "password": true, "passwd": true, "pass": true, "pwd": true,
+		"key": true, "apikey": true, "credential": true, "credentials": true, "cred": true, "creds": true, "auth": true,
+		"authorization": true, "cookie": true, "jwt": true, "private": true, "session": true, "sig": true, "signature": true,
+		"salt": true, "code": true, "sas": true}
+	secretEnds = []string{"token", "apikey", "accesskey", "secretkey", "privatekey", "secret", "password", "passwd", "pwd", "signature", "salt"}
+)
+
+// secretKey reports whether key names a credential (secretKeys, secretEnds).
+func secretKey(key string) bool {
+	for part := range strings.FieldsFuncSeq(strings.ToLower(key), func(r rune) bool { return r == '_' || r == '.' || r == '-' }) {
+		if secretKeys[part] {
+			return true
+		}
+		for _, e := range secretEnds {
+			if strings.HasSuffix(part, e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Patterns of RedactValue, each keeping its first group and redacting the rest.
+var (
+	// key=value or key: value where the key holds a secret word: libpq's password=,
+	// api-key=, a query's token= or sig=, a MY_SALT=... inside a value. The value ends
+	// at a separator: space, ';', ',', '&', a quote.
+	secretPair = regexp.MustCompile(`((?:^|[\s;,&?'"{(])(-*[A-Za-z][A-Za-z0-9_.-]*)\s*[=:]\s*)([^\s;,&'"})]+)`)
+	// An authorization scheme and its credential: Bearer sk-..., Basic dXNlcjpw..., Token ...
+	authScheme = regexp.MustCompile(`(?i)(\b(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]+)`)
+	// A webhook URL's path is its credential (hooks.slack.com/services/T../B../XXXX,
+	// discord.com/api/webhooks/ID/TOKEN, a Teams or Zapier hook).
+	webhook = regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://(?:[^/\s]*hook[^/\s]*/|[^/\s]+/(?:[^\s?#]*/)?[^/\s]*hooks?/))([^\s;,'"]+)`)
+	// A run of 20 or more letters and digits mixing at least two of lower case, upper case
+	// and digits, digits included: an access key, a token, a hash (a model snapshot's git
+	// hash goes too). Words, paths and device lists are shorter runs or one letter case.
+	randomRun = regexp.MustCompile(`[A-Za-z0-9]{20,}`)
+)
+
+// authWords are the authorization schemes authScheme redacts after.
+var authWords = map[string]bool{"bearer": true, "basic": true, "token": true, "digest": true}
+
+// RedactValue returns the value of the knob name with its credential-shaped parts
+// replaced by Redacted, and whether it replaced any: the whole value of a knob whose name
+// holds a salt (VLLM_..._SALT); URL user:password@ parts (removed, StripUserinfo);
+// webhook URL paths; the values of key=value pairs and query parameters whose key holds a
+// credential word (password=, token=, sig=, api-key=, ..._SALT=); the credential after an
+// authorization scheme (Bearer, Basic, Token); and runs of 20 or more letters and digits
+// that mix letter cases or letters and digits. The second result is true when anything
+// was changed, userinfo included.
+func RedactValue(name, v string) (string, bool) {
+	if strings.Contains(strings.ToUpper(name), "SALT") {
+		return Redacted, v != ""
+	}
+	orig := v
+	v = StripUserinfo(v)
+	v = webhook.ReplaceAllString(v, "${1}"+Redacted)
+	v = authScheme.ReplaceAllStringFunc(v, func(m string) string {
+		sm := authScheme.FindStringSubmatch(m)
+		if strings.HasPrefix(sm[2], Redacted) || strings.HasPrefix(Redacted[1:], sm[2]) {
+			return m
+		}
+		return sm[1] + Redacted
+	})
+	v = secretPair.ReplaceAllStringFunc(v, func(m string) string {
+		sm := secretPair.FindStringSubmatch(m)
+		if !secretKey(sm[2]) || sm[3] == Redacted || authWords[strings.ToLower(sm[3])] {
+			return m
+		}
+		return sm[1] + Redacted
+	})
+	v = randomRun.ReplaceAllStringFunc(v, func(m string) string {
+		var lower, upper, digit bool
+		for _, c := range m {
+			lower = lower || c >= 'a' && c <= 'z'
+			upper = upper || c >= 'A' && c <= 'Z'
+			digit = digit || c >= '0' && c <= '9'
+		}
+		if digit && (lower || upper) {
+			return Redacted
+		}
+		return m
+	})
+	return v, v != orig
+}
+
 // MaxValueText is the longest run-configuration name or value quoted whole; a longer one
 // is clipped (ClipValue) wherever it is quoted. Trace.Config keeps every value whole.
 const MaxValueText = 200
@@ -91,8 +186,19 @@ func ClipValue(s string) string {
 // "spring.datasource.password=..." or "BASH_FUNC_f%%=() {...}" never joins the value
 // before it); a part without "=" continues the value of the variable before it (a value
 // holding ";"), or is dropped with it. Empty parts are skipped. URL credentials are
-// stripped from the values (StripUserinfo). The first of repeated names wins.
+// stripped from the values and their other credential-shaped parts redacted
+// (RedactValue). The first of repeated names wins.
 func ParseEnvironment(env string) []EnvVar {
+	out := parseRaw(env)
+	for i := range out {
+		out[i].Value, _ = RedactValue(out[i].Name, out[i].Value)
+	}
+	slices.SortFunc(out, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// parseRaw is ParseEnvironment without the redaction and the sort.
+func parseRaw(env string) []EnvVar {
 	var out []EnvVar
 	seen := map[string]bool{}
 	last := -1 // index in out of the variable the next part may continue; -1: none
@@ -115,10 +221,6 @@ func ParseEnvironment(env string) []EnvVar {
 		out = append(out, EnvVar{name, value})
 		last = len(out) - 1
 	}
-	for i := range out {
-		out[i].Value = StripUserinfo(out[i].Value)
-	}
-	slices.SortFunc(out, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -152,6 +254,7 @@ func (r *reader) readConfig() error {
 	}
 	defer rows.Close()
 	seen := map[string]bool{}
+	var redacted []string
 	for rows.Next() {
 		var v string
 		if err := rows.Scan(&v); err != nil {
@@ -163,10 +266,30 @@ func (r *reader) readConfig() error {
 				r.t.Config = append(r.t.Config, e)
 			}
 		}
+		redacted = append(redacted, RedactedKnobs(v)...)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading %s: %w", envTable, err)
 	}
 	slices.SortFunc(r.t.Config, func(a, b EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	if len(redacted) > 0 {
+		slices.Sort(redacted)
+		redacted = slices.Compact(redacted)
+		names := strings.Join(redacted, ", ")
+		r.warnf("run configuration: credential-shaped parts of %d %s redacted, shown as %s (%s)", len(redacted),
+			map[bool]string{true: "value", false: "values"}[len(redacted) == 1], Redacted, ClipValue(names))
+	}
 	return nil
+}
+
+// RedactedKnobs returns the names of the knobs of env (ParseEnvironment) whose values
+// RedactValue changed, in the order of the environment.
+func RedactedKnobs(env string) []string {
+	var out []string
+	for _, e := range parseRaw(env) {
+		if _, changed := RedactValue(e.Name, e.Value); changed {
+			out = append(out, e.Name)
+		}
+	}
+	return out
 }

@@ -98,3 +98,57 @@ func TestConfigCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactValue (issue 34, item 3): knob names pass the allow-list, but values carry
+// credentials: query parameters, SAS signatures, webhook paths, libpq passwords, bearer
+// tokens, api keys, salts, long random strings. Their parts are redacted and said to be;
+// ordinary knob values are kept as they are.
+func TestRedactValue(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"VLLM_MODEL_URL", "https://hub.example/m?revision=main&token=hf_abcd1234", "https://hub.example/m?revision=main&token=[redacted]"},
+		{"TORCH_BLOB", "https://acct.blob.core.windows.net/c/w.pt?sv=2022-11-02&se=2026-12-31&sig=Zm9vYmFy%2Bx", "https://acct.blob.core.windows.net/c/w.pt?sv=2022-11-02&se=2026-12-31&sig=[redacted]"},
+		{"VLLM_ALERT_URL", "https://hooks.slack.com/services/T00/B00/xyzzy", "https://hooks.slack.com/[redacted]"},
+		{"SGLANG_NOTIFY", "https://discord.com/api/webhooks/123/abc-def", "https://discord.com/api/webhooks/[redacted]"},
+		{"VLLM_DB", "host=db.internal user=svc password=pgpw dbname=m", "host=db.internal user=svc password=[redacted] dbname=m"},
+		{"VLLM_HEADERS", "Authorization: Bearer sk-live", "Authorization: Bearer [redacted]"},
+		{"TRTLLM_HDR", "{'Authorization': 'Basic dXNlcjpwdw=='}", "{'Authorization': 'Basic [redacted]'}"},
+		{"SGLANG_OPTS", "--api-key=k1 --port 30000", "--api-key=[redacted] --port 30000"},
+		{"VLLM_OPTS", "api_key: k1, timeout: 5", "api_key: [redacted], timeout: 5"},
+		{"VLLM_CACHE_SALT", "pepper", "[redacted]"},
+		{"VLLM_X", "PREFIX_SALT=pepper;x", "PREFIX_SALT=[redacted];x"},
+		{"NCCL_X", "AKIAIOSFODNN7EXAMPLE", "[redacted]"},
+		{"TORCH_X", "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5", "ghp_[redacted]"},
+		{"VLLM_HTTPS_PROXY", "http://alice:hunter2@proxy:3128", "http://proxy:3128"},
+		// Kept: ordinary knobs.
+		{"NCCL_SOCKET_IFNAME", "eth0", "eth0"},
+		{"CUDA_VISIBLE_DEVICES", "GPU-5a1b2c3d-0e1f-2a3b-4c5d-6e7f8a9b0c1d,GPU-1", "GPU-5a1b2c3d-0e1f-2a3b-4c5d-6e7f8a9b0c1d,GPU-1"},
+		{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True,max_split_size_mb:512", "expandable_segments:True,max_split_size_mb:512"},
+		{"TORCH_CUDA_ARCH_LIST", "8.0;9.0a", "8.0;9.0a"},
+		{"VLLM_ATTENTION_BACKEND", "FLASHINFER_MLA_BACKEND", "FLASHINFER_MLA_BACKEND"},
+		{"TORCHINDUCTOR_CACHE_DIR", "/tmp/torchinductor_root/Llama-3.1-8B-Instruct", "/tmp/torchinductor_root/Llama-3.1-8B-Instruct"},
+		{"NCCL_IB_HCA", "mlx5_0:1,mlx5_1:1", "mlx5_0:1,mlx5_1:1"},
+		{"NCCL_TOPO_FILE", "/etc/nccl/topo.xml", "/etc/nccl/topo.xml"},
+		{"VLLM_HOST", "http://10.0.0.1:8000/v1?model=llama", "http://10.0.0.1:8000/v1?model=llama"},
+	} {
+		got, changed := nsys.RedactValue(tc.name, tc.in)
+		if got != tc.want || changed != (tc.in != tc.want) {
+			t.Errorf("RedactValue(%s, %q) = %q, %v; want %q, %v", tc.name, tc.in, got, changed, tc.want, tc.in != tc.want)
+		}
+		if again, ch := nsys.RedactValue(tc.name, got); again != got || ch && tc.name != "VLLM_CACHE_SALT" {
+			t.Errorf("RedactValue of its own output %q = %q, %v", got, again, ch)
+		}
+	}
+}
+
+// TestRedactValueKeys: a key is a credential by its parts, not by a substring of it.
+func TestRedactValueKeys(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"signal_timeout=5,encode=utf8,monkey_patch=1,passthrough:1", "signal_timeout=5,encode=utf8,monkey_patch=1,passthrough:1"},
+		{"X-Amz-Signature=abc&X-Amz-Credential=AK/2026&accessToken=t", "X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted]&accessToken=[redacted]"},
+		{"a=1;DB_PASSWD=x;b=2", "a=1;DB_PASSWD=[redacted];b=2"},
+	} {
+		if got, _ := nsys.RedactValue("VLLM_X", tc.in); got != tc.want {
+			t.Errorf("RedactValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,10 +1,14 @@
 package nsys
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // The direct reader: the large activity tables are read by walking their B-trees in the
@@ -84,6 +88,8 @@ type TableRead struct {
 	Why    string // when not Direct: why it was read through SQLite
 }
 
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
 // A colInfo is what the reader knows of one column of a table's schema.
 type colInfo struct {
 	field   int  // index of the column's value in the table's records
@@ -102,20 +108,8 @@ type tableInfo struct {
 
 // A directTable is a planned direct read of one table.
 type directTable struct {
-	file   *sqliteFile
-	table  string
-	fields []int   // by output column: record field, or -1 for a constant
-	defs   []int64 // by output column: the constant, or the value of a NULL
-	nulls  []bool  // by output column: a NULL counts as "no INTEGER" (not COALESCE'd)
-	nfield int     // fields to parse: the highest read + 1
-	in     int     // output column that filters the rows, -1 none
-	kept   []bool
-	order  []uint8 // the output columns in decoding order: the filter first
-	leaves []leafRef
-	// textField is the record field of tableQuery.text (-1: none); text is its value in
-	// the row being read: NULL reads as empty.
-	textField int
-	text      []byte
+	table *sqlitefile.Table
+	cols  sqlitefile.Columns
 }
 
 // planDirect plans the direct read of q, or says why it reads through SQLite.
@@ -130,7 +124,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 		return nil, r.fileWhy
 	}
 	ti, ok := r.infos[q.table]
-	if !ok || ti.root <= 0 || ti.root > int64(r.file.npages) {
+	if !ok || ti.root <= 0 || ti.root > int64(r.file.Pages()) {
 		return nil, "not a table with a B-tree of its own"
 	}
 	if strings.Contains(strings.ToUpper(ti.sql), "WITHOUT ROWID") {
@@ -139,99 +133,68 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if ti.generated {
 		return nil, "it has generated columns"
 	}
-	d := &directTable{file: r.file, table: q.table, in: -1, kept: q.kept, textField: -1}
+	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1}
+	nfield := 0
 	if q.text != "" {
 		ci, has := ti.cols[q.text]
 		if !has || ci.alias || ci.dflt || ci.special {
 			return nil, "text column " + q.text + " missing, a rowid alias, with a default or generated"
 		}
-		d.textField = ci.field
-		d.nfield = ci.field + 1
+		c.Text = ci.field
+		nfield = ci.field + 1
 	}
-	for i, c := range q.cols {
-		ci, has := ti.cols[c.name]
-		field, def, null := -1, c.def, !c.opt
+	for i, col := range q.cols {
+		ci, has := ti.cols[col.name]
+		field, def, null := -1, col.def, !col.opt
 		switch {
-		case c.name == "" || (c.opt && !has):
+		case col.name == "" || (col.opt && !has):
 		case !has:
-			return nil, "no column " + c.name
+			return nil, "no column " + col.name
 		case ci.alias || ci.dflt || ci.special:
-			return nil, "column " + c.name + " is a rowid alias, has a default or is generated"
+			return nil, "column " + col.name + " is a rowid alias, has a default or is generated"
 		default:
 			field = ci.field
-			d.nfield = max(d.nfield, field+1)
+			nfield = max(nfield, field+1)
 		}
-		d.fields, d.defs, d.nulls = append(d.fields, field), append(d.defs, def), append(d.nulls, null)
-		if q.in != "" && c.name == q.in {
+		c.Fields, c.Defs, c.Nulls = append(c.Fields, field), append(c.Defs, def), append(c.Nulls, null)
+		if q.in != "" && col.name == q.in {
 			if field < 0 {
 				return nil, "filter column " + q.in + " not in the records"
 			}
-			d.in = i
+			c.Filter = i
 		}
 	}
-	if q.in != "" && d.in < 0 {
+	if q.in != "" && c.Filter < 0 {
 		return nil, "filter column " + q.in + " not read"
 	}
-	if d.nfield > 64 || len(d.fields) > 62 {
+	if nfield > sqlitefile.MaxFields || len(c.Fields) > sqlitefile.MaxColumns {
 		return nil, "more than 62 columns"
 	}
-	if d.in >= 0 {
-		d.order = append(d.order, uint8(d.in))
-	}
-	for c := range d.fields {
-		if c != d.in {
-			d.order = append(d.order, uint8(c))
-		}
-	}
-	var err error
-	if d.leaves, err = r.file.leaves(uint32(ti.root)); err != nil {
+	t, err := r.file.Table(uint32(ti.root))
+	if err != nil {
 		return nil, err.Error()
 	}
-	return d, ""
+	return &directTable{table: t, cols: c}, ""
 }
 
-// rowidBounds returns the first and the last rowid of the table (ok false when empty).
-func (d *directTable) rowidBounds() (first, last int64, ok bool, err error) {
-	if len(d.leaves) == 0 {
-		return 0, 0, false, nil
-	}
-	buf := make([]byte, d.file.pageSize)
-	read := func(l leafRef, lastCell bool) (int64, bool, error) {
-		b, err := d.file.readPages(l.pgno, 1, buf)
-		if err != nil {
-			return 0, false, err
+// scan reads the leaves of part p and calls fn with each row kept: the output columns'
+// values, then the mask of those that held no INTEGER (as reader.scan), and the text
+// column's bytes (valid during the call).
+func (d *directTable) scan(ctx context.Context, p part, prog *tableProgress, fn func(v []int64, text []byte)) error {
+	return d.table.Scan(&d.cols, p.la, p.lb, func(n int64, last bool) error {
+		if !last {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 		}
-		p, err := d.file.parsePage(l.pgno, b)
-		if err != nil {
-			return 0, false, err
-		}
-		if p.cells == 0 {
-			return 0, false, nil
-		}
-		i := 0
-		if lastCell {
-			i = p.cells - 1
-		}
-		pc, err := p.cell(i, 2)
-		if err != nil {
-			return 0, false, err
-		}
-		_, n := getVarint(p.data[pc:])
-		id, m := getVarint(p.data[pc+n:])
-		if n == 0 || m == 0 {
-			return 0, false, unhandledf("page %d: cell %d unreadable", l.pgno, i)
-		}
-		return id, true, nil
-	}
-	first, ok1, err := read(d.leaves[0], false)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	last, ok2, err := read(d.leaves[len(d.leaves)-1], true)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	return first, last, ok1 && ok2 && last >= first, nil
+		prog.add(n, last)
+		return nil
+	}, fn)
+}
+
+// rows turns a row function of reader.scan into one of directTable.scan.
+func rows(fn func(v []int64)) func(v []int64, text []byte) {
+	return func(v []int64, _ []byte) { fn(v) }
 }
 
 // parts splits the table into runs of leaves of about partRows rowids each, as parts
@@ -239,8 +202,9 @@ func (d *directTable) rowidBounds() (first, last int64, ok bool, err error) {
 // table whose rowids are too sparse to index, or empty, is one part that grows its own
 // slice.
 func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
-	whole := []part{{la: 0, lb: len(d.leaves)}}
-	first, last, ok, err := d.rowidBounds()
+	leaves := d.table.Leaves
+	whole := []part{{la: 0, lb: len(leaves)}}
+	first, last, ok, err := d.table.RowidBounds()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -249,21 +213,21 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 	}
 	span := last + 1 - first
 	if first < 1 || span > r.size/16+1 || span > 1<<31 {
-		return whole, int(min(int64(len(d.leaves))*int64(d.file.usable/16), 1<<24)), nil
+		return whole, int(min(int64(len(leaves))*int64(r.file.Usable()/16), 1<<24)), nil
 	}
 	var ps []part
 	lo, la := first, 0
-	for i, l := range d.leaves {
-		end := i == len(d.leaves)-1
-		if !end && l.hi+1-lo < int64(partRows) {
+	for i, l := range leaves {
+		end := i == len(leaves)-1
+		if !end && l.Hi+1-lo < int64(partRows) {
 			continue
 		}
 		hi := last + 1
 		if !end {
-			hi = l.hi + 1
+			hi = l.Hi + 1
 		}
 		if hi < lo || hi > last+1 {
-			return nil, 0, unhandledf("page %d: keys out of the table's rowids", l.pgno)
+			return nil, 0, sqlitefile.Unhandledf("page %d: keys out of the table's rowids", l.Page)
 		}
 		ps = append(ps, part{lo: lo, hi: hi, la: la, lb: i + 1})
 		lo, la = hi, i+1
@@ -300,7 +264,7 @@ func (r *reader) direct(q *tableQuery) *directTable {
 func (r *reader) scanTable(q *tableQuery, fn func(v []int64)) error {
 	prog := r.newProgress(q.table, 1)
 	if d := r.direct(q); d != nil {
-		if err := d.scan(r.ctx, part{lb: len(d.leaves)}, prog, fn); err != nil {
+		if err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, prog, rows(fn)); err != nil {
 			return fmt.Errorf("reading %s: %w", q.table, err)
 		}
 		return nil

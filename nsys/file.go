@@ -13,6 +13,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // ErrNoGPUActivity is wrapped by errors of callers that need GPU activity and find none.
@@ -67,7 +69,7 @@ func clip(s string, n int) string {
 }
 func (e *Error) Unwrap() error { return e.Err }
 
-const sqliteMagic = "SQLite format 3\x00"
+const sqliteMagic = sqlitefile.Magic
 
 // CheckFile checks, without opening a database, that path names a regular, non-empty,
 // complete SQLite file. It never creates or changes the file.
@@ -107,8 +109,10 @@ func CheckFile(path string) error {
 		if strings.HasSuffix(path, ".nsys-rep") || strings.HasSuffix(path, ".qdrep") {
 			return &Error{path, errors.New(`is an Nsight Systems report, not its SQLite export (run "nsys export --type sqlite ` + filepath.Base(path) + `")`)}
 		}
-		if n >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b {
-			return &Error{path, errors.New(`is gzip-compressed, not an SQLite database (decompress it first: "gunzip -k ` + filepath.Base(path) + `")`)}
+		for _, c := range compressions {
+			if bytes.HasPrefix(hdr[:n], c.magic) {
+				return &Error{path, errors.New(`is ` + c.name + `-compressed, not an SQLite database (decompress it first: "` + c.undo + ` ` + filepath.Base(path) + `")`)}
+			}
 		}
 		return &Error{path, errors.New(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)}
 	}
@@ -127,6 +131,19 @@ func CheckFile(path string) error {
 		}
 	}
 	return nil
+}
+
+// compressions are the compressed formats an export is often shipped in: the magic bytes
+// each file starts with, and the command that decompresses it beside itself.
+var compressions = []struct {
+	name  string
+	magic []byte
+	undo  string
+}{
+	{"gzip", []byte{0x1f, 0x8b}, "gunzip -k"},
+	{"xz", []byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz -dk"},
+	{"zstd", []byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd -d"},
+	{"bzip2", []byte("BZh"), "bunzip2 -k"},
 }
 
 // dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // A job reads one table: its tasks run concurrently with other jobs' tasks, each on a
@@ -93,7 +95,7 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 	var first error
 	for _, p := range jobs {
 		for _, err := range p.errs {
-			if err != nil && isUnhandled(err) {
+			if err != nil && sqlitefile.IsUnhandled(err) {
 				return err
 			}
 			if first == nil {

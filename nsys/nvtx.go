@@ -183,7 +183,7 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	}
 	if d != nil {
 		var nr nvtxRow
-		err := d.scan(r.ctx, part{lb: len(d.leaves)}, r.newProgress(nvtxTable, 1), func(v []int64) {
+		err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, r.newProgress(nvtxTable, 1), func(v []int64, text []byte) {
 			// The direct reader gives INTEGER or NULL (bit set) start and end; other types
 			// are left to SQLite.
 			nr = nvtxRow{start: v[0], end: v[1], typ: v[2], textID: v[3], tid: v[4], domain: v[5]}
@@ -194,7 +194,7 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 			if v[6]&2 != 0 {
 				nr.endKind = valueNull
 			}
-			row(&nr, d.text)
+			row(&nr, text)
 		})
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", nvtxTable, err)

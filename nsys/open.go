@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // Options control what Open reads.
@@ -44,9 +46,9 @@ type reader struct {
 	uri     string   // SQLite URI of the file, for more connections
 	warns   []error  // this lane's warnings
 	cache   procCache
-	api     *apiPlan    // the runtime-table scan, planned before the lanes start
-	file    *sqliteFile // the file, for the direct reader; nil when it does not handle it
-	fileWhy string      // why file is nil
+	api     *apiPlan         // the runtime-table scan, planned before the lanes start
+	file    *sqlitefile.File // the file, for the direct reader; nil when it does not handle it
+	fileWhy string           // why file is nil
 	infos   map[string]*tableInfo
 	reads   *readLog
 	t       *Trace
@@ -70,9 +72,9 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		return nil, err
 	}
 	t, err := open(ctx, path, opt)
-	var u *unhandledError
+	var u *sqlitefile.Unhandled
 	if err != nil && !opt.SQLiteOnly && errors.As(err, &u) {
-		opt.SQLiteOnly, opt.directFailed = true, u.why
+		opt.SQLiteOnly, opt.directFailed = true, u.Why
 		return open(ctx, path, opt)
 	}
 	return t, err
@@ -106,12 +108,13 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, procs: &procTable{ids: map[int64]ProcID{}},
 		reads: &readLog{}}
 	if !opt.SQLiteOnly {
-		f, err := openSQLiteFile(path)
+		// The -wal beside the file a link names is the one SQLite would apply.
+		f, err := sqlitefile.Open(resolveLinks(path))
 		switch {
 		case err == nil:
 			r.file = f
 			defer f.Close()
-		case isUnhandled(err):
+		case sqlitefile.IsUnhandled(err):
 			r.fileWhy = err.Error()
 		default:
 			return nil, &Error{path, err}
@@ -125,7 +128,7 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		defer b.Close()
 	}
 	if err := r.read(); err != nil {
-		if isUnhandled(err) {
+		if sqlitefile.IsUnhandled(err) {
 			return nil, err
 		}
 		return nil, &Error{path, sqliteHint(err)}

@@ -229,7 +229,7 @@ func readParts[T any, P any, PP interface {
 				partRows = defaultPartRows
 			}
 			// At least four parts a lane, so that many lanes share a table evenly.
-			if first, last, ok, err := dt.rowidBounds(); err == nil && ok {
+			if first, last, ok, err := dt.table.RowidBounds(); err == nil && ok {
 				lanes := int64(max(1, runtime.GOMAXPROCS(0)))
 				partRows = int(max(1<<18, min(int64(partRows), (last-first+1)/(4*lanes))))
 			}
@@ -252,7 +252,7 @@ func readParts[T any, P any, PP interface {
 			d := PP(&states[i])
 			d.out().begin(all, p, ps[0])
 			if dt != nil {
-				if err := dt.scan(l.ctx, p, prog, scan(l, d)); err != nil {
+				if err := dt.scan(l.ctx, p, prog, rows(scan(l, d))); err != nil {
 					return fmt.Errorf("reading %s: %w", table, err)
 				}
 				return nil

@@ -10,6 +10,52 @@ import (
 // (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). The
 // builders and writers are beside the text and HTML of each command (report.go, ranks.go,
 // diff.go, info.go, classify.go).
+//
+// The contracts are v1 and additive: a field is never renamed or removed; new fields are
+// documented on their types. Times are integer nanoseconds; every step, decode summary,
+// CSV row and diff lists every category id, zeros included.
+//
+// `sol.source` names the floor's origin: `--sol-step`, `--bandwidth`, or the datasheet
+// assumption (`H200 datasheet HBM3e bandwidth`); `measured_ns` is the summarised phase's
+// median step, `ratio` = measured / floor, `efficiency` = floor / measured, `tokens_per_s` =
+// 1 / step (per sequence), `total_tokens_per_s` = batch / step (0 without `--batch`). In
+// `ranks`, each device's summarised steps (after `--skip`) are aligned across devices by
+// index, or by time overlap when the counts differ (a warning says so); within an aligned
+// step the k-th collective kernel (allreduce or collective) of one operation (the NCCL op
+// when the name decodes, else the kernel family) on each device is one matched call. Per
+// rank and call, `wait` = last rank's start - own start (clipped to the kernel), `transfer`
+// = duration - wait, so `wait_ns + transfer_ns` is exactly the matched kernels' time.
+// Per-rank arrays (`wait_for_ns`: wait split by the rank that arrived last; `steps[].steps`:
+// each rank's step `index`) follow the order of `ranks.devices`. `spread` is max - min step
+// wall across ranks.
+//
+// Category ids: `gemm attention moe_routing moe_expert allreduce collective elementwise
+// sampling memory other untraced_graph idle` (`untraced_graph` added since v1 began: graph
+// replays traced at graph level, see Categories); every step lists all of them, zeros
+// included, and so do `decode.categories`, the CSV rows and `diff`'s `categories`. `decode`
+// summarises the phase chosen with `--phase` (its `phase` field says which; `unknown` when
+// every step is included). A kernel name split by `--nvtx-category` has one row per
+// category. The JSON is
+//
+// `significant` (the median's verdict) and `mean_significant` both require `comparable`,
+// `tested`, p < alpha and a change of at least `min_change_ns`; `warnings` starts with the
+// `untested` notice, then the captures' warnings (labelled with the side) and the
+// comparison's.
+//
+// `delta_pct` is null when the base median is 0 and the new one is not. Kernel families are
+// names with template arguments, argument lists and tile shapes normalised away, so a
+// different cuBLAS tile choice shows as a changed variant, not as new work.
+//
+// `stepstat info --format json` (`"schema": "stepstat.info.v1"`): `path`, `nsys_version`,
+// `export_schema`, `meta_table`, `start_ns`, `end_ns`, `duration_ns`, `devices` (`device`,
+// `gpu`, `kernels`, `memcpy`, `memset`, `graph_execs`, `kernel_ns`, `graph_ns`: graph
+// executions traced at graph level), `tables` (`name`, `rows`), `nvtx_ranges`,
+// `cuda_api_calls`, `graph_launches`, `warnings`, `reads` (`table`, `direct`, and `why` when
+// SQLite read it).
+//
+// `stepstat classify --format json` (`"schema": "stepstat.classify.v1"`): `path`,
+// `total_ns`, `other_share`, `kernels` (`name`, `category`, `rule`, `count`, `total_ns`,
+// `share`), unmatched names first.
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
 const ReportSchema = "stepstat.report.v1"
@@ -23,6 +69,55 @@ type ReportJSON struct {
 	Kernels  []KernelJSON      `json:"kernels"`
 	Warnings []string          `json:"warnings"`
 	Ranks    *RanksJSON        `json:"ranks,omitempty"` // reports of two or more devices
+	// Plan is the answer the text leads with: the limiter, what would lead after it, one
+	// group per rule. Added field.
+	Plan *PlanJSON `json:"plan,omitempty"`
+}
+
+// PlanJSON is the report's answer as a plan (findings.Report.Groups, Limiter, Then).
+type PlanJSON struct {
+	// Limiter is the cause with the most step time at stake (its group's top member); null
+	// when no cause above the minor share holds, and LargestPart then names the largest
+	// category of the first summarised device's mean step.
+	Limiter     *PlanFindingJSON `json:"limiter"`
+	LargestPart string           `json:"largest_part,omitempty"`
+	// Then is what would lead once the limiter is fixed; absent without a limiter.
+	Then *ThenJSON `json:"then,omitempty"`
+	// Groups: one per rule over the devices it holds on; causes first (minor ones after),
+	// then far_from_sol, then the warnings. Every device's findings keep their detail in
+	// devices[].findings.
+	Groups []FindingGroupJSON `json:"groups"`
+}
+
+// PlanFindingJSON names a finding of one device.
+type PlanFindingJSON struct {
+	ID        string `json:"id"`
+	Device    int    `json:"device"`
+	NSPerStep int64  `json:"ns_per_step"`
+	StepNS    int64  `json:"step_ns"`
+}
+
+// ThenJSON is the rules re-run on the limiter's device with the limiter's time at stake
+// taken out of the mean step.
+type ThenJSON struct {
+	After  string `json:"after"`   // the limiter's id
+	StepNS int64  `json:"step_ns"` // the mean step left
+	// Next is the cause that would lead (its time at stake of the step left, and the
+	// speedup: its own possible_speedup, else step / (step - at stake)); "" when none.
+	Next      string  `json:"next"`
+	NSPerStep int64   `json:"ns_per_step"`
+	Speedup   float64 `json:"speedup"`
+}
+
+// FindingGroupJSON is one rule's findings over the devices it holds on.
+type FindingGroupJSON struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"` // cause, headroom (far_from_sol) or warning (outlier_steps, coverage)
+	Minor   bool   `json:"minor"`
+	Devices []int  `json:"devices"` // device ids, the top member first
+	// NSPerStep and StepNS are the top member's.
+	NSPerStep int64 `json:"ns_per_step"`
+	StepNS    int64 `json:"step_ns"`
 }
 
 // SourceJSON describes the input file.
@@ -58,6 +153,11 @@ type FindingJSON struct {
 	StepNS     int64          `json:"step_ns"`
 	Evidence   map[string]any `json:"evidence"`
 	Suggestion string         `json:"suggestion"`
+	// Kind is cause, headroom (far_from_sol) or warning (outlier_steps, coverage: never the
+	// limiter); Minor marks a cause under 2% of its step (the text lists it on one line).
+	// Added fields.
+	Kind  string `json:"kind"`
+	Minor bool   `json:"minor"`
 }
 
 // StepJSON is one step.
@@ -305,6 +405,10 @@ type DiffJSON struct {
 	Untested    string             `json:"untested,omitempty"`
 	WhatChanged []StoryItemJSON    `json:"what_changed"`
 	Straggler   *DiffStragglerJSON `json:"straggler,omitempty"`
+	// Sample says what one sample of the step and category rows is: "step", "aligned_step"
+	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
+	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
+	Sample string `json:"sample"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
@@ -326,6 +430,9 @@ type FindingChangeJSON struct {
 	Change string       `json:"change"` // appeared, vanished, changed, same
 	Base   *FindingJSON `json:"base"`   // null on the side without it
 	New    *FindingJSON `json:"new"`
+	// Expected: the finding appeared (or grew) where the base report's then named it (the
+	// rules re-run with the base's top cause taken out). Added field.
+	Expected bool `json:"expected"`
 }
 
 // DiffRankJSON compares one device position (rank) of the two sides.
@@ -370,6 +477,9 @@ type DiffSideJSON struct {
 	// MeanStepNS is the mean step; MeanNS each category's mean per step, adding up to it.
 	MeanStepNS int64            `json:"mean_step_ns"`
 	MeanNS     map[string]int64 `json:"mean_ns"`
+	// AlignedBy says, per run of 2+ devices, how its ranks' steps were aligned: "index",
+	// "time" or "index, first N" (decode_steps then counts aligned steps). Added field.
+	AlignedBy []string `json:"aligned_by,omitempty"`
 }
 
 // NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.

@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"io"
@@ -95,7 +96,7 @@ func sideJSON(s *compare.SideSummary) DiffSideJSON {
 	out := DiffSideJSON{Label: s.Label, Path: strings.Join(s.Paths, ","), Paths: s.Paths, DecodeSteps: s.Steps,
 		MedianStepNS: int64(s.MedianStep), LaunchesPerStep: round3(s.LaunchesPerStep), KernelsPerStep: round3(s.KernelsPerStep),
 		GapsPerStep: round3(s.GapsPerStep), StepMethods: s.Methods, NCCL: []NCCLCountJSON{}, Config: configJSON(s.Config),
-		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}}
+		MeanStepNS: int64(s.MeanStep), MeanNS: map[string]int64{}, AlignedBy: s.AlignedBy}
 	for _, c := range kernelclass.Order {
 		out.MeanNS[c.String()] = int64(s.Means[c])
 	}
@@ -131,7 +132,7 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
 		Step: diffRowJSON(c, &c.Step), Categories: map[string]DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
 		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{},
-		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)),
+		MeanTest: "permutation", MedianTest: "mann-whitney-u", MinChangeNS: int64(math.Round(c.MinChangeNS)), Sample: sampleKind(c),
 		Tested: c.Tested, Untested: c.Untested, WhatChanged: []StoryItemJSON{}}
 	for i := range c.Categories {
 		out.Categories[c.Categories[i].Name] = diffRowJSON(c, &c.Categories[i])
@@ -288,16 +289,23 @@ func rowPN(r *compare.Row) string {
 }
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
-// kernel changes, then numbered warnings.
-func DiffText(w io.Writer, c *compare.Comparison) error {
-	ew := &errWriter{w: w}
+// kernel changes, then numbered warnings. The answer (each side's step and the verdict)
+// is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
+func DiffText(w io.Writer, c *compare.Comparison, width int) error {
+	var answer, details strings.Builder
+	hw := &errWriter{w: &answer}
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
-		ew.printf("%s\n", TerminalSafe(l))
+		hw.printf("%s\n", TerminalSafe(l))
 	}
-	ew.printf("%s\n\n", diffVerdict(c))
-	unit := "step"
+	hw.printf("%s\n", diffVerdict(c))
+	ew := &errWriter{w: &details}
+	ew.printf("\n")
+	unit := sampleWords(c)
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"
+		if ranked(c) {
+			unit += " over its aligned steps (each the step on the slowest rank)"
+		}
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
@@ -388,13 +396,18 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			return
 		}
 		ew.printf("\n%s:\n", title)
+		var names []string
+		for _, k := range cs[:min(len(cs), 10)] {
+			names = append(names, TerminalSafe(k.Family))
+		}
+		names = elideNames(names, MaxTextLine-34) // the row's numbers take 34
 		for i, k := range cs {
 			if i == 10 {
 				ew.printf("  ... and %d more (see --format json)\n", len(cs)-10)
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(shortName(k.Family)))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), names[i])
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -406,7 +419,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(shortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, elideNames([]string{TerminalSafe(k.Family)}, MaxTextLine-40)[0], len(k.BaseNames), len(k.NewNames),
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
@@ -417,7 +430,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
 		}
 	}
-	return ew.err
+	if err := errors.Join(hw.err, ew.err); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
+	return err
 }
 
 // maxVariantNames is how many names of a changed variant the text lists per side.
@@ -437,12 +454,17 @@ func variantNames(names, other []string) string {
 		return "none"
 	}
 	var out []string
-	for i, n := range only {
+	var safe []string
+	for _, n := range only[:min(len(only), maxVariantNames)] {
+		safe = append(safe, TerminalSafe(n))
+	}
+	safe = elideNames(safe, MaxTextLine-20) // one name a line once wrapped, told apart
+	for i := range only {
 		if i == maxVariantNames {
 			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
 			break
 		}
-		out = append(out, TerminalSafe(shortName(n)))
+		out = append(out, safe[i])
 	}
 	return strings.Join(out, "; ")
 }
@@ -474,4 +496,37 @@ func center(s string, w int) string {
 	}
 	l := (w - n) / 2
 	return strings.Repeat(" ", l) + s + strings.Repeat(" ", w-n-l)
+}
+
+// ranked reports whether a side's runs have two or more devices with steps of the phase:
+// its samples are aligned steps.
+func ranked(c *compare.Comparison) bool { return len(c.Base.AlignedBy)+len(c.New.AlignedBy) > 0 }
+
+// sampleWords says what one sample of the step is: "step", or with several ranks "aligned
+// step: the step's wall on the slowest of the ranks (they run in lock step), ranks not
+// pooled; per-rank rows below" and how the steps were aligned.
+func sampleWords(c *compare.Comparison) string {
+	if !ranked(c) {
+		return "step"
+	}
+	how := map[string]bool{}
+	var hs []string
+	for _, h := range append(append([]string{}, c.Base.AlignedBy...), c.New.AlignedBy...) {
+		if !how[h] {
+			how[h] = true
+			hs = append(hs, h)
+		}
+	}
+	return fmt.Sprintf("aligned step (ranks aligned by %s): the step on the slowest rank, as ranks run in lock step; ranks are not pooled (n = aligned steps), each rank has its rows below", strings.Join(hs, "; "))
+}
+
+// sampleKind is the JSON's "sample": step, aligned_step (the slowest rank's) or run.
+func sampleKind(c *compare.Comparison) string {
+	switch {
+	case c.Options.PerRun:
+		return "run"
+	case ranked(c):
+		return "aligned_step"
+	}
+	return "step"
 }

@@ -72,7 +72,8 @@ func barPair(c *compare.Comparison, r *compare.Row) (opts.BarData, opts.BarData)
 }
 
 // diffStepsChart: each side's step time over the run, as two lines over the step's position
-// among the compared steps; runs (and devices of a run) one after another. Above
+// among the compared steps; runs one after another, and for runs of several devices one
+// point per aligned step (the step on the slowest rank, as the tests' samples). Above
 // maxChartSteps steps on either side, both sides are shown in buckets of the same size:
 // the median per bucket, and thin lines for the shortest and longest step. ok is false
 // when neither side has steps.
@@ -96,8 +97,11 @@ func diffStepsChart(c *compare.Comparison) (chartBlock, bool, error) {
 		title = fmt.Sprintf("Time of each %s step: %s vs %s (buckets of %d steps: median, shortest and longest)", c.Phase, bl, nl, g.k)
 	}
 	sub := fmt.Sprintf("%s: %d steps, %s: %d steps", bl, len(bs), nl, len(ns))
-	if len(c.BaseSteps) > 1 || len(c.NewSteps) > 1 || c.Base.Devices > 1 || c.New.Devices > 1 {
-		sub += "; runs and devices one after another"
+	if ranked(c) {
+		sub = fmt.Sprintf("%s: %d aligned steps, %s: %d aligned steps (each the step on the slowest rank)", bl, len(bs), nl, len(ns))
+	}
+	if len(c.BaseSteps) > 1 || len(c.NewSteps) > 1 {
+		sub += "; runs one after another"
 	}
 	xs := make([]string, g.count())
 	for b := range xs {

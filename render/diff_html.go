@@ -100,6 +100,9 @@ func sideNames(c *compare.Comparison) (string, string) {
 
 func diffFacts(c *compare.Comparison) []htmlFact {
 	unit := "step (every step is a sample)"
+	if ranked(c) {
+		unit = sampleWords(c)
+	}
 	if c.Options.PerRun {
 		unit = "run (each run's mean and median per step are its samples)"
 	}

@@ -159,7 +159,7 @@ func TestDiffHTMLTable(t *testing.T) {
 	for name, c := range map[string]*compare.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
 		t.Run(name, func(t *testing.T) {
 			var text bytes.Buffer
-			if err := DiffText(&text, c); err != nil {
+			if err := DiffText(&text, c, 0); err != nil {
 				t.Fatal(err)
 			}
 			tables := pageTables(string(renderDiff(t, c, stubJS)))
@@ -427,10 +427,10 @@ func TestDiffHTMLEdges(t *testing.T) {
 		compare.Side{Label: "b", Reports: []*findings.Report{findings.Of(b)}}, breakdown.Decode, compare.Options{PerRun: true, MinChange: 0.01})
 	page = string(renderDiff(t, runs, stubJS))
 	chartOption(t, page, "diff-steps", &steps)
-	if len(steps.Series[0].Data) != 5+3*2 {
-		t.Errorf("two runs (one of two devices): %d base points, want 11", len(steps.Series[0].Data))
+	if len(steps.Series[0].Data) != 5+3 { // the run of two devices: one point per aligned step
+		t.Errorf("two runs (one of two devices): %d base points, want 8", len(steps.Series[0].Data))
 	}
-	for _, want := range []string{"runs and devices one after another", "run (each run&#39;s mean and median per step are its samples)",
+	for _, want := range []string{"aligned steps (each the step on the slowest rank); runs one after another", "run (each run&#39;s mean and median per step are its samples)",
 		"cannot test: one sample per run, 2 on a and 1 on b"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)

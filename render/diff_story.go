@@ -177,19 +177,23 @@ func findingChangeText(c *compare.Comparison, f *compare.FindingChange) string {
 	side := func(x *findings.Finding) string {
 		return fmt.Sprintf("%s, %s of a %s step", x.Severity, breakdown.FormatDuration(int64(x.AtStake)), breakdown.FormatDuration(int64(x.Step)))
 	}
+	expected := ""
+	if f.Expected {
+		expected = fmt.Sprintf("; expected: %s's then named it", c.Base.Label)
+	}
 	switch f.Change {
 	case compare.FindingAppeared:
-		return fmt.Sprintf("%s appeared%s (%s)", f.ID, where, side(f.New))
+		return fmt.Sprintf("%s appeared%s (%s)%s", f.ID, where, side(f.New), expected)
 	case compare.FindingVanished:
 		return fmt.Sprintf("%s vanished%s (was %s)", f.ID, where, side(f.Base))
 	}
-	return fmt.Sprintf("%s changed%s: %s -> %s", f.ID, where, side(f.Base), side(f.New))
+	return fmt.Sprintf("%s changed%s: %s -> %s%s", f.ID, where, side(f.Base), side(f.New), expected)
 }
 
 func findingChangesJSON(fs []compare.FindingChange) []FindingChangeJSON {
 	out := []FindingChangeJSON{}
 	for _, f := range fs {
-		fj := FindingChangeJSON{Rank: f.Rank, ID: f.ID, Change: f.Change}
+		fj := FindingChangeJSON{Rank: f.Rank, ID: f.ID, Change: f.Change, Expected: f.Expected}
 		if f.Base != nil {
 			fj.Base = &findingsJSON([]findings.Finding{*f.Base})[0]
 		}

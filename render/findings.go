@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
@@ -27,7 +28,7 @@ func findingsJSON(fs []findings.Finding) []FindingJSON {
 			}
 		}
 		out = append(out, FindingJSON{ID: f.ID, Severity: f.Severity.String(), NSPerStep: int64(f.AtStake),
-			StepNS: int64(f.Step), Evidence: ev, Suggestion: findingSuggestion(&f)})
+			StepNS: int64(f.Step), Evidence: ev, Suggestion: findingSuggestion(&f), Kind: findingKind(&f), Minor: f.Minor()})
 	}
 	return out
 }
@@ -46,4 +47,46 @@ func findingSuggestion(f *findings.Finding) string {
 		return f.Suggestion + " (stepstat: --rules FILE, --nvtx-category REGEX=CATEGORY, --steps nvtx:REGEX)"
 	}
 	return f.Suggestion
+}
+
+// findingKind is a finding's kind in the JSON contract: cause, headroom or warning.
+func findingKind(f *findings.Finding) string {
+	switch {
+	case f.Warning():
+		return "warning"
+	case f.ID == findings.FarFromSOL:
+		return "headroom"
+	}
+	return "cause"
+}
+
+// planJSON is the report's plan: the limiter, then, and one group per rule.
+func planJSON(r *findings.Report) *PlanJSON {
+	out := &PlanJSON{Groups: []FindingGroupJSON{}}
+	for _, g := range r.Groups() {
+		f := g.Top()
+		gj := FindingGroupJSON{ID: g.ID, Kind: findingKind(f), Minor: f.Minor(), Devices: []int{}, NSPerStep: int64(f.AtStake), StepNS: int64(f.Step)}
+		for _, m := range g.Members {
+			gj.Devices = append(gj.Devices, int(r.Devices[m.Dev].Device))
+		}
+		out.Groups = append(out.Groups, gj)
+	}
+	g, ok := r.Limiter()
+	if !ok {
+		if l := limiterLine(r); strings.HasPrefix(l, "Limiter: no rule holds; ") {
+			out.LargestPart = strings.TrimPrefix(l, "Limiter: no rule holds; ")
+		}
+		return out
+	}
+	d, f := g.Members[0].Dev, g.Top()
+	out.Limiter = &PlanFindingJSON{ID: f.ID, Device: int(r.Devices[d].Device), NSPerStep: int64(f.AtStake), StepNS: int64(f.Step)}
+	if d < len(r.Then) && r.Then[d] != nil {
+		t := r.Then[d]
+		tj := &ThenJSON{After: t.After, StepNS: int64(t.Step)}
+		if t.Next != nil {
+			tj.Next, tj.NSPerStep, tj.Speedup = t.Next.ID, int64(t.Next.AtStake), round3(t.Speedup())
+		}
+		out.Then = tj
+	}
+	return out
 }

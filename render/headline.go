@@ -24,41 +24,112 @@ import (
 func deviceHeadline(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
 	if sm.Steps == 0 {
+		if d.Skipped > 0 && len(d.Steps) == 0 {
+			return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found, all skipped)", d.Device, gpuName(d.GPU), phaseWhat(sm), d.Skipped, plural(d.Skipped))
+		}
 		return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found)", d.Device, gpuName(d.GPU), phaseWhat(sm), len(d.Steps), plural(len(d.Steps)))
 	}
 	return fmt.Sprintf("device %d (%s): %s median %s, p10-p90 %s-%s, %d step%s", d.Device, gpuName(d.GPU), phaseWhat(sm),
 		breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)), sm.Steps, plural(sm.Steps))
 }
 
-// rankedFinding is a finding with the device it holds on.
-type rankedFinding struct {
-	dev int // index into Report.Devices
-	f   *findings.Finding
-}
-
-// allFindings returns the findings of every device, most time at stake first (ties: device
-// order, then each device's own order).
-func allFindings(r *findings.Report) []rankedFinding {
-	var out []rankedFinding
-	for d := range r.Findings {
-		for k := range r.Findings[d] {
-			out = append(out, rankedFinding{d, &r.Findings[d][k]})
-		}
+// rankWords names the devices a group holds on, by device id, out of the report's
+// devices: "" with one device, "rank 1 of 8", "ranks 0-1", "ranks 0, 2-3 of 8".
+func rankWords(r *findings.Report, g *findings.Group) string {
+	if len(r.Devices) < 2 {
+		return ""
 	}
-	slices.SortStableFunc(out, func(a, b rankedFinding) int { return cmp.Compare(b.f.AtStake, a.f.AtStake) })
-	return out
+	var ids []int
+	for _, m := range g.Members {
+		ids = append(ids, int(r.Devices[m.Dev].Device))
+	}
+	slices.Sort(ids)
+	var parts []string
+	for i := 0; i < len(ids); {
+		j := i
+		for j+1 < len(ids) && ids[j+1] == ids[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ids[i], ids[j]))
+		} else {
+			parts = append(parts, fmt.Sprint(ids[i]))
+		}
+		i = j + 1
+	}
+	w := "ranks "
+	if len(ids) == 1 {
+		w = "rank "
+	}
+	w += strings.Join(parts, ", ")
+	if len(ids) < len(r.Devices) {
+		w += fmt.Sprintf(" of %d", len(r.Devices))
+	}
+	return w
 }
 
-// limiterLine names what limits the step: the finding with the most time at stake, e.g.
-// "Limiter: launch_bound on device 0, 1.779ms of the 2.200ms mean decode step (80.9%) at
-// stake". Without findings it names the largest category of the first device's mean step.
+// onRanks is rankWords with " on " before it, "" with one device.
+func onRanks(r *findings.Report, g *findings.Group) string {
+	if w := rankWords(r, g); w != "" {
+		return " on " + w
+	}
+	return ""
+}
+
+// stakeWords is a finding's time at stake of its step: "40.83ms of the 54.44ms step (75.0%)".
+func stakeWords(f *findings.Finding) string {
+	return fmt.Sprintf("%s of a %s step (%s)", breakdown.FormatDuration(int64(f.AtStake)), breakdown.FormatDuration(int64(f.Step)),
+		breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
+}
+
+// perRankLine is a group's numbers per rank on one line, with several devices: "rank 0
+// 46.85ms of 70.65ms (66.3%), rank 1 45.10ms of 70.60ms (63.9%)"; "" with one member.
+func perRankLine(r *findings.Report, g *findings.Group) string {
+	if len(g.Members) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, m := range g.Members {
+		parts = append(parts, fmt.Sprintf("rank %d %s of %s (%s)", r.Devices[m.Dev].Device, breakdown.FormatDuration(int64(m.F.AtStake)),
+			breakdown.FormatDuration(int64(m.F.Step)), breakdown.FormatPercent(frac(int64(m.F.AtStake), int64(m.F.Step)))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// groupHeadline is a group's first line: id, severity (of its top member), the ranks and
+// the top member's time at stake, e.g. "host_stall [high] on ranks 0-1: 46.85ms of a
+// 70.65ms step (66.3%) at stake".
+func groupHeadline(r *findings.Report, g *findings.Group) string {
+	f := g.Top()
+	return fmt.Sprintf("%s [%s]%s: %s at stake", f.ID, f.Severity, onRanks(r, g), stakeWords(f))
+}
+
+// evidenceOf names whose evidence a group's claim is, with several members: "rank 0: ".
+func evidenceOf(r *findings.Report, g *findings.Group) string {
+	if len(g.Members) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("rank %d: ", r.Devices[g.Members[0].Dev].Device)
+}
+
+// limiterLine names what limits the step: the cause with the most time at stake (its
+// group's top member), e.g. "Limiter: launch_bound, 1.779ms of the 2.200ms mean decode
+// step (80.9%) at stake". Without a cause it names the largest category of the first
+// device's mean step; the warnings (outlier steps, coverage) are never the limiter.
 func limiterLine(r *findings.Report) string {
-	if fs := allFindings(r); len(fs) > 0 {
-		top := fs[0]
-		d := &r.Devices[top.dev]
-		return fmt.Sprintf("Limiter: %s on device %d, %s of the %s mean %s (%s) at stake", top.f.ID, d.Device,
-			breakdown.FormatDuration(int64(top.f.AtStake)), breakdown.FormatDuration(int64(top.f.Step)), phaseWhat(&d.Summary),
-			breakdown.FormatPercent(frac(int64(top.f.AtStake), int64(top.f.Step))))
+	if g, ok := r.Limiter(); ok {
+		f := g.Top()
+		d := &r.Devices[g.Members[0].Dev]
+		where := ""
+		if len(r.Devices) > 1 {
+			where = fmt.Sprintf(" on %s (rank %d's numbers)", rankWords(r, &g), d.Device)
+			if len(g.Members) == 1 {
+				where = " on " + rankWords(r, &g)
+			}
+		}
+		return fmt.Sprintf("Limiter: %s%s, %s of the %s mean %s (%s) at stake", f.ID, where,
+			breakdown.FormatDuration(int64(f.AtStake)), breakdown.FormatDuration(int64(f.Step)), phaseWhat(&d.Summary),
+			breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
 	}
 	for i := range r.Devices {
 		sm := &r.Devices[i].Summary
@@ -71,12 +142,51 @@ func limiterLine(r *findings.Report) string {
 				big = c
 			}
 		}
-		return fmt.Sprintf("Limiter: no rule of the README's \"Findings\" holds; the largest part of the mean %s is %s, %s of %s (%s)",
+		return fmt.Sprintf("Limiter: no rule holds; the largest part of the mean %s is %s, %s of %s (%s)",
 			phaseWhat(sm), big, breakdown.FormatDuration(int64(sm.Categories[big].Mean)), breakdown.FormatDuration(int64(sm.Mean)),
 			breakdown.FormatPercent(sm.Categories[big].Share))
 	}
 	return "Limiter: no steps to summarise"
 }
+
+// thenLine says what would lead once the limiter is fixed: "then: launch_bound, ~13.61ms
+// step (host_stall's 40.83ms out), 11.04ms of it (81.1%) at stake: up to 5.3x"; "" without a
+// limiter.
+func thenLine(r *findings.Report) string {
+	g, ok := r.Limiter()
+	if !ok {
+		return ""
+	}
+	d := g.Members[0].Dev
+	if d >= len(r.Then) || r.Then[d] == nil {
+		return ""
+	}
+	t := r.Then[d]
+	out := fmt.Sprintf("~%s step (%s's %s out)", breakdown.FormatDuration(int64(t.Step)), t.After, breakdown.FormatDuration(int64(g.Top().AtStake)))
+	if t.Next == nil {
+		return fmt.Sprintf("then: no other rule holds on the %s", out)
+	}
+	return fmt.Sprintf("then: %s, %s, %s of it (%s) at stake: up to %.1fx", t.Next.ID, out, breakdown.FormatDuration(int64(t.Next.AtStake)),
+		breakdown.FormatPercent(frac(int64(t.Next.AtStake), int64(t.Step))), t.Speedup())
+}
+
+// minorLine lists the minor causes (under findings.MinorShare of the step) on one line:
+// "minor (under 2% of the step): moe_routing_overhead 0.13% on ranks 0-1"; "" when none.
+func minorLine(r *findings.Report, gs []findings.Group) string {
+	var parts []string
+	for i := range gs {
+		if f := gs[i].Top(); f.Cause() && f.Minor() {
+			parts = append(parts, fmt.Sprintf("%s %s%s", f.ID, breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))), onRanks(r, &gs[i])))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("minor (under %g%% of the step): %s", 100*findings.MinorShare, strings.Join(parts, ", "))
+}
+
+// listed reports whether a group is one of the findings listed in full (not minor).
+func listed(g *findings.Group) bool { f := g.Top(); return !f.Minor() }
 
 // catPart is one category's part of a mean step.
 type catPart struct {
@@ -116,22 +226,57 @@ func stepMixLine(d *breakdown.DeviceReport) string {
 	return fmt.Sprintf("device %d mean %s: %s", d.Device, breakdown.FormatDuration(int64(sm.Mean)), strings.Join(parts, " · "))
 }
 
-// textHeadline writes the answer at the top of the text report.
+// textHeadline writes the answer at the top of the text report: one line per device, the
+// limiter and what would lead after it, one finding per rule (causes, then far_from_sol),
+// the minor causes on one line, the warnings about the report, and the mean step by
+// category.
 func textHeadline(ew *errWriter, r *findings.Report) {
+	for _, l := range leadWarnings(r) {
+		ew.printf("%s\n", TerminalSafe(l))
+	}
 	for i := range r.Devices {
 		ew.printf("%s\n", TerminalSafe(capitalize(deviceHeadline(&r.Devices[i]))))
 	}
 	ew.printf("%s\n", limiterLine(r))
-	fs := allFindings(r)
-	if len(fs) == 0 {
-		ew.printf("Findings: none (no rule of README \"Findings\" holds)\n")
-	} else {
-		ew.printf("Findings (means per step, most time at stake first):\n")
-		for i, rf := range fs {
-			ew.printf("  %d. device %d: %s\n", i+1, r.Devices[rf.dev].Device, findingHeadline(rf.f))
-			ew.printf("     %s\n", TerminalSafe(rf.f.Claim))
-			ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(rf.f)))
+	if t := thenLine(r); t != "" {
+		ew.printf("%s\n", t)
+	}
+	gs := r.Groups()
+	n := 0
+	for i := range gs {
+		g := &gs[i]
+		if g.Top().Warning() || !listed(g) {
+			continue
 		}
+		if n == 0 {
+			ew.printf("Findings (means per step, most time at stake first):\n")
+		}
+		n++
+		ew.printf("  %d. %s\n", n, groupHeadline(r, g))
+		if pr := perRankLine(r, g); pr != "" {
+			ew.printf("     per rank: %s\n", pr)
+		}
+		ew.printf("     %s%s\n", evidenceOf(r, g), TerminalSafe(g.Top().Claim))
+		ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(g.Top())))
+	}
+	if n == 0 {
+		ew.printf("Findings: no cause above %g%% of the step\n", 100*findings.MinorShare)
+	}
+	if m := minorLine(r, gs); m != "" {
+		ew.printf("  %s\n", m)
+	}
+	w := 0
+	for i := range gs {
+		g := &gs[i]
+		if !g.Top().Warning() {
+			continue
+		}
+		if w == 0 {
+			ew.printf("Warnings about the report (not causes; left out of the limiter):\n")
+		}
+		w++
+		ew.printf("  - %s%s: %s\n", g.ID, onRanks(r, g), TerminalSafe(g.Top().Claim))
+		ew.printf("    try: %s\n", TerminalSafe(findingSuggestion(g.Top())))
 	}
 	first := true
 	for i := range r.Devices {
@@ -147,10 +292,14 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 
 // htmlAnswer is the first screen of an HTML page ("answer" in html.tmpl).
 type htmlAnswer struct {
+	Lead       []string // what to read first (steps are speculative rounds)
 	Lines      []string // one per device (report) or per side (diff)
 	Limiter    string
+	Then       string
 	Findings   []htmlFinding
 	NoFindings bool
+	Minor      string        // the minor causes, one line
+	Warnings   []htmlFinding // about the report (outlier steps, coverage)
 	// ChangesTitle heads the findings list (the diff's "What changed"); NoneText replaces
 	// it when there is nothing.
 	ChangesTitle, NoneText string
@@ -206,11 +355,22 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 		}
 	}
 	a.Legend = mixLegend(a.Mix)
-	for _, rf := range allFindings(r) {
-		f := rf.f
-		a.Findings = append(a.Findings, htmlFinding{Device: fmt.Sprintf("device %d", r.Devices[rf.dev].Device),
-			Severity: f.Severity.String(), Headline: findingHeadline(f), Claim: f.Claim, Suggestion: findingSuggestion(f)})
+	a.Then, a.Lead = thenLine(r), leadWarnings(r)
+	gs := r.Groups()
+	for i := range gs {
+		g := &gs[i]
+		f := g.Top()
+		hf := htmlFinding{Severity: f.Severity.String(), Headline: groupHeadline(r, g), PerRank: perRankLine(r, g),
+			Claim: evidenceOf(r, g) + f.Claim, Suggestion: findingSuggestion(f)}
+		switch {
+		case f.Warning():
+			hf.Severity, hf.Headline = "warning", g.ID+onRanks(r, g)
+			a.Warnings = append(a.Warnings, hf)
+		case listed(g):
+			a.Findings = append(a.Findings, hf)
+		}
 	}
+	a.Minor = minorLine(r, gs)
 	a.NoFindings = len(a.Findings) == 0
 	return a
 }
@@ -240,8 +400,9 @@ func sideHeadline(side, label string, phase breakdown.Phase, runs [][]time.Durat
 
 // diffHeadlines are the first lines of a diff: one per side.
 func diffHeadlines(c *compare.Comparison) []string {
-	bl, nl := sideNames(c)
-	return []string{sideHeadline("Base", bl, c.Phase, c.BaseSteps), sideHeadline("New", nl, c.Phase, c.NewSteps)}
+	// The lines name the side themselves ("Base de", "New de"): sideNames' "base de" would
+	// say it twice.
+	return []string{sideHeadline("Base", c.Base.Label, c.Phase, c.BaseSteps), sideHeadline("New", c.New.Label, c.Phase, c.NewSteps)}
 }
 
 // meansRow is the stacked bar of a diff side: its mean step by category.
@@ -314,3 +475,7 @@ func diffVerdict(c *compare.Comparison) string {
 	return fmt.Sprintf("%s step mean: %s -> %s, %s, %s", capitalize(c.Phase.String()), breakdown.FormatDurationF(r.Mean.Base),
 		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), test)
 }
+
+// leadWarnings are the lines a report leads with, before its headline: that steps are
+// speculative rounds (time per round is not time per token).
+func leadWarnings(r *findings.Report) []string { return nil }

@@ -326,6 +326,7 @@ func gpuName(s string) string {
 type htmlFinding struct {
 	Device                                string
 	Severity, Headline, Claim, Suggestion string
+	PerRank                               string // the group's numbers per rank, one line
 }
 
 func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {

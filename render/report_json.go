@@ -244,6 +244,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		out.Warnings = append(out.Warnings, warningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
+	out.Plan = planJSON(r)
 	return out
 }
 
@@ -258,7 +259,9 @@ func round6(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 // building them all and reflecting over them: 12x faster and 1,000x less memory on 200,000
 // steps (BenchmarkJSON).
 func JSON(w io.Writer, r *findings.Report) error {
-	head := NewReportJSON(&findings.Report{Report: stepless(r.Report), Findings: r.Findings})
+	cp := *r
+	cp.Report = stepless(r.Report)
+	head := NewReportJSON(&cp)
 	s := &jsonStream{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.object(reflect.ValueOf(head).Elem(), func(name string) bool {
 		if name != "devices" {

@@ -131,6 +131,11 @@ type SideSummary struct {
 	// Warnings are the capture-quality and self-check warnings of the side's runs
 	// (breakdown.Report.Warnings), each once, in run order.
 	Warnings []SideWarning
+	// AlignedBy says, per run of two or more devices with steps of the phase, how its
+	// ranks' steps were aligned into the side's samples (one per aligned step: the step on
+	// the slowest rank): "index", "time" (the rank view's overlap) or "index, first N"
+	// (counts differ and no rank view); empty when every run has one device.
+	AlignedBy []string
 }
 
 // SideWarning is a warning of one or more runs of a side.
@@ -178,6 +183,10 @@ type Comparison struct {
 	// SamplesNeeded(Alpha)); Untested then says so, and no row has a verdict.
 	Tested   bool
 	Untested string
+	// Token compares the time per token (speculative rounds make tokens per step vary):
+	// each side's samples are its steps' walls over their tokens; nil unless both sides
+	// know their tokens (rounds.go).
+	Token *Row
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
@@ -408,25 +417,23 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 	for _, r := range s.Reports {
 		ss.Paths = append(ss.Paths, r.Path)
 		ss.Devices = max(ss.Devices, len(r.Devices))
-		var run []tagged
 		for di := range r.Devices {
-			d := &r.Devices[di]
-			methods[d.Method.String()] = true
-			phaseSteps = append(phaseSteps, d.Steps...)
-			for i := range d.Steps {
-				st := &d.Steps[i]
-				if st.Phase != phase {
-					continue
-				}
-				run = append(run, tagged{st, di})
-				walls = append(walls, st.Wall())
-				for c, d := range st.Exclusive {
-					excl[c] += d
-				}
-				launches += st.Launches
-				kernels += st.TotalKernels()
-				gaps += st.Gaps.Count
+			methods[r.Devices[di].Method.String()] = true
+			phaseSteps = append(phaseSteps, r.Devices[di].Steps...)
+		}
+		run, how := alignedSteps(r, phase)
+		if how != "" {
+			ss.AlignedBy = append(ss.AlignedBy, how)
+		}
+		for _, t := range run {
+			st := t.step
+			walls = append(walls, st.Wall())
+			for c, d := range st.Exclusive {
+				excl[c] += d
 			}
+			launches += st.Launches
+			kernels += st.TotalKernels()
+			gaps += st.Gaps.Count
 		}
 		runs = append(runs, run)
 	}
@@ -458,4 +465,111 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 	}
 	ss.NCCL = sideNCCL(s)
 	return ss, runs
+}
+
+// alignedSteps returns the steps of the phase of one run, one per aligned step: with one
+// device, its steps; with several (ranks run in lock step, so a step lasts as long as its
+// slowest rank), the i-th step of the phase on every device aligned, and the one with the
+// longest wall time of each (ties: the first device) standing for it. Devices without steps
+// of the phase are left out. Aligned by index when every device has the same number of
+// steps of the phase; else through the rank view's alignment (by time overlap) where the
+// report has one; else the first of each device, as many as the fewest. how says which;
+// "" with one device.
+func alignedSteps(r *findings.Report, phase breakdown.Phase) (run []tagged, how string) {
+	var per [][]tagged // steps of the phase per device with any
+	for di := range r.Devices {
+		var ds []tagged
+		for i := range r.Devices[di].Steps {
+			if st := &r.Devices[di].Steps[i]; st.Phase == phase {
+				ds = append(ds, tagged{st, di})
+			}
+		}
+		if len(ds) > 0 {
+			per = append(per, ds)
+		}
+	}
+	switch len(per) {
+	case 0:
+		return nil, ""
+	case 1:
+		return per[0], ""
+	}
+	n, same := len(per[0]), true
+	for _, ds := range per {
+		same = same && len(ds) == n
+		n = min(n, len(ds))
+	}
+	slowest := func(group []tagged) tagged {
+		best := group[0]
+		for _, t := range group[1:] {
+			if t.step.Wall() > best.step.Wall() {
+				best = t
+			}
+		}
+		return best
+	}
+	if !same && r.Ranks != nil && len(r.Ranks.Steps) > 0 && len(r.Ranks.Devices) == len(r.Devices) {
+		byIndex := make([]map[int]tagged, len(r.Devices))
+		for _, ds := range per {
+			m := map[int]tagged{}
+			for _, t := range ds {
+				m[t.step.Index] = t
+			}
+			byIndex[ds[0].dev] = m
+		}
+		for _, rs := range r.Ranks.Steps {
+			var group []tagged
+			for d, idx := range rs.Steps {
+				if byIndex[d] == nil {
+					continue
+				}
+				if t, ok := byIndex[d][idx]; ok {
+					group = append(group, t)
+				}
+			}
+			if len(group) > 0 {
+				run = append(run, slowest(group))
+			}
+		}
+		return run, "time"
+	}
+	for i := 0; i < n; i++ {
+		group := make([]tagged, len(per))
+		for k, ds := range per {
+			group[k] = ds[i]
+		}
+		run = append(run, slowest(group))
+	}
+	if same {
+		return run, "index"
+	}
+	return run, fmt.Sprintf("index, first %d", n)
+}
+
+// Regression reports whether the new side is significantly slower than the base: the
+// headline row (time per token where both sides know their tokens, else the whole step)
+// has a significant change of the mean, tested and at least MinChangeNS, upwards. what
+// names the row and the change.
+func (c *Comparison) Regression() (slower bool, what string) {
+	r, name := c.Headline()
+	m := &r.Mean
+	what = fmt.Sprintf("%s %s -> %s (%+.2f%%, p=%.3f)", name, breakdown.FormatDurationF(m.Base), breakdown.FormatDurationF(m.New),
+		pctOf(m.Delta, m.Base), m.P)
+	return m.Significant && m.Delta > 0, what
+}
+
+// Headline returns the row the verdict is on, and its name: the time per token where both
+// sides know their tokens (Token), else the whole step.
+func (c *Comparison) Headline() (*Row, string) {
+	if c.Token != nil {
+		return c.Token, "mean time per token"
+	}
+	return &c.Step, "mean " + c.Phase.String() + " step"
+}
+
+func pctOf(d, base float64) float64 {
+	if base == 0 {
+		return math.Inf(1)
+	}
+	return 100 * d / base
 }

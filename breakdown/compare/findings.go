@@ -26,6 +26,10 @@ type FindingChange struct {
 	ID        string
 	Change    string            // FindingAppeared, ...
 	Base, New *findings.Finding // nil on the side without it
+	// Expected marks a finding that appeared (or grew to a larger share of its step) where
+	// the base's then (findings.Then: the rules re-run with the base's top cause taken out)
+	// named it: what the fix of the base's limiter was expected to reveal.
+	Expected bool
 }
 
 // compareFindings lines up the findings of each device position on the first run of each
@@ -36,6 +40,10 @@ func compareFindings(base, new Side) []FindingChange {
 	}
 	br, nr := base.Reports[0], new.Reports[0]
 	var out []FindingChange
+	named := func(d int, id string) bool {
+		return d < len(br.Then) && br.Then[d] != nil && br.Then[d].Next != nil && br.Then[d].Next.ID == id
+	}
+	share := func(f *findings.Finding) float64 { return float64(f.AtStake) / float64(max(f.Step, 1)) }
 	for d := 0; d < min(len(br.Devices), len(nr.Devices)); d++ {
 		bf, nf := br.Findings[d], nr.Findings[d]
 		for i := range bf {
@@ -46,6 +54,7 @@ func compareFindings(base, new Side) []FindingChange {
 					fc.Change = FindingSame
 					if nf[j].Severity != bf[i].Severity || relChange(bf[i].AtStake, nf[j].AtStake) >= 0.25 {
 						fc.Change = FindingChanged
+						fc.Expected = named(d, nf[j].ID) && share(&nf[j]) > share(&bf[i])
 					}
 				}
 			}
@@ -53,7 +62,7 @@ func compareFindings(base, new Side) []FindingChange {
 		}
 		for j := range nf {
 			if !slices.ContainsFunc(bf, func(f findings.Finding) bool { return f.ID == nf[j].ID }) {
-				out = append(out, FindingChange{Rank: d, ID: nf[j].ID, New: &nf[j], Change: FindingAppeared})
+				out = append(out, FindingChange{Rank: d, ID: nf[j].ID, New: &nf[j], Change: FindingAppeared, Expected: named(d, nf[j].ID)})
 			}
 		}
 	}

@@ -118,6 +118,10 @@ type Report struct {
 	// Findings of each device, indexed like Devices; most step time at stake first (ties by
 	// id), empty when no rule holds.
 	Findings [][]Finding
+	// Then holds, per device, what would lead once the device's top cause is fixed (ThenOf);
+	// nil where the device has no cause.
+	Then  []*Then
+	knobs map[string]string // the recorded knobs, clipped
 }
 
 // Of applies the rules to every device of r, with the run's recorded knobs (r.Config) for
@@ -128,9 +132,15 @@ func Of(r *breakdown.Report) *Report {
 	for _, v := range r.Config {
 		knobs[nsys.ClipValue(v.Name)] = nsys.ClipValue(v.Value)
 	}
-	out := &Report{Report: r, Findings: make([][]Finding, len(r.Devices))}
+	out := &Report{Report: r, Findings: make([][]Finding, len(r.Devices)), Then: make([]*Then, len(r.Devices)), knobs: knobs}
 	for d := range r.Devices {
 		out.Findings[d] = device(r, d, knobs)
+		for k := range out.Findings[d] {
+			if f := &out.Findings[d][k]; f.Cause() && !f.Minor() {
+				out.Then[d] = ThenOf(out, d, f)
+				break
+			}
+		}
 	}
 	return out
 }

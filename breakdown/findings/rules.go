@@ -153,13 +153,12 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 		tips = append(tips, "the transfer itself is the cost: overlap communication with compute, or reduce what is communicated")
 	}
 	if small && !waiting {
-		tips = append(tips, "transfers are small (latency-bound): try NCCL_PROTO=LL or LL128, a custom all-reduce "+
+		tips = append(tips, "transfers are small (latency-bound): try "+protoTip(knobs)+"a custom all-reduce "+
 			"(vLLM/SGLang custom all-reduce, FlashInfer one-shot), or fuse the all-reduce with the following RMSNorm")
 	}
 	if kn := commKnobs(knobs); kn != "" {
 		f.Evidence = append(f.Evidence, text("knobs", kn))
-		claim = append(claim, "knobs: "+kn)
-		tips = append(tips, "run configuration: "+kn)
+		claim = append(claim, "knobs: "+kn) // evidence, not advice: the suggestion names only knobs to change
 	}
 	f.Claim = strings.Join(claim, "; ")
 	f.Suggestion = strings.Join(tips, "; ")
@@ -218,6 +217,41 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 		*claim = append(*claim, perCall)
 	}
 	return tips, small, waiting
+}
+
+// protoTip suggests the NCCL protocols for small transfers that the run configuration does
+// not already set: "NCCL_PROTO=LL or LL128, " when NCCL_PROTO is unset (or another value),
+// "NCCL_PROTO=LL128 (NCCL_PROTO is LL), " when it is LL, "" when it already allows both.
+// Advice never names a knob at the value the run has.
+func protoTip(knobs map[string]string) string {
+	v, set := knobs["NCCL_PROTO"]
+	var untried []string
+	for _, p := range []string{"LL", "LL128"} {
+		if !set || !protoAllowed(v, p) {
+			untried = append(untried, p)
+		}
+	}
+	switch {
+	case len(untried) == 0:
+		return ""
+	case !set:
+		return "NCCL_PROTO=" + strings.Join(untried, " or ") + ", "
+	}
+	return "NCCL_PROTO=" + strings.Join(untried, " or ") + " (the run has NCCL_PROTO=" + v + "), "
+}
+
+// protoAllowed reports whether the NCCL_PROTO value v (a comma list, or "^" and the
+// protocols it excludes) lets NCCL use protocol p.
+func protoAllowed(v, p string) bool {
+	v = strings.TrimSpace(v)
+	exclude := strings.HasPrefix(v, "^")
+	in := false
+	for _, x := range strings.Split(strings.TrimPrefix(v, "^"), ",") {
+		if strings.EqualFold(strings.TrimSpace(x), p) {
+			in = true
+		}
+	}
+	return in != exclude
 }
 
 // MaxCitedKnobs is the most knobs a finding cites; the rest are counted ("and 3 more"):

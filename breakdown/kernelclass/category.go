@@ -68,6 +68,31 @@ func ParseCategory(s string) (Category, error) {
 	return Other, fmt.Errorf("unknown category %q (want one of %s)", s, categoryList())
 }
 
+// ParseAssignable returns the category whose identifier is s, as ParseCategory does, for a
+// rule or an NVTX mapping: a category that cannot be assigned (see Assignable) is an
+// error, and the error of an unknown word lists only the categories that can be.
+func ParseAssignable(s string) (Category, error) {
+	c, err := ParseCategory(s)
+	if err == nil && !c.Assignable() {
+		return c, fmt.Errorf("category %s cannot be assigned (want one of %s)", c, assignableList())
+	}
+	if err != nil {
+		return c, fmt.Errorf("unknown category %q (want one of %s)", s, assignableList())
+	}
+	return c, nil
+}
+
+// assignableList returns the identifiers of the categories a rule may assign, in Order.
+func assignableList() string {
+	var names []string
+	for _, c := range Order {
+		if c.Assignable() {
+			names = append(names, c.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // categoryList returns the identifiers in Order, comma-separated, for error messages.
 func categoryList() string {
 	names := make([]string, len(Order))

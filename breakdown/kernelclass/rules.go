@@ -185,13 +185,10 @@ func ParseRules(r io.Reader, source string) ([]Rule, error) {
 		if i := strings.IndexFunc(line, unicode.IsSpace); i >= 0 {
 			word, expr = line[:i], strings.TrimSpace(line[i:])
 		}
-		cat, err := ParseCategory(word)
+		cat, err := ParseAssignable(word)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", pos, err))
-			continue
-		case !cat.Assignable():
-			errs = append(errs, fmt.Errorf("%s: category %s cannot be assigned by a rule", pos, cat))
 			continue
 		case expr == "":
 			errs = append(errs, fmt.Errorf("%s: missing regular expression after %q", pos, word))

@@ -129,3 +129,36 @@ func TestNewClassifierSkipsUnusableRules(t *testing.T) {
 		t.Errorf("NewClassifier kept %d unusable rules", n-builtin)
 	}
 }
+
+// TestRulesErrorListsOnlyAssignable checks that the categories an error offers are the
+// ones a rule may use: each category the unknown-word error lists parses as a rule, and
+// other, untraced_graph and idle are not offered (they were listed, then refused).
+func TestRulesErrorListsOnlyAssignable(t *testing.T) {
+	_, err := ParseRules(strings.NewReader("matmul foo\n"), "my.rules")
+	if err == nil {
+		t.Fatal("unknown category accepted")
+	}
+	_, list, ok := strings.Cut(err.Error(), "want one of ")
+	if !ok {
+		t.Fatalf("error %q lists no categories", err)
+	}
+	list = strings.TrimSuffix(list, ")")
+	offered := map[string]bool{}
+	for _, name := range strings.Split(list, ", ") {
+		offered[name] = true
+		if _, err := ParseRules(strings.NewReader(name+" foo\n"), "my.rules"); err != nil {
+			t.Errorf("error offers %q, but a rule for it fails: %v", name, err)
+		}
+	}
+	for _, c := range Order {
+		if offered[c.String()] != c.Assignable() {
+			t.Errorf("%s: offered %v, assignable %v", c, offered[c.String()], c.Assignable())
+		}
+	}
+	for _, refused := range []string{"other", "untraced_graph", "idle"} {
+		_, err := ParseRules(strings.NewReader(refused+" foo\n"), "my.rules")
+		if err == nil || strings.Contains(strings.SplitN(err.Error(), "want one of", 2)[1], refused) {
+			t.Errorf("%s: error %v", refused, err)
+		}
+	}
+}

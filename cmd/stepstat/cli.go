@@ -93,7 +93,8 @@ func commandUsage(w io.Writer, c *command) {
 	}
 }
 
-// run is the whole program; it returns the exit status: 0 success, 1 runtime error, 2 usage error.
+// run is the whole program; it returns the exit status: 0 success, 1 runtime error, 2 usage
+// error, 3 a regression (diff --fail-on-regression).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop, caught := catchSignals()
 	defer stop()
@@ -169,6 +170,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		return 0
+	}
+	var re *regressionError
+	if errors.As(err, &re) { // the output is written; the verdict is the exit status
+		fmt.Fprintf(stderr, "stepstat %s: %s\n", c.name, oneLine(re.Error()))
+		return 3
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

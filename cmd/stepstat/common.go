@@ -116,9 +116,9 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		if err != nil {
 			return opt, usagef(cmd, "--nvtx-category %q: bad regular expression: %v", nc, err)
 		}
-		c, err := kernelclass.ParseCategory(nc[i+1:])
-		if err != nil || c == kernelclass.Idle || c == kernelclass.UntracedGraph {
-			return opt, usagef(cmd, "--nvtx-category %q: unknown category %q", nc, nc[i+1:])
+		c, err := kernelclass.ParseAssignable(nc[i+1:])
+		if err != nil {
+			return opt, usagef(cmd, "--nvtx-category %q: %v", nc, err)
 		}
 		opt.NVTXCategories = append(opt.NVTXCategories, breakdown.NVTXCategory{Match: re, Category: c})
 	}
@@ -217,6 +217,29 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("byte count out of range (got %q)", s)
 	}
 	return int64(b), nil
+}
+
+// skipLeavesSteps refuses a --skip that drops every step found on every device: the
+// report would have nothing to summarise. The error names the file, the steps found and
+// the largest --skip that leaves one.
+func skipLeavesSteps(path string, skip int, r *breakdown.Report) error {
+	if skip == 0 || len(r.Devices) == 0 {
+		return nil
+	}
+	most := 0
+	var found []string
+	for i := range r.Devices {
+		d := &r.Devices[i]
+		if len(d.Steps) > 0 {
+			return nil
+		}
+		most = max(most, d.Skipped)
+		found = append(found, fmt.Sprintf("%d on device %d", d.Skipped, d.Device))
+	}
+	if most == 0 {
+		return nil // no steps found at all: not --skip's doing
+	}
+	return &nsys.Error{Path: path, Err: fmt.Errorf("--skip %d drops every step (found %s); give --skip %d or less", skip, strings.Join(found, ", "), most-1)}
 }
 
 // openTrace reads a trace for analysis (an export, or a report exported first, see

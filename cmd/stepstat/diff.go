@@ -28,13 +28,19 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
+		// The speed-of-light flags are report's: registered so that giving one says so
+		// (below), hidden so that diff's help does not offer them.
+		for _, n := range reportOnlyFlags {
+			fs.MarkHidden(n)
+		}
 		return func(ctx context.Context, args []string, o *stdio) error {
 			if len(args) != 2 {
 				return usagef("diff", "need exactly two inputs (got %d)", len(args))
 			}
-			for _, n := range []string{"sol-step", "sol-bytes", "bandwidth", "batch"} {
+			for _, n := range reportOnlyFlags {
 				if fs.Changed(n) {
 					return usagef("diff", "--%s applies to report only (diff compares steps, not a speed-of-light floor)", n)
 				}
@@ -87,6 +93,9 @@ var diffCmd = &command{
 					if err != nil {
 						return optionUsage("diff", err)
 					}
+					if err := skipLeavesSteps(f, opt.Skip, rep); err != nil {
+						return err
+					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
 					sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
@@ -105,19 +114,27 @@ var diffCmd = &command{
 				case "html":
 					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
 				}
-				return render.DiffText(w, c)
+				return render.DiffText(w, c, textWidth(*output, o.out))
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err
 			}
 			o.phase("render")
 			if *html != "" {
-				return writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) })
+				if err := writeOutput(*html, o.out, func(w io.Writer) error { return render.DiffHTML(w, c, render.DefaultHTMLOptions()) }); err != nil {
+					return err
+				}
+			}
+			if slower, what := c.Regression(); *failOnRegression && slower {
+				return &regressionError{what: what}
 			}
 			return nil
 		}
 	},
 }
+
+// reportOnlyFlags are the analysis flags that diff refuses: the speed-of-light floor.
+var reportOnlyFlags = []string{"sol-step", "sol-bytes", "bandwidth", "batch"}
 
 // parseMinChange parses --min-change: a percentage of the base mean step ("1%", "0.5%")
 // or a time per step ("5us", "1µs", "0.2ms"); the other is 0.
@@ -155,3 +172,9 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	return label, files
 }
+
+// A regressionError is diff --fail-on-regression's verdict: the new side is significantly
+// slower. Exit status 3.
+type regressionError struct{ what string }
+
+func (e *regressionError) Error() string { return "regression: " + e.what }

@@ -295,3 +295,38 @@ func inCaptureDirMk(t *testing.T, names ...string) {
 		nsystest.Gunzip(t, filepath.Join(captureDir, name+".sqlite.gz"), name+".sqlite")
 	}
 }
+
+// TestDiffFailOnRegression: diff --fail-on-regression exits 3 when the new side is
+// significantly slower (graph -> eager, on 1 and 2 GPUs), with the output written and one
+// line on stderr naming the change; 0 for the reverse, for no change, and without the flag;
+// beyond --min-change only. Usage mistakes still exit 2.
+func TestDiffFailOnRegression(t *testing.T) {
+	inCaptureDir(t, "dense-eager", "dense-graph", "tp2-moe-eager", "tp2-moe-graph")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--fail-on-regression", "graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 3},
+		{[]string{"--fail-on-regression", "-f", "json", "tp2-moe-graph.sqlite", "tp2-moe-eager.sqlite"}, 3},
+		{[]string{"--fail-on-regression", "eager=dense-eager.sqlite", "graph=dense-graph.sqlite"}, 0},
+		{[]string{"--fail-on-regression", "tp2-moe-eager.sqlite", "tp2-moe-graph.sqlite"}, 0},
+		{[]string{"--fail-on-regression", "a=dense-graph.sqlite", "b=dense-graph.sqlite"}, 0},
+		{[]string{"graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 0},
+		{[]string{"--fail-on-regression", "--min-change", "1000%", "graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 0},
+		{[]string{"--fail-on-regression", "dense-graph.sqlite"}, 2},
+	} {
+		code, out, errOut := solRun(t, append([]string{"diff"}, tc.args...)...)
+		if code != tc.code {
+			t.Errorf("diff %q: exit %d, want %d; stderr %q", tc.args, code, tc.code, errOut)
+			continue
+		}
+		if code == 3 {
+			if out == "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "stepstat diff: regression: mean decode step ") {
+				t.Errorf("diff %q: stdout %d bytes, stderr %q; want the output and one regression line", tc.args, len(out), errOut)
+			}
+		}
+		if code == 0 && errOut != "" {
+			t.Errorf("diff %q: exit 0 with stderr %q", tc.args, errOut)
+		}
+	}
+}

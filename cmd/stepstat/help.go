@@ -34,7 +34,14 @@ the change, and a Mann-Whitney U p-value; and the means table. A change smaller 
 --min-change (1% of the base mean step by default, or a time per step such as 5us) gets
 no verdict (~). A category that one side cannot measure (CUDA graphs traced at graph
 level, a rank missing or without steps) is not comparable, with the reason. Every
-warning of either capture comes first.
+warning of either capture comes first. With 2+ GPUs, ranks are not pooled: one sample per
+aligned step (the step on the slowest rank, as ranks run in lock step), so n counts
+aligned steps, and each rank has its own rows.
+
+--fail-on-regression (for CI): exit status 3 when the new side is significantly slower,
+the mean step (per token where both sides know their tokens) up by at least --min-change
+at p < --alpha; 0 otherwise. Exit status 1 (an error) and 2 (a usage mistake) keep their
+meaning.
 
 Caveats: consecutive steps of one run are not independent samples (step time drifts with
 KV-cache length and batch makeup), so with hundreds of steps small shifts test as

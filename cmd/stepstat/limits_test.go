@@ -341,7 +341,7 @@ func TestNestedNVTXBounded(t *testing.T) {
 func TestSmallHostileFlags(t *testing.T) {
 	inTempDir(t)
 	buildFixture(t, "schema-meta-data-export", "in.sqlite")
-	writeFile(t, "in.sqlite-wal", "not applied")
+	writeFile(t, "in.sqlite-wal", "\x37\x7f\x06\x82"+strings.Repeat("\x00", 60)) // a WAL header and a frame
 	code, stdout, stderr := runCLI("report", "in.sqlite")
 	if code != 0 || !strings.Contains(stdout, "in.sqlite-wal sits beside the trace") {
 		t.Errorf("exit %d, stderr %q; the report does not warn about the WAL file", code, stderr)

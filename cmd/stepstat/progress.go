@@ -21,8 +21,23 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// textWidth is the width the text output's answer is wrapped to: the terminal's when the
+// output goes to stdout and stdout is a terminal, else render.DefaultTextWidth (0).
+func textWidth(output string, stdout io.Writer) int {
+	if output != "" && output != "-" {
+		return 0
+	}
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return w
+		}
+	}
+	return 0
+}
+
 // progressFor returns the reader's progress callback: one line on stderr, rewritten in
-// place, once over a million rows are read, when stderr is a terminal or force is set.
+// place, once over a million rows are read, when stderr is a terminal or force is set;
+// blanked once the tables are read, so that it leaves nothing behind.
 // The reader reads tables at once from two goroutines and reports each on its own; the
 // line sums them (rows read of every table so far over their row counts), so that the
 // total only grows as tables start and never flips from one table's count to another's.
@@ -34,6 +49,7 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 		mu     sync.Mutex
 		last   time.Time
 		shown  bool
+		width  int // of the line on screen
 		tables []string
 		done   = map[string]int64{}
 		totals = map[string]int64{} // -1: not counted
@@ -73,14 +89,23 @@ func progressFor(path string, o *stdio, force bool) func(table string, done, tot
 		if what == "" {
 			what = "done"
 		}
+		var line string
 		if counted && sumTotal > 0 {
-			fmt.Fprintf(o.errOut, "\r%s: %s/%s rows (%.0f%%) %s   ", name, thousands(sumDone), thousands(sumTotal), 100*float64(sumDone)/float64(sumTotal), what)
+			line = fmt.Sprintf("%s: %s/%s rows (%.0f%%) %s", name, thousands(sumDone), thousands(sumTotal), 100*float64(sumDone)/float64(sumTotal), what)
 		} else {
-			fmt.Fprintf(o.errOut, "\r%s: %s rows %s   ", name, thousands(sumDone), what)
+			line = fmt.Sprintf("%s: %s rows %s", name, thousands(sumDone), what)
 		}
+		// Each line overwrites the one before, padded to its width so that nothing of a
+		// longer line stays. When every table started so far is read, the line is
+		// blanked: a table read later starts it again in the same place, and the
+		// report's output starts on a clean line (a "done" line per batch of tables
+		// stayed behind before).
+		pad := max(width-len(line), 0)
+		fmt.Fprintf(o.errOut, "\r%s%s", line, strings.Repeat(" ", pad))
+		width = len(line)
 		if final {
-			fmt.Fprintln(o.errOut)
-			shown = false
+			fmt.Fprintf(o.errOut, "\r%s\r", strings.Repeat(" ", width))
+			width = 0
 		}
 	}
 }

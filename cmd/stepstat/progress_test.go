@@ -65,3 +65,61 @@ func TestReportHelpCategories(t *testing.T) {
 		t.Error("report --help does not name untraced_graph")
 	}
 }
+
+// screen plays what was written to a terminal: "\r" returns to the line's start, "\n"
+// starts the next line, other bytes overwrite. It returns the lines left on screen,
+// trailing spaces removed, blank lines dropped.
+func screen(out string) []string {
+	lines := [][]byte{nil}
+	col := 0
+	for i := 0; i < len(out); i++ {
+		cur := &lines[len(lines)-1]
+		switch c := out[i]; c {
+		case '\r':
+			col = 0
+		case '\n':
+			lines = append(lines, nil)
+			col = 0
+		default:
+			for len(*cur) <= col {
+				*cur = append(*cur, ' ')
+			}
+			(*cur)[col] = c
+			col++
+		}
+	}
+	var left []string
+	for _, l := range lines {
+		if s := strings.TrimRight(string(l), " "); s != "" {
+			left = append(left, s)
+		}
+	}
+	return left
+}
+
+// TestProgressLeavesNothing reads two tables at once, then a third after both are done
+// (the reader's order on a large trace): the progress line must leave no "done" line
+// behind on a terminal (it left one per batch of tables), and the report's first line
+// must start at the left margin.
+func TestProgressLeavesNothing(t *testing.T) {
+	old := progressEvery
+	progressEvery = 0
+	defer func() { progressEvery = old }()
+	var errOut bytes.Buffer
+	fn := progressFor("big.sqlite", &stdio{errOut: &errOut}, true)
+	const kern, rt = 9100865, 3031981
+	for i := int64(1); i <= 4; i++ {
+		fn("CUPTI_ACTIVITY_KIND_KERNEL", kern*i/4, kern)
+		fn("CUPTI_ACTIVITY_KIND_RUNTIME", rt*i/4, rt)
+	}
+	fn("CUPTI_ACTIVITY_KIND_MEMCPY", 1000, 1000)
+	fn("NVTX_EVENTS", 10, 2000)
+	fn("NVTX_EVENTS", 2000, 2000)
+	if !strings.Contains(errOut.String(), "done") {
+		t.Fatalf("no final progress line written:\n%q", errOut.String())
+	}
+	errOut.WriteString("Device 0 (NVIDIA H200): ...\n")
+	if left := screen(errOut.String()); len(left) != 1 || left[0] != "Device 0 (NVIDIA H200): ..." {
+		t.Errorf("on screen after the read:\n%s", strings.Join(left, "\n"))
+	}
+}

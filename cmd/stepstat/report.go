@@ -59,6 +59,9 @@ var reportCmd = &command{
 			if err != nil {
 				return optionUsage("report", err)
 			}
+			if err := skipLeavesSteps(path, opt.Skip, sum); err != nil {
+				return err
+			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
 			o.phase("summarize")
@@ -73,7 +76,7 @@ var reportCmd = &command{
 				case "html":
 					return render.HTML(w, rep, htmlOpt)
 				}
-				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk})
+				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk, Width: textWidth(*output, o.out)})
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err

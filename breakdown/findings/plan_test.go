@@ -1,0 +1,305 @@
+package findings_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+)
+
+// truthDir holds the held-out H200 captures (xz): ../shared/traces/truth of the main
+// checkout, or STEPSTAT_TRUTH; tests that read them skip without it.
+func truthDir() string {
+	if d := os.Getenv("STEPSTAT_TRUTH"); d != "" {
+		return d
+	}
+	return "../../../shared/traces/truth"
+}
+
+// truthReport summarises one capture of truthDir (name without .sqlite.xz), decompressed
+// into a temporary folder; it skips the test when the capture or xz is missing.
+func truthReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
+	t.Helper()
+	src := filepath.Join(truthDir(), name+".sqlite.xz")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("%s: %v", src, err)
+	}
+	path := filepath.Join(t.TempDir(), name+".sqlite")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("xz", "-dc", src)
+	cmd.Stdout = out
+	if err := cmd.Run(); err != nil {
+		out.Close()
+		t.Skipf("xz -dc %s: %v", src, err)
+	}
+	out.Close()
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+	return rep
+}
+
+// TestPlanLimiterIsACause: on every capture in testdata, the limiter is a cause with time
+// at stake, never outlier_steps or coverage; each rule is one group, its members on
+// distinct devices, the top member first; the warnings are never causes.
+func TestPlanLimiterIsACause(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "traces", "*.sqlite.gz"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("captures: %d, %v", len(files), err)
+	}
+	limiters := 0
+	for _, gz := range files {
+		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
+		fr := findings.Of(captureReport(t, name, breakdown.Options{}))
+		seen := map[string]bool{}
+		for _, g := range fr.Groups() {
+			if seen[g.ID] {
+				t.Errorf("%s: %s grouped twice", name, g.ID)
+			}
+			seen[g.ID] = true
+			devs := map[int]bool{}
+			for i, m := range g.Members {
+				if m.F.ID != g.ID || devs[m.Dev] {
+					t.Errorf("%s: group %s holds %s on device %d twice or of another rule", name, g.ID, m.F.ID, m.Dev)
+				}
+				devs[m.Dev] = true
+				if i > 0 && m.F.AtStake > g.Members[0].F.AtStake {
+					t.Errorf("%s: group %s: member %d has more at stake than the top", name, g.ID, i)
+				}
+			}
+			if f := g.Top(); f.Warning() && f.Cause() {
+				t.Errorf("%s: %s is a warning and a cause", name, f.ID)
+			}
+		}
+		n := 0
+		for _, fs := range fr.Findings {
+			n += len(fs)
+		}
+		if got := 0; true {
+			for _, g := range fr.Groups() {
+				got += len(g.Members)
+			}
+			if got != n {
+				t.Errorf("%s: groups hold %d findings, the devices %d", name, got, n)
+			}
+		}
+		g, ok := fr.Limiter()
+		if !ok {
+			continue
+		}
+		limiters++
+		f := g.Top()
+		if !f.Cause() || f.AtStake <= 0 || f.ID == findings.Outliers || f.ID == findings.Coverage || f.Minor() {
+			t.Errorf("%s: limiter %s with %v at stake", name, f.ID, f.AtStake)
+		}
+		for _, fs := range fr.Findings {
+			for k := range fs {
+				if fs[k].Cause() && fs[k].AtStake > f.AtStake {
+					t.Errorf("%s: limiter %s (%v) but %s has %v at stake", name, f.ID, f.AtStake, fs[k].ID, fs[k].AtStake)
+				}
+			}
+		}
+	}
+	if limiters < len(files)/2 {
+		t.Errorf("a limiter on %d of %d captures", limiters, len(files))
+	}
+}
+
+// TestPlanOutliersNotLimiter: slow-step holds one 503ms step among 2ms ones; outlier_steps
+// puts the whole 2.1ms step at stake, yet the limiter is launch_bound (the cause of the
+// summarised steps), and outlier_steps stays a finding with its evidence, as a warning.
+func TestPlanOutliersNotLimiter(t *testing.T) {
+	fr := findings.Of(captureReport(t, "slow-step", breakdown.Options{}))
+	if o := find(fr.Findings[0], findings.Outliers); o == nil || !o.Warning() || o.Cause() {
+		t.Fatalf("slow-step findings %v; want outlier_steps as a warning", findingIDs(fr.Findings[0]))
+	}
+	g, ok := fr.Limiter()
+	if !ok || g.ID != findings.LaunchBound {
+		t.Fatalf("slow-step limiter %q (%v); want launch_bound", g.ID, ok)
+	}
+}
+
+// TestPlanThenHostStall: on the eager capture whose steps wait for cuDNN's plan building
+// (sdpa-cudnn-eager: one gap of ~39ms per 42ms step, and no other rule holds), taking the
+// stall out leaves a ~2.9ms step of launch gaps: then names launch_bound, on a step that
+// is the mean step less the stall, with the stall gone from its idle time.
+func TestPlanThenHostStall(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		truth bool
+	}{{"sdpa-cudnn-eager", false}, {"tp1_dense_eager", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rep *breakdown.Report
+			if tc.truth {
+				rep = truthReport(t, tc.name, breakdown.Options{})
+			} else {
+				rep = captureReport(t, tc.name, breakdown.Options{})
+			}
+			fr := findings.Of(rep)
+			g, ok := fr.Limiter()
+			if !ok || g.ID != findings.HostStall {
+				t.Fatalf("limiter %q; want host_stall", g.ID)
+			}
+			if find(fr.Findings[0], findings.LaunchBound) != nil {
+				t.Fatalf("launch_bound holds before the stall is taken out: %v", findingIDs(fr.Findings[0]))
+			}
+			th := fr.Then[0]
+			if th == nil || th.Next == nil || th.Next.ID != findings.LaunchBound {
+				t.Fatalf("then %+v; want launch_bound", th)
+			}
+			sm := &rep.Devices[0].Summary
+			if want := sm.Mean - g.Top().AtStake; th.Step != want || th.Next.Step != want {
+				t.Errorf("then's step %v (its finding's %v); want the mean step %v less the stall %v = %v", th.Step, th.Next.Step, sm.Mean, g.Top().AtStake, want)
+			}
+			idle := sm.Categories[kernelclass.Idle].Mean - g.Top().AtStake
+			if th.Next.AtStake <= 0 || th.Next.AtStake > idle {
+				t.Errorf("then: launch_bound %v at stake; want within the %v of idle left", th.Next.AtStake, idle)
+			}
+			if frac := float64(th.Next.AtStake) / float64(th.Step); frac < findings.LaunchBoundShare {
+				t.Errorf("then: launch_bound holds %.2f of the step left", frac)
+			}
+			if sp := th.Speedup(); sp < 2 {
+				t.Errorf("then: speedup %.1f", sp)
+			}
+			if tc.truth { // the numbers: 40.8ms of 54.4ms, a ~13.6ms step left
+				if th.Step < 13*time.Millisecond || th.Step > 14*time.Millisecond {
+					t.Errorf("then: step %v; want ~13.6ms", th.Step)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanThenTakesOut checks what taking a cause out does to the summary on real
+// captures: the step shrinks by exactly the time at stake, the categories still add up to
+// it, and the cause taken out does not hold again.
+func TestPlanThenTakesOut(t *testing.T) {
+	for _, name := range []string{"dense-eager", "tp2-moe-eager", "tp2-moe-graph", "moe-graph", "serve-cb", "loop-2sync"} {
+		fr := findings.Of(captureReport(t, name, breakdown.Options{}))
+		for d := range fr.Devices {
+			for k := range fr.Findings[d] {
+				f := &fr.Findings[d][k]
+				th := findings.ThenOf(fr, d, f)
+				if !f.Cause() {
+					if th != nil {
+						t.Errorf("%s device %d: then after %s, not a cause", name, d, f.ID)
+					}
+					continue
+				}
+				if th == nil {
+					t.Errorf("%s device %d: no then after %s", name, d, f.ID)
+					continue
+				}
+				// kernel_storm takes its busy time out of the busy categories, at most their time.
+				if got := fr.Devices[d].Summary.Mean - th.Step; got != f.AtStake && f.ID != findings.KernelStorm {
+					t.Errorf("%s device %d: %s took %v out; at stake %v", name, d, f.ID, got, f.AtStake)
+				}
+				if th.Next != nil && (th.Next.ID == f.ID || !th.Next.Cause() || th.Next.AtStake > th.Step) {
+					t.Errorf("%s device %d: then after %s: %s with %v of %v", name, d, f.ID, th.Next.ID, th.Next.AtStake, th.Step)
+				}
+			}
+		}
+	}
+}
+
+// TestPlanMinor: on tp2-moe-eager, MoE routing holds 0.81% of rank 1's step: a minor cause,
+// never the limiter.
+func TestPlanMinor(t *testing.T) {
+	fr := findings.Of(captureReport(t, "tp2-moe-eager", breakdown.Options{}))
+	var minor *findings.Finding
+	for _, g := range fr.Groups() {
+		if g.ID == findings.MoERouting {
+			minor = g.Top()
+		}
+	}
+	if minor == nil || !minor.Minor() || !minor.Cause() {
+		t.Fatalf("moe_routing_overhead %+v; want a minor cause", minor)
+	}
+	if share := float64(minor.AtStake) / float64(minor.Step); share >= findings.MinorShare {
+		t.Errorf("minor at %.4f of the step", share)
+	}
+	if g, _ := fr.Limiter(); g.ID == findings.MoERouting {
+		t.Error("a minor cause is the limiter")
+	}
+}
+
+// TestAdviceReadsKnobs: tp2_graph_nvtx_ll was captured with NCCL_PROTO=LL, and its small
+// all-reduces (latency-bound) get protocol advice: never a protocol the run configuration
+// already sets. As recorded (LL): try LL128 only; with the knob unset or Simple: LL or
+// LL128; with LL,LL128 or ^Simple (both allowed): no protocol tip.
+func TestAdviceReadsKnobs(t *testing.T) {
+	rep := truthReport(t, "tp2_graph_nvtx_ll", breakdown.Options{})
+	if v := configValue(rep.Config, "NCCL_PROTO"); v != "LL" {
+		t.Fatalf("tp2_graph_nvtx_ll recorded NCCL_PROTO=%q; want LL", v)
+	}
+	for _, tc := range []struct {
+		proto   string // "recorded": as captured; "": unset
+		want    string
+		mustNot []string
+	}{
+		{"recorded", "try NCCL_PROTO=LL128 (the run has NCCL_PROTO=LL)", []string{"NCCL_PROTO=LL or", "NCCL_PROTO=LL,", "try NCCL_PROTO=LL "}},
+		{"", "try NCCL_PROTO=LL or LL128, ", nil},
+		{"Simple", "try NCCL_PROTO=LL or LL128 (the run has NCCL_PROTO=Simple)", nil},
+		{"LL,LL128", "", []string{"try NCCL_PROTO"}},
+		{"^Simple", "", []string{"try NCCL_PROTO"}},
+	} {
+		r := *rep
+		if tc.proto != "recorded" {
+			r.Config = nil
+			for _, v := range rep.Config {
+				if v.Name != "NCCL_PROTO" {
+					r.Config = append(r.Config, v)
+				}
+			}
+			if tc.proto != "" {
+				r.Config = append(r.Config, nsys.EnvVar{Name: "NCCL_PROTO", Value: tc.proto})
+			}
+		}
+		fr := findings.Of(&r)
+		n := 0
+		for d := range fr.Findings {
+			c := find(fr.Findings[d], findings.Communication)
+			if c == nil || !strings.Contains(c.Suggestion, "transfers are small") {
+				continue
+			}
+			n++
+			if tc.want != "" && !strings.Contains(c.Suggestion, tc.want) {
+				t.Errorf("NCCL_PROTO=%q, device %d: %q not in %s", tc.proto, d, tc.want, c.Suggestion)
+			}
+			for _, bad := range tc.mustNot {
+				if strings.Contains(c.Suggestion, bad) {
+					t.Errorf("NCCL_PROTO=%q, device %d: suggestion names the knob at its value (%q): %s", tc.proto, d, bad, c.Suggestion)
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("NCCL_PROTO=%q: no latency-bound communication finding on tp2_graph_nvtx_ll", tc.proto)
+		}
+	}
+}
+
+func configValue(cfg []nsys.EnvVar, name string) string {
+	for _, v := range cfg {
+		if v.Name == name {
+			return v.Value
+		}
+	}
+	return ""
+}

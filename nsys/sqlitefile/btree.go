@@ -1,0 +1,260 @@
+package sqlitefile
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// B-tree page types.
+const (
+	pageInteriorTable = 5
+	pageLeafTable     = 13
+)
+
+// maxDepth bounds the depth of a B-tree walk (SQLite's own bound is 20).
+const maxDepth = 20
+
+// A page is one B-tree page of a table, its header checked.
+type page struct {
+	data  []byte // the page, usable bytes only
+	pgno  uint32
+	typ   byte
+	hdr   int // offset of the page header: 100 on page 1, else 0
+	cells int
+	first int // offset of the cell pointer array
+}
+
+// parsePage checks the header of a table B-tree page.
+func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
+	p := page{data: b[:s.usable], pgno: pgno}
+	if pgno == 1 {
+		p.hdr = 100
+	}
+	if len(p.data) < p.hdr+12 {
+		return p, Unhandledf("page %d too small", pgno)
+	}
+	p.typ = p.data[p.hdr]
+	switch p.typ {
+	case pageLeafTable:
+		p.first = p.hdr + 8
+	case pageInteriorTable:
+		p.first = p.hdr + 12
+	default:
+		return p, Unhandledf("page %d: page type %d is not a table B-tree page", pgno, p.typ)
+	}
+	p.cells = int(binary.BigEndian.Uint16(p.data[p.hdr+3:]))
+	if p.first+2*p.cells > len(p.data) {
+		return p, Unhandledf("page %d: %d cells do not fit", pgno, p.cells)
+	}
+	return p, nil
+}
+
+// cell returns the offset of cell i, checked to lie past the pointer array and at least
+// min bytes before the end of the usable area.
+func (p *page) cell(i, min int) (int, error) {
+	pc := int(binary.BigEndian.Uint16(p.data[p.first+2*i:]))
+	if pc < p.first+2*p.cells || pc > len(p.data)-min {
+		return 0, Unhandledf("page %d: cell %d at offset %d outside the page", p.pgno, i, pc)
+	}
+	return pc, nil
+}
+
+// A Leaf is a leaf page of a table B-tree and the bounds of the rowids it may hold:
+// (Lo, Hi], from the keys of the interior pages above it.
+type Leaf struct {
+	Page   uint32
+	Lo, Hi int64
+}
+
+// A Table is a rowid table's B-tree: its leaf pages in rowid order.
+type Table struct {
+	file   *File
+	Leaves []Leaf
+}
+
+// Table walks the table B-tree rooted at page root and returns its leaves in rowid
+// order. A B-tree is balanced: the depth of its leaves is found down the leftmost path,
+// and the walk reads the interior pages only, once each; the leaves' own headers are
+// checked when they are read (Scan). A page met twice, an interior page where a leaf
+// should be or the reverse, a walk deeper than maxDepth and keys out of order are errors.
+func (s *File) Table(root uint32) (*Table, error) {
+	seen := make([]uint64, (uint64(s.npages)+64)/64)
+	buf := make([]byte, s.pageSize)
+	leafDepth := 0
+	for pg := root; ; leafDepth++ {
+		if leafDepth >= maxDepth {
+			return nil, Unhandledf("B-tree deeper than %d at page %d", maxDepth, pg)
+		}
+		b, err := s.ReadPages(pg, 1, buf)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.parsePage(pg, b)
+		if err != nil {
+			return nil, err
+		}
+		if p.typ == pageLeafTable {
+			break
+		}
+		if p.cells == 0 {
+			return nil, Unhandledf("page %d: an interior page without cells", pg)
+		}
+		pc, err := p.cell(0, 5)
+		if err != nil {
+			return nil, err
+		}
+		pg = binary.BigEndian.Uint32(p.data[pc:])
+	}
+	var out []Leaf
+	var walk func(pg uint32, lo, hi int64, depth int) error
+	walk = func(pg uint32, lo, hi int64, depth int) error {
+		if pg < 1 || pg > s.npages {
+			return Unhandledf("page %d out of the file's %d", pg, s.npages)
+		}
+		if seen[pg/64]&(1<<(pg%64)) != 0 {
+			return Unhandledf("page %d met twice in one B-tree", pg)
+		}
+		seen[pg/64] |= 1 << (pg % 64)
+		if depth == leafDepth {
+			out = append(out, Leaf{pg, lo, hi})
+			return nil
+		}
+		b, err := s.ReadPages(pg, 1, buf)
+		if err != nil {
+			return err
+		}
+		p, err := s.parsePage(pg, b)
+		if err != nil {
+			return err
+		}
+		if p.typ != pageInteriorTable {
+			return Unhandledf("page %d: a leaf above the B-tree's other leaves", pg)
+		}
+		if p.cells == 0 {
+			return Unhandledf("page %d: an interior page without cells", pg)
+		}
+		// Copy the children and keys out: buf is reused by the walk below.
+		type child struct {
+			pg  uint32
+			key int64
+		}
+		kids := make([]child, 0, p.cells+1)
+		prev := lo
+		for i := 0; i < p.cells; i++ {
+			pc, err := p.cell(i, 5)
+			if err != nil {
+				return err
+			}
+			key, n := Varint(p.data[pc+4:])
+			if n == 0 {
+				return Unhandledf("page %d: cell %d key unreadable", pg, i)
+			}
+			if key < prev || key > hi {
+				return Unhandledf("page %d: keys out of order", pg)
+			}
+			kids = append(kids, child{binary.BigEndian.Uint32(p.data[pc:]), key})
+			prev = key
+		}
+		kids = append(kids, child{binary.BigEndian.Uint32(p.data[p.hdr+8:]), hi})
+		l := lo
+		for _, k := range kids {
+			if err := walk(k.pg, l, k.key, depth+1); err != nil {
+				return err
+			}
+			l = k.key
+		}
+		return nil
+	}
+	if err := walk(root, math.MinInt64, math.MaxInt64, 0); err != nil {
+		return nil, err
+	}
+	return &Table{file: s, Leaves: out}, nil
+}
+
+// RowidBounds returns the first and the last rowid of the table (ok false when empty).
+func (t *Table) RowidBounds() (first, last int64, ok bool, err error) {
+	if len(t.Leaves) == 0 {
+		return 0, 0, false, nil
+	}
+	s := t.file
+	buf := make([]byte, s.pageSize)
+	read := func(l Leaf, lastCell bool) (int64, bool, error) {
+		b, err := s.ReadPages(l.Page, 1, buf)
+		if err != nil {
+			return 0, false, err
+		}
+		p, err := s.parsePage(l.Page, b)
+		if err != nil {
+			return 0, false, err
+		}
+		if p.cells == 0 {
+			return 0, false, nil
+		}
+		i := 0
+		if lastCell {
+			i = p.cells - 1
+		}
+		pc, err := p.cell(i, 2)
+		if err != nil {
+			return 0, false, err
+		}
+		_, n := Varint(p.data[pc:])
+		id, m := Varint(p.data[pc+n:])
+		if n == 0 || m == 0 {
+			return 0, false, Unhandledf("page %d: cell %d unreadable", l.Page, i)
+		}
+		return id, true, nil
+	}
+	first, ok1, err := read(t.Leaves[0], false)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	last, ok2, err := read(t.Leaves[len(t.Leaves)-1], true)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return first, last, ok1 && ok2 && last >= first, nil
+}
+
+// localPayload is the number of a leaf cell's P payload bytes stored on the page; the
+// rest is on overflow pages.
+func (s *File) localPayload(p int64) int {
+	u := int64(s.usable)
+	x := u - 35
+	if p <= x {
+		return int(p)
+	}
+	m := (u-12)*32/255 - 23
+	k := m + (p-m)%(u-4)
+	if k <= x {
+		return int(k)
+	}
+	return int(m)
+}
+
+// maxRecord bounds the bytes of one record assembled from overflow pages.
+const maxRecord = 64 << 20
+
+// overflow returns the first n bytes of a payload whose first bytes are local and whose
+// rest starts on overflow page first, assembled in *scratch (page: a page's buffer).
+func (s *File) overflow(local []byte, first uint32, total int64, n int, scratch *[]byte, page []byte) ([]byte, error) {
+	if int64(n) > total || n > maxRecord {
+		return nil, Unhandledf("record of %d bytes", n)
+	}
+	out := append((*scratch)[:0], local...)
+	pg := first
+	for hops := uint32(0); len(out) < n; hops++ {
+		if pg == 0 || hops >= s.npages {
+			return nil, Unhandledf("overflow chain ends early")
+		}
+		b, err := s.ReadPages(pg, 1, page)
+		if err != nil {
+			return nil, err
+		}
+		pg = binary.BigEndian.Uint32(b)
+		take := min(s.usable-4, n-len(out))
+		out = append(out, b[4:4+take]...)
+	}
+	*scratch = out
+	return out, nil
+}

@@ -1,0 +1,377 @@
+package sqlitefile
+
+import (
+	"encoding/binary"
+	"runtime/debug"
+)
+
+// Columns is what Scan decodes of each record of a table: integer output columns, each a
+// record field or a constant; optionally only the rows whose filter column holds a value
+// v with Kept[v] (SQL's WHERE col IN (...)); optionally one text column.
+type Columns struct {
+	Fields []int   // by output column: the record field, or -1 for the constant Defs[c]
+	Defs   []int64 // by output column: the constant, or what a NULL reads as
+	Nulls  []bool  // by output column: a NULL reads as 0 with the column's bit set in the mask
+	Filter int     // the output column that filters the rows; -1: none
+	Kept   []bool
+	Text   int // the record field of the text column; -1: none
+}
+
+// MaxColumns is the most output columns a scan decodes (one bit each in the row's mask).
+const MaxColumns = 62
+
+// MaxFields is the most record fields a scan parses: the highest one read + 1.
+const MaxFields = 64
+
+// runPages is the most leaf pages read (or handed out of the mapping) at once.
+const runPages = 64
+
+// progressRows is about how often Scan reports progress, in rows.
+const progressRows = 1 << 20
+
+// Scan decodes the records of the leaves [la, lb) of t in rowid order and calls fn with
+// each row kept: v holds the output columns' values and, after them, the mask of those
+// that held no INTEGER (bit c for output column c: a NULL of a column with Nulls[c]);
+// text is the text column's bytes (NULL reads as empty). Both are valid during the call
+// only. A value of another type (REAL, TEXT or BLOB in an integer column) is an
+// *Unhandled error, as is every inconsistency of the pages and records.
+//
+// progress, when not nil, is called with the rows read since its last call: about every
+// million rows (last false: an error from it stops the scan) and once at the end (last
+// true, also after an error).
+func (t *Table) Scan(c *Columns, la, lb int, progress func(rows int64, last bool) error, fn func(v []int64, text []byte)) (err error) {
+	var n int64
+	if progress != nil {
+		defer func() { progress(n, true) }()
+	}
+	d, err := newDecoder(t.file, c)
+	if err != nil {
+		return err
+	}
+	// A mapped file that shrinks under the reader faults: an error, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if e := recover(); e != nil {
+			if _, fault := e.(interface{ Addr() uintptr }); !fault {
+				panic(e)
+			}
+			err = Unhandledf("the file changed while being read")
+		}
+	}()
+	f := t.file
+	ps := f.pageSize
+	var buf []byte
+	if !f.Mapped() {
+		buf = make([]byte, runPages*ps)
+	}
+	leaves := t.Leaves[la:lb]
+	alone := len(t.Leaves) == 1
+	for i := 0; i < len(leaves); {
+		j := i + 1
+		for j < len(leaves) && j-i < runPages && leaves[j].Page == leaves[j-1].Page+1 {
+			j++
+		}
+		b, err := f.ReadPages(leaves[i].Page, j-i, buf)
+		if err != nil {
+			return err
+		}
+		for k := i; k < j; k++ {
+			m, err := d.leaf(leaves[k], b[(k-i)*ps:(k-i+1)*ps], alone, fn)
+			if err != nil {
+				return err
+			}
+			n += int64(m)
+		}
+		f.Done(b)
+		i = j
+		if n >= progressRows && progress != nil {
+			if err := progress(n, false); err != nil {
+				return err
+			}
+			n = 0
+		}
+	}
+	return nil
+}
+
+// A decoder is one scan's plan and scratch: the row, the record header parsed, overflow
+// buffers.
+type decoder struct {
+	file   *File
+	c      *Columns
+	nfield int     // fields to parse: the highest read + 1
+	order  []uint8 // the output columns in decoding order: the filter first
+	v      []int64
+	text   []byte
+	// the record header: serial type and body offset by field
+	types   []uint64
+	offs    []int64
+	types8  []uint8 // the fast path's
+	offs8   []int32
+	scratch []byte // a record assembled from overflow pages
+	page    []byte // an overflow page read
+}
+
+func newDecoder(f *File, c *Columns) (*decoder, error) {
+	nc := len(c.Fields)
+	if nc > MaxColumns || len(c.Defs) != nc || len(c.Nulls) != nc || c.Filter >= nc {
+		return nil, Unhandledf("%d columns", nc)
+	}
+	d := &decoder{file: f, c: c, v: make([]int64, nc+1), page: make([]byte, f.pageSize)}
+	d.nfield = c.Text + 1
+	for _, fi := range c.Fields {
+		d.nfield = max(d.nfield, fi+1)
+	}
+	if d.nfield > MaxFields {
+		return nil, Unhandledf("field %d read", d.nfield-1)
+	}
+	if c.Filter >= 0 {
+		d.order = append(d.order, uint8(c.Filter))
+	}
+	for i := range c.Fields {
+		if i != c.Filter {
+			d.order = append(d.order, uint8(i))
+		}
+	}
+	d.types, d.offs = make([]uint64, d.nfield), make([]int64, d.nfield)
+	d.types8, d.offs8 = make([]uint8, d.nfield), make([]int32, d.nfield)
+	return d, nil
+}
+
+// leaf decodes the rows of one leaf page; it returns the number of rows on it. alone:
+// the page is the table's only leaf (the one leaf that may have no cells).
+func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []byte)) (int, error) {
+	f := d.file
+	p, err := f.parsePage(l.Page, b)
+	if err != nil {
+		return 0, err
+	}
+	if p.typ != pageLeafTable {
+		return 0, Unhandledf("page %d: an interior page among the leaves", l.Page)
+	}
+	if p.cells == 0 && !alone {
+		return 0, Unhandledf("page %d: a leaf page without cells", l.Page)
+	}
+	if p.cells > (f.pageSize-8)/6 {
+		return 0, Unhandledf("page %d: %d cells", l.Page, p.cells)
+	}
+	data := p.data
+	prev := l.Lo
+	for i := 0; i < p.cells; i++ {
+		pc, err := p.cell(i, 2)
+		if err != nil {
+			return 0, err
+		}
+		size, n1 := Varint(data[pc:])
+		if n1 == 0 || n1 == 9 || size < 0 || size > 1<<30 {
+			return 0, Unhandledf("page %d: cell %d: payload size unreadable", l.Page, i)
+		}
+		rowid, n2 := Varint(data[pc+n1:])
+		if n2 == 0 {
+			return 0, Unhandledf("page %d: cell %d: rowid unreadable", l.Page, i)
+		}
+		if rowid <= prev || rowid > l.Hi {
+			return 0, Unhandledf("page %d: rowids out of order", l.Page)
+		}
+		prev = rowid
+		off := pc + n1 + n2
+		local := f.localPayload(size)
+		if off+local > len(data) {
+			return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+		}
+		pay := data[off : off+local]
+		keep, ok := false, false
+		if int64(local) == size {
+			keep, ok = d.fast(pay)
+		}
+		if !ok {
+			var ovfl uint32
+			if int64(local) < size {
+				if off+local+4 > len(data) {
+					return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+				}
+				ovfl = binary.BigEndian.Uint32(data[off+local:])
+			}
+			if keep, err = d.record(pay, ovfl, size); err != nil {
+				return 0, Unhandledf("page %d: cell %d: %v", l.Page, i, err)
+			}
+		}
+		if keep {
+			fn(d.v, d.text)
+		}
+	}
+	return p.cells, nil
+}
+
+// fast is record for the common record (every row of nsys' activity tables): wholly on
+// its page, a one-byte header size, one-byte serial types for the fields read (integers,
+// NULLs, short text), no TEXT or REAL in an integer column. ok is false for any other
+// record, which record then reads (and finds what is wrong with it, if anything).
+func (d *decoder) fast(pay []byte) (keep, ok bool) {
+	size := len(pay)
+	if size == 0 {
+		return false, false
+	}
+	hs := int(pay[0])
+	if hs >= 0x80 || hs > size || hs < 1 {
+		return false, false
+	}
+	nf := min(d.nfield, hs-1)
+	offs := d.offs8[:nf]
+	types := d.types8[:nf]
+	hdr := pay[1 : 1+nf]
+	body := hs
+	for i, t := range hdr {
+		if t >= 0x80 {
+			return false, false
+		}
+		types[i], offs[i] = t, int32(body)
+		body += int(fastLens[t])
+	}
+	if body > size || (nf == hs-1 && body != size) {
+		return false, false
+	}
+	c := d.c
+	v := d.v
+	var bad int64
+	for _, oc := range d.order {
+		oc := int(oc)
+		fi := c.Fields[oc]
+		if fi < 0 {
+			v[oc] = c.Defs[oc]
+			continue
+		}
+		t := uint8(0)
+		o := 0
+		if fi < nf {
+			t, o = types[fi], int(offs[fi])
+		}
+		if t == 0 {
+			v[oc], bad = d.null(oc, bad)
+		} else if x, isInt := intValue(uint64(t), pay[o:]); isInt {
+			v[oc] = x
+		} else {
+			return false, false
+		}
+		if oc == c.Filter && !d.kept(bad) {
+			return false, true
+		}
+	}
+	v[len(c.Fields)] = bad
+	d.text = nil
+	if fi := c.Text; fi >= 0 && fi < nf {
+		t, o := types[fi], int(offs[fi])
+		if t != 0 && (t < 13 || t%2 == 0) {
+			return false, false
+		}
+		d.text = pay[o : o+int(fastLens[t])]
+	}
+	return true, true
+}
+
+// record decodes the output columns of one record into d.v and the text column into
+// d.text; it reports whether the row passes the filter. pay is the payload's bytes on
+// the page; the rest of its size bytes start on overflow page ovfl.
+func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
+	local := pay
+	need := func(n int64) error {
+		if n <= int64(len(pay)) {
+			return nil
+		}
+		b, err := d.file.overflow(local, ovfl, size, int(n), &d.scratch, d.page)
+		if err != nil {
+			return err
+		}
+		pay = b
+		return nil
+	}
+	if err := need(min(9, size)); err != nil {
+		return false, err
+	}
+	hs, n := Varint(pay)
+	if n == 0 || hs < int64(n) || hs > 98307 || hs > size {
+		return false, Unhandledf("record header of %d bytes", hs)
+	}
+	if err := need(hs); err != nil {
+		return false, err
+	}
+	// Parse the serial types of the fields read, as SQLite does: up to the last one
+	// needed, the body offsets checked against the payload; a header that ends first
+	// must account for the whole payload.
+	at, body := n, hs
+	nf := 0
+	for nf < d.nfield && int64(at) < hs {
+		t, m := Varint(pay[at:hs])
+		if m == 0 {
+			return false, Unhandledf("record header unreadable")
+		}
+		at += m
+		d.types[nf] = uint64(t)
+		d.offs[nf] = body
+		body += serialLen(uint64(t))
+		nf++
+		if body > size {
+			return false, Unhandledf("record body does not match its header")
+		}
+	}
+	if body > size || (int64(at) >= hs && (int64(at) > hs || body != size)) {
+		return false, Unhandledf("record body does not match its header")
+	}
+	c := d.c
+	v := d.v
+	var bad int64
+	for _, oc := range d.order {
+		oc := int(oc)
+		fi := c.Fields[oc]
+		switch {
+		case fi < 0:
+			v[oc] = c.Defs[oc]
+		case fi >= nf || d.types[fi] == 0:
+			v[oc], bad = d.null(oc, bad)
+		default:
+			t, o := d.types[fi], d.offs[fi]
+			if t > 9 || t == 7 {
+				return false, Unhandledf("column %d holds a %s", oc, serialName(t))
+			}
+			if err := need(o + serialLen(t)); err != nil {
+				return false, err
+			}
+			v[oc], _ = intValue(t, pay[o:])
+		}
+		if oc == c.Filter && !d.kept(bad) {
+			return false, nil
+		}
+	}
+	v[len(c.Fields)] = bad
+	d.text = nil
+	if fi := c.Text; fi >= 0 && fi < nf {
+		t, o := d.types[fi], d.offs[fi]
+		if t != 0 && (t < 13 || t%2 == 0) {
+			return false, Unhandledf("text column holds a %s", serialName(t))
+		}
+		if l := serialLen(t); l > 0 {
+			if err := need(o + l); err != nil {
+				return false, err
+			}
+			d.text = pay[o : o+l]
+		}
+	}
+	return true, nil
+}
+
+// kept reports whether the filter column's value (decoded into d.v; bad: the mask so
+// far) is one of the kept values.
+func (d *decoder) kept(bad int64) bool {
+	c := d.c
+	x := d.v[c.Filter]
+	return bad&(1<<c.Filter) == 0 && x >= 0 && x < int64(len(c.Kept)) && c.Kept[x]
+}
+
+// null returns the value of a NULL in output column c and the mask with c's bit set
+// when the column has Nulls[c].
+func (d *decoder) null(c int, bad int64) (int64, int64) {
+	if d.c.Nulls[c] {
+		return 0, bad | 1<<c
+	}
+	return d.c.Defs[c], bad
+}
