@@ -103,7 +103,11 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 	steps := make([]Step, len(det.bounds))
 	shapes := make([]stepShape, len(det.bounds))
 	for i, b := range det.bounds {
-		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start, Batch: b.batch, DraftForwards: b.drafts}
+		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start, Batch: b.batch, DraftForwards: b.drafts,
+			CutBy: b.by, DraftDepth: int(b.draftDepth), VerifyDepth: int(b.verifyDepth)}
+		if b.phase != Unknown && b.by == CutNVTX {
+			steps[i].PhaseEvidence = "the text of its NVTX range"
+		}
 		if i+1 < len(det.bounds) {
 			steps[i].End = det.bounds[i+1].start
 		}

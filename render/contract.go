@@ -178,8 +178,21 @@ type StepJSON struct {
 	Launches int    `json:"launches"`
 	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
 	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
-	DraftForwards int                `json:"draft_forwards,omitempty"`
-	Batch         int                `json:"batch,omitempty"`
+	DraftForwards int `json:"draft_forwards,omitempty"`
+	Batch         int `json:"batch,omitempty"`
+	// Evidence (added): CutBy is the signal that started the step, stable ids joined by
+	// "+" (breakdown.CutNVTX ...: nvtx, read_back, sync, graph_launch, input_copy,
+	// forward_end, pause, periodicity, window_start, whole); PhaseEvidence says in words why
+	// the step has its phase. DraftDepth and VerifyDepth: a speculative round's draft and
+	// verify forward depths (attention kernels; absent otherwise). GraphCapture marks an
+	// iteration that captures a CUDA graph (kept out of every summary), CaptureHostNS its
+	// host time in graph calls (absent otherwise).
+	CutBy         string             `json:"cut_by"`
+	PhaseEvidence string             `json:"phase_evidence"`
+	DraftDepth    int                `json:"draft_depth,omitempty"`
+	VerifyDepth   int                `json:"verify_depth,omitempty"`
+	GraphCapture  bool               `json:"graph_capture,omitempty"`
+	CaptureHostNS int64              `json:"capture_host_ns,omitempty"`
 	Categories    StepCategoriesJSON `json:"categories"`
 	Gaps          GapsJSON           `json:"gaps"`
 }

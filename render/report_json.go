@@ -75,6 +75,25 @@ func (s *StepJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"batch":`...)
 		b = strconv.AppendInt(b, int64(s.Batch), 10)
 	}
+	b = append(b, `,"cut_by":`...)
+	b = appendString(b, s.CutBy)
+	b = append(b, `,"phase_evidence":`...)
+	b = appendString(b, s.PhaseEvidence)
+	if s.DraftDepth != 0 {
+		b = append(b, `,"draft_depth":`...)
+		b = strconv.AppendInt(b, int64(s.DraftDepth), 10)
+	}
+	if s.VerifyDepth != 0 {
+		b = append(b, `,"verify_depth":`...)
+		b = strconv.AppendInt(b, int64(s.VerifyDepth), 10)
+	}
+	if s.GraphCapture {
+		b = append(b, `,"graph_capture":true`...)
+	}
+	if s.CaptureHostNS != 0 {
+		b = append(b, `,"capture_host_ns":`...)
+		b = strconv.AppendInt(b, s.CaptureHostNS, 10)
+	}
 	b = append(b, `,"categories":`...)
 	b = s.Categories.appendJSON(b)
 	b = append(b, `,"gaps":`...)
@@ -198,7 +217,9 @@ func gapsJSON(g *breakdown.Gaps) GapsJSON {
 // set makes sj the JSON contract of step s (idle's gap count points into sj.Gaps).
 func (sj *StepJSON) set(s *breakdown.Step) {
 	*sj = StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
-		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch}
+		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch,
+		CutBy: s.CutBy, PhaseEvidence: s.PhaseEvidence, DraftDepth: s.DraftDepth, VerifyDepth: s.VerifyDepth,
+		GraphCapture: s.GraphCapture, CaptureHostNS: int64(s.CaptureHost)}
 	for _, c := range kernelclass.Order {
 		sj.Categories[c] = StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
 	}
