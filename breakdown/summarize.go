@@ -1,7 +1,9 @@
 package breakdown
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -14,6 +16,24 @@ import (
 // kernels (each distinct name once), finds steps on each device, and accounts every step's
 // wall time to categories.
 func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
+	return SummarizeContext(context.Background(), t, opt)
+}
+
+// SummarizeContext is Summarize, stopped by ctx: it checks ctx between stages, per device
+// and within every pass over a device's activities (every 16,384 of them, so per range of
+// steps), and once ctx is done returns ctx.Err() and no report.
+func SummarizeContext(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
+	rep, err := summarize1(ctx, t, opt)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return rep, err
+}
+
+func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
+	if t.Run != nil && !opt.clockPass {
+		return summarizeRun(t, opt) // several files: their clocks first (run.go)
+	}
 	if !t.HasGPUActivity() {
 		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
 	}
@@ -47,25 +67,31 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ctx *contextCats
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var cc *contextCats
 	if !opt.NoContext {
-		ctx = newContextCats(t, h, cats)
+		cc = newContextCats(t, h, cats)
 	}
 	tls := map[nsys.DeviceID]*timeline{}
 	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: ctx}
+		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: cc, done: ctx.Done()}
 	}
 	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
-	if rep.Devices, err = deviceReports(t, h, devs, tls, nvtx, method, opt); err != nil {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if rep.Devices, err = deviceReports(ctx, t, h, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
 		return nil, err
 	}
-	rep.Kernels = contextKernelStats(t, <-kernelsDone, ctx)
+	rep.Kernels = contextKernelStats(t, <-kernelsDone, cc)
 	tabs := make([][]KernelStat, len(rep.Devices))
 	for i := range rep.Devices {
 		tabs[i] = rep.Devices[i].StepKernels
@@ -78,6 +104,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
 	rep.Warnings = append(rep.Warnings, rankChecks(rep.Devices)...)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
@@ -133,17 +162,29 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 }
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
-// once NVTX ranges are matched: one goroutine each.
-func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
+// once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
+func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
+	// At most GOMAXPROCS devices at a time: hundreds of runnable goroutines kept the
+	// signal handler's goroutine waiting for seconds (192 devices: SIGINT took 7 s).
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, dev := range devs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
 			d := &device{t: t, h: h, tl: tls[dev], method: method, opt: opt}
 			drs[i], errs[i] = d.report(nvtx[dev])
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+			}
 		}()
 	}
 	wg.Wait()
@@ -176,18 +217,30 @@ type device struct {
 }
 
 // report finds the steps of the device (nvtx: its NVTX detection, if any), accounts them,
-// infers their phases, and summarises them.
+// infers their phases, and summarises them; once the summary's context is done it stops
+// after the stage that saw it, with context.Canceled.
 func (d *device) report(nvtx *detection) (DeviceReport, error) {
-	d.detect(nvtx)
-	d.account()
-	d.phases()
+	for _, stage := range []func() error{func() error { return d.detect(nvtx) }, d.account, d.phases} {
+		if err := stage(); err != nil {
+			return d.dr, err
+		}
+	}
 	d.skip()
 	err := d.summarise()
 	return d.dr, err
 }
 
+// cancelled is context.Canceled once the summary's context is done (timeline.cancelled),
+// nil before: the stages that sweep the device's activities check it after the sweep.
+func (d *device) cancelled() error {
+	if d.tl.cancelled() {
+		return context.Canceled
+	}
+	return nil
+}
+
 // detect finds the steps, with the method that found them.
-func (d *device) detect(nvtx *detection) {
+func (d *device) detect(nvtx *detection) error {
 	det, warn := detectSteps(d.t, d.h, d.tl, nvtx, d.method)
 	d.det = det
 	d.dr = DeviceReport{Device: d.tl.dev}
@@ -199,27 +252,45 @@ func (d *device) detect(nvtx *detection) {
 	}
 	d.dr.Method, d.dr.MethodDetail = det.method, det.detail
 	if d.tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(d.tl, det, d.tl.ctx) // the whole trace as one step has no place in a step
+		classifyContext(d.tl, det, d.tl.ctx, d.opt.split) // the whole trace as one step has no place in a step
 	}
+	return d.cancelled()
 }
 
-// account gives each step its time, counts and gaps, and takes the windows outside steps out.
-func (d *device) account() {
+// account gives each step its time, counts and gaps, marks the steps that capture a CUDA
+// graph, and takes the windows outside steps out.
+func (d *device) account() error {
 	steps, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	if err := d.cancelled(); err != nil {
+		return err // the sweep stopped part-way
+	}
 	d.starts = requestStarts(d.det)
+	if d.det.method != MethodWhole {
+		markCaptures(steps, d.det.bounds, graphCalls(d.t, d.tl))
+	}
 	d.steps, d.shapes, d.dr.Outside = splitOutside(steps, shapes, d.det)
+	return nil
 }
 
 // phases counts each step's forwards and infers the phases detection gave no phase.
-func (d *device) phases() {
+func (d *device) phases() error {
 	d.fwds = d.det.forwards
 	if d.fwds == nil && d.det.method != MethodWhole {
 		d.fwds = deviceForwards(d.t, d.h, d.tl)
 	}
+	if err := d.cancelled(); err != nil {
+		return err
+	}
 	countStepForwards(d.steps, d.fwds)
 	if d.det.method != MethodWhole {
+		for i := range d.steps {
+			if i > 0 && d.steps[i].GraphCapture {
+				d.starts[i] = false // the pause before it was the capture, not a new request
+			}
+		}
 		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
 	}
+	return nil
 }
 
 // skip drops the warm-up steps and checks the steps left.
@@ -245,7 +316,7 @@ func (d *device) summarise() error {
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dr.Device, err))
 	}
-	dr.StepKernels = stepKernels(d.t, d.tl, summarisedWindows(d.steps, &dr.Summary))
+	dr.StepKernels = stepKernels(d.t, d.tl, summarisedWindows(d.steps, &dr.Summary), d.opt.split)
 	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(d.t.Names) {
 		dr.Summary.Stall.Name = d.t.Names[k]
 	}

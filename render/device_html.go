@@ -78,6 +78,15 @@ func presentCategories(steps []breakdown.Step) []kernelclass.Category {
 	return out
 }
 
+// stepEvidence is a step's phase evidence as the step tables show it, with its graph
+// capture mark.
+func stepEvidence(s *breakdown.Step) string {
+	if s.GraphCapture && !strings.Contains(s.PhaseEvidence, "CUDA graph") {
+		return "captures a CUDA graph; " + s.PhaseEvidence
+	}
+	return s.PhaseEvidence
+}
+
 // stepTable lists every step, or the first and last tableEdgeSteps of a long run.
 func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	cats := presentCategories(d.Steps)
@@ -93,7 +102,7 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(breakable(c.String())))
 	}
-	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"))
+	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText("cut by"), cellText("phase evidence"))
 	if hasLabel {
 		t.Head = append(t.Head, cellText("label"))
 	}
@@ -103,7 +112,8 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 		for _, c := range cats {
 			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
-		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)))
+		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)),
+			cellText(s.CutBy), cellText(stepEvidence(s)))
 		if hasLabel {
 			cells = append(cells, cellName(s.Label))
 		}

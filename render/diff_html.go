@@ -136,6 +136,10 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	out.NotComparable = notComparableTable(c)
 	out.Story = storyTable(c, bl, nl)
 	out.RankWait = diffRankWaitTable(c)
+	if tr := c.Token; tr != nil { // the verdict is per token; the step is a round
+		out.Lead = fmt.Sprintf("Time per token: mean %s → %s, %s %s; per round: %s", breakdown.FormatDurationF(tr.Mean.Base),
+			breakdown.FormatDurationF(tr.Mean.New), meanWords(c, tr), meanPN(c, tr), out.Lead)
+	}
 	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {
@@ -203,6 +207,9 @@ func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 		}
 		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText(rank), cellNum(breakdown.FormatDurationF(r.Mean.Base)),
 			cellNum(breakdown.FormatDurationF(r.Mean.New)), cellNum(signedDuration(r.Mean.Delta)), cellNum(meanRange(c, r)), delta, cellText(meanPN(c, r))}})
+	}
+	if c.Token != nil { // the verdict: per token, before the step (a speculative round)
+		row(cellText("time per token"), "all", c.Token, "total")
 	}
 	changed := 0
 	for _, it := range c.Story() {

@@ -82,6 +82,18 @@ func NewDiffJSON(c *compare.Comparison) *schema.DiffJSON {
 	out.Warnings = append(out.Warnings, diffTopWarnings(c)...)
 	out.Warnings = append(out.Warnings, diffRowWarnings(c)...)
 	out.Findings = findingChangesJSON(c.Findings)
+	if c.Token != nil {
+		t := diffRowJSON(c, c.Token)
+		out.Token = &t
+		out.TokenMinChangeNS = int64(math.Round(c.TokenMinChangeNS))
+	}
+	if c.BaseRounds.Rounds+c.NewRounds.Rounds > 0 {
+		rj := func(r *compare.SideRounds) schema.RoundsJSON {
+			return schema.RoundsJSON{Steps: r.Steps, Rounds: r.Rounds, DraftForwards: round3(r.DraftForwards), Speculative: r.Speculative,
+				Tokens: r.Tokens, TokensFrom: r.TokensFrom, PerTokenNS: int64(r.PerToken), TokensPerStep: round3(r.TokensPerStep)}
+		}
+		out.Rounds = &schema.DiffRoundsJSON{Base: rj(&c.BaseRounds), New: rj(&c.NewRounds)}
+	}
 	out.Ranks = diffRanksJSON(c)
 	for _, it := range c.Story() {
 		sj := schema.StoryItemJSON{Name: it.Row.Name, Ranks: []int{}}

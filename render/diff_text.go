@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -33,13 +34,23 @@ func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 }
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
-// kernel changes, then numbered warnings.
-func DiffText(w io.Writer, c *compare.Comparison) error {
-	ew := &errWriter{w: w}
-	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
-		ew.printf("%s\n", TerminalSafe(l))
+// kernel changes, then numbered warnings. The answer (the rounds warning, each side's
+// step and the verdict) is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
+func DiffText(w io.Writer, c *compare.Comparison, width int) error {
+	var answer, details strings.Builder
+	hw := &errWriter{w: &answer}
+	for _, l := range diffLead(c) {
+		hw.printf("%s\n", TerminalSafe(l))
 	}
-	ew.printf("%s\n\n", diffVerdict(c))
+	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
+		hw.printf("%s\n", TerminalSafe(l))
+	}
+	if v := tokenVerdict(c); v != "" {
+		hw.printf("%s\n", v)
+	}
+	hw.printf("%s\n", diffVerdict(c))
+	ew := &errWriter{w: &details}
+	ew.printf("\n")
 	unit := sampleWords(c)
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"
@@ -136,13 +147,18 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			return
 		}
 		ew.printf("\n%s:\n", title)
+		var names []string
+		for _, k := range cs[:min(len(cs), 10)] {
+			names = append(names, TerminalSafe(k.Family))
+		}
+		names = elideNames(names, MaxTextLine-34) // the row's numbers take 34
 		for i, k := range cs {
 			if i == 10 {
 				ew.printf("  ... and %d more (see --format json)\n", len(cs)-10)
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(shortName(k.Family)))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), names[i])
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -154,7 +170,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(shortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, elideNames([]string{TerminalSafe(k.Family)}, MaxTextLine-40)[0], len(k.BaseNames), len(k.NewNames),
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
@@ -165,7 +181,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
 		}
 	}
-	return ew.err
+	if err := errors.Join(hw.err, ew.err); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
+	return err
 }
 
 // maxVariantNames is how many names of a changed variant the text lists per side.
@@ -185,12 +205,17 @@ func variantNames(names, other []string) string {
 		return "none"
 	}
 	var out []string
-	for i, n := range only {
+	var safe []string
+	for _, n := range only[:min(len(only), maxVariantNames)] {
+		safe = append(safe, TerminalSafe(n))
+	}
+	safe = elideNames(safe, MaxTextLine-20) // one name a line once wrapped, told apart
+	for i := range only {
 		if i == maxVariantNames {
 			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
 			break
 		}
-		out = append(out, TerminalSafe(shortName(n)))
+		out = append(out, safe[i])
 	}
 	return strings.Join(out, "; ")
 }
@@ -212,6 +237,9 @@ func center(s string, w int) string {
 func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	verdict := fmt.Sprintf("permutation test on the difference of means, ± its %g%% interval; verdict at p < %g and at least %s/step",
 		100*c.Options.Confidence, c.Options.Alpha, breakdown.FormatDurationF(c.MinChangeNS))
+	if c.Token != nil {
+		verdict += fmt.Sprintf(" (%s/token)", breakdown.FormatDurationF(c.TokenMinChangeNS))
+	}
 	if !c.Tested {
 		verdict = "no verdict: too few samples to test"
 	}
@@ -220,6 +248,9 @@ func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	nameW := 12
 	for _, it := range story {
 		nameW = max(nameW, len(it.Row.Name))
+	}
+	if c.Token != nil { // the verdict: per token, before the step (a speculative round)
+		ew.printf("  %s\n", strings.Replace(storyLine(c, c.Token, fmt.Sprintf("%-*s", nameW, "per token")), "/step", "/token", 1))
 	}
 	changed := 0
 	for _, it := range story {

@@ -2,7 +2,6 @@ package render
 
 import (
 	"math"
-	"strings"
 
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/render/schema"
@@ -56,9 +55,7 @@ func planJSON(r *findings.Report) *schema.PlanJSON {
 	}
 	g, ok := r.Limiter()
 	if !ok {
-		if l := limiterLine(r); strings.HasPrefix(l, "Limiter: no rule holds; ") {
-			out.LargestPart = strings.TrimPrefix(l, "Limiter: no rule holds; ")
-		}
+		out.LargestPart = largestPart(r)
 		return out
 	}
 	d, f := g.Members[0].Dev, g.Top()

@@ -29,7 +29,7 @@ const maxAnswerChanges = 12
 // by category.
 func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
+	a := &htmlAnswer{Lead: diffLead(c), Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
 	for _, it := range c.Story() { // the significant changes of the mean, biggest first
 		if it.Row == &c.Step || it.Row.NotComparable != "" {
 			continue
@@ -126,7 +126,7 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 	a := &htmlAnswer{Limiter: limiterLine(r)}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		a.Lines = append(a.Lines, capitalize(deviceHeadline(d)))
+		a.Lines = append(a.Lines, capitalize(perTokenHeadline(r, i)))
 		if d.Summary.Steps > 0 {
 			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
 			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"

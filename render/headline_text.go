@@ -13,7 +13,7 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 		ew.printf("%s\n", TerminalSafe(l))
 	}
 	for i := range r.Devices {
-		ew.printf("%s\n", TerminalSafe(capitalize(deviceHeadline(&r.Devices[i]))))
+		ew.printf("%s\n", TerminalSafe(capitalize(perTokenHeadline(r, i))))
 	}
 	ew.printf("%s\n", limiterLine(r))
 	if t := thenLine(r); t != "" {
@@ -27,7 +27,7 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 			continue
 		}
 		if n == 0 {
-			ew.printf("Findings (means per step, most time at stake first):\n")
+			ew.printf("Findings (means per step, most time at stake first%s):\n", solNote(gs))
 		}
 		n++
 		ew.printf("  %d. %s\n", n, groupHeadline(r, g))

@@ -57,7 +57,9 @@ type htmlReport struct {
 	// RankWait (several devices with matched collectives): wait vs transfer per rank.
 	RankWait  *htmlTable
 	RankLines []string // alignment, spread and straggler lines
-	Kernels   *htmlTable
+	// RunTable (a run given as several files): each file's devices and clock offset.
+	RunTable *htmlTable
+	Kernels  *htmlTable
 }
 
 // htmlDevice is one device's section.
@@ -141,6 +143,7 @@ func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
 		}
 		out.Ranks = ranks
 		out.RankTable = rankTable(r.Devices)
+		out.RunTable = runTable(r.Run)
 	}
 	if rr := r.Ranks; rr != nil {
 		out.RankLines = rankLines(rr)

@@ -57,21 +57,6 @@ func topKernels(r *breakdown.Report, v TopKernels) ([]breakdown.KernelStat, stri
 	return r.Kernels, "whole trace, all devices"
 }
 
-// maxNameText is the longest kernel name the text report prints whole; longer names
-// (templated kernels run to thousands of characters) keep their head and tail. JSON and
-// HTML keep every name whole.
-const maxNameText = 160
-
-// shortName shortens a name longer than maxNameText to its first 120 and last 36
-// characters around " … ".
-func shortName(s string) string {
-	r := []rune(s)
-	if len(r) <= maxNameText {
-		return s
-	}
-	return string(r[:120]) + " … " + string(r[len(r)-36:])
-}
-
 func plural(n int) string {
 	if n == 1 {
 		return ""

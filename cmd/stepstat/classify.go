@@ -62,7 +62,7 @@ built-in rules), or map NVTX ranges to categories with --nvtx-category REGEX=CAT
 					ks = breakdown.KernelStats(t, opt)
 					return nil
 				}
-				rep, err := breakdown.Summarize(t, opt)
+				rep, err := breakdown.SummarizeContext(ctx, t, opt)
 				if err != nil {
 					return err
 				}

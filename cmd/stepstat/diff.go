@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,9 @@ var diffCmd = &command{
 	long: `
 Compares the steps of one phase (decode unless --phase says otherwise) of two traces, or
 of two sets of repeated runs (comma-separated files per side, optionally labelled
-label=files). It leads with what changed: the change of the mean per step of the whole
+label=files). A run of several files (one per node or process, as report reads them) is a
+folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
+new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/. It leads with what changed: the change of the mean per step of the whole
 step and of each category (the means add up to the mean step), tested by a permutation
 test on the difference of means, biggest change first, with the ranks whose change
 differs from the pooled one, and a reason when the median disagrees; with 2+ GPUs, each
@@ -61,9 +64,12 @@ type diffFlags struct {
 	format, output, html *string
 	alpha, conf          *float64
 	minChange, unit      *string
+	tokens               *string
 	failOnRegression     *bool
-	form                 format[*compare.Comparison] // --format's, once checked
-	minFrac, minNS       float64                     // --min-change's, once checked: of the base mean step, or ns
+	form                 format[*diffOutput] // --format's, once checked
+	minFrac, minNS       float64             // --min-change's, once checked: of the base mean step, or ns
+	runs                 [2][]diffRun        // each side's runs, once checked
+	tok                  [2]int              // --tokens', once checked: each side's tokens (0: not given)
 }
 
 func (f *diffFlags) register(fs *pflag.FlagSet) {
@@ -73,6 +79,7 @@ func (f *diffFlags) register(fs *pflag.FlagSet) {
 	f.alpha = fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 	f.conf = fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 	f.minChange = fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+	f.tokens = fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
 	f.failOnRegression = fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 	f.unit = fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 	f.af.register(fs)
@@ -102,12 +109,13 @@ func (f *diffFlags) run(ctx context.Context, fs *pflag.FlagSet, args []string, o
 	c := compare.Compare(sides[0], sides[1], phase, compare.Options{Alpha: *f.alpha, Confidence: *f.conf,
 		MinChange: f.minFrac, MinChangeNS: f.minNS, PerRun: *f.unit == "run"})
 	o.phase("compare")
-	if err := writeOutput(*f.output, o.out, func(w io.Writer) error { return f.form.write(w, c) }); err != nil {
+	out := &diffOutput{c: c, width: textWidth(*f.output, o.out)}
+	if err := writeOutput(*f.output, o.out, func(w io.Writer) error { return f.form.write(w, out) }); err != nil {
 		return err
 	}
 	o.phase("render")
 	if *f.html != "" {
-		if err := writeOutput(*f.html, o.out, func(w io.Writer) error { return diffHTML(w, c) }); err != nil {
+		if err := writeOutput(*f.html, o.out, func(w io.Writer) error { return diffHTML(w, out) }); err != nil {
 			return err
 		}
 	}
@@ -129,11 +137,19 @@ func (f *diffFlags) check(fs *pflag.FlagSet, args []string, o *stdio) error {
 	}
 	var inputs []string
 	for i, a := range args {
-		_, files := splitSide(a, i)
-		if len(files) == 0 {
+		_, items := splitSide(a, i)
+		if len(items) == 0 {
 			return usagef("diff", "%s side %q names no file", [...]string{"base", "new"}[i], a)
 		}
-		inputs = append(inputs, files...)
+		f.runs[i] = nil
+		for _, it := range items {
+			files, name, err := runFiles("diff", runItems(it))
+			if err != nil {
+				return err
+			}
+			f.runs[i] = append(f.runs[i], diffRun{files, name})
+			inputs = append(inputs, files...)
+		}
 	}
 	if err := checkOutputs("diff", []string{*f.output, *f.html}, inputs); err != nil {
 		return err
@@ -154,31 +170,36 @@ func (f *diffFlags) check(fs *pflag.FlagSet, args []string, o *stdio) error {
 	if f.form.noTerminal && (*f.output == "" || *f.output == "-") && isTerminal(o.out) {
 		return usagef("diff", "refusing to write HTML to a terminal; use -o diff.html")
 	}
+	if f.tok, err = parseTokens(*f.tokens, [2]int{len(f.runs[0]), len(f.runs[1])}); err != nil {
+		return usagef("diff", "--tokens: %v", err)
+	}
 	return nil
 }
 
-// readSides reads and summarises every file of both sides, in order.
+// readSides reads and summarises every run of both sides (check's runs), in order.
 func (f *diffFlags) readSides(ctx context.Context, args []string, o *stdio, opt breakdown.Options) ([]compare.Side, error) {
 	sides := make([]compare.Side, 2)
 	for i, arg := range args {
-		label, files := splitSide(arg, i)
+		label, _ := splitSide(arg, i)
 		sides[i].Label = label
-		for _, file := range files {
+		for _, r := range f.runs[i] {
 			var rep *breakdown.Report
-			err := readTrace(ctx, file, o, f.af.progress, f.af.cache, func(t *nsys.Trace) error {
+			err := readRun(ctx, r.files, r.name, o, f.af.progress, f.af.cache, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
-				rep, err = breakdown.Summarize(t, opt)
-				return optionUsage("diff", err)
+				rep, err = breakdown.SummarizeContext(ctx, t, opt)
+				return notOneRun(optionUsage("diff", err))
 			})
 			if err != nil {
 				return nil, err
 			}
-			if err := skipLeavesSteps(file, opt.Skip, rep); err != nil {
+			if err := skipLeavesSteps(r.name, opt.Skip, rep); err != nil {
 				return nil, err
 			}
 			o.phase("summarize")
-			sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
+			fr := findings.Of(rep)
+			fr.Tokens = f.tok[i]
+			sides[i].Reports = append(sides[i].Reports, fr)
 		}
 	}
 	return sides, nil
@@ -216,7 +237,8 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	if label == "" {
 		if len(files) > 0 {
-			label = strings.TrimSuffix(filepath.Base(files[0]), filepath.Ext(files[0]))
+			first := runItems(files[0])[0] // a run of several files is named by its first
+			label = strings.TrimSuffix(filepath.Base(first), filepath.Ext(first))
 		} else {
 			label = [...]string{"base", "new"}[i]
 		}
@@ -224,8 +246,40 @@ func splitSide(arg string, i int) (string, []string) {
 	return label, files
 }
 
+// diffRun is one run of a diff side: its files and its name.
+type diffRun struct {
+	files []string
+	name  string
+}
+
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
+
+// parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
+// counts each side's); both zero when s is empty.
+func parseTokens(s string, runs [2]int) ([2]int, error) {
+	var out [2]int
+	if s == "" {
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return out, fmt.Errorf("want the tokens of each side, BASE,NEW (got %q)", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 {
+			return out, fmt.Errorf("want two positive counts, BASE,NEW (got %q)", s)
+		}
+		out[i] = n
+	}
+	for i, n := range runs {
+		if n != 1 {
+			return out, fmt.Errorf("counts the tokens of one run a side (the %s side has %d runs)", [...]string{"base", "new"}[i], n)
+		}
+	}
+	return out, nil
+}

@@ -66,15 +66,21 @@ var reportFormats = formats[*reportOutput]{
 	{name: "html", noTerminal: true, write: func(w io.Writer, v *reportOutput) error { return render.HTML(w, v.rep, v.html) }},
 }
 
-var diffFormats = formats[*compare.Comparison]{
-	{name: "text", write: render.DiffText},
-	{name: "json", write: render.DiffJSONWrite},
+// diffOutput is what diff writes: the comparison and the width its text answer wraps to.
+type diffOutput struct {
+	c     *compare.Comparison
+	width int // textWidth's
+}
+
+var diffFormats = formats[*diffOutput]{
+	{name: "text", write: func(w io.Writer, v *diffOutput) error { return render.DiffText(w, v.c, v.width) }},
+	{name: "json", write: func(w io.Writer, v *diffOutput) error { return render.DiffJSONWrite(w, v.c) }},
 	{name: "html", noTerminal: true, write: diffHTML},
 }
 
 // diffHTML writes the comparison's HTML page with the embedded ECharts.
-func diffHTML(w io.Writer, c *compare.Comparison) error {
-	return render.DiffHTML(w, c, render.DefaultHTMLOptions())
+func diffHTML(w io.Writer, v *diffOutput) error {
+	return render.DiffHTML(w, v.c, render.DefaultHTMLOptions())
 }
 
 // classifyOutput is what classify writes: the trace's path and its kernel table.

@@ -37,13 +37,28 @@ func skipLeavesSteps(path string, skip int, r *breakdown.Report) error {
 // readInput) and calls f with it: it must have GPU activity. The trace's memory goes back
 // when f returns.
 func readTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool, f func(*nsys.Trace) error) error {
-	return readInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache, func(t *nsys.Trace) error {
-		logReads(o, t)
-		if !t.HasGPUActivity() {
-			return &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
-		}
-		return f(t)
-	})
+	t, err := openTrace(ctx, path, o, showProgress, cache)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	return f(t)
+}
+
+// openTrace opens a trace for analysis as readTrace reads it; its maker releases it
+// (readTrace, readRun).
+func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool) (*nsys.Trace, error) {
+	t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache)
+	if err != nil {
+		return nil, err
+	}
+	logReads(o, t)
+	if !t.HasGPUActivity() {
+		err := &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
+		t.Release()
+		return nil, err
+	}
+	return t, nil
 }
 
 // noGPUActivity explains a trace without GPU work: what nsys recorded (its warnings and

@@ -42,60 +42,72 @@ func cachePath(report string) string {
 	return report + ".sqlite"
 }
 
-// readInput reads a trace named on the command line and calls f with it (nsys.Read: the
-// trace's memory goes back when f returns): an nsys SQLite export, or an Nsight Systems
-// report (.nsys-rep, .qdrep), which it first exports with `nsys export` (see exportReport).
-// A report that is in fact an SQLite file is read as an export. Errors of the read name
-// path; the trace's Path is path. f's error is returned as it is.
+// readInput reads a trace named on the command line and calls f with it: the trace's
+// memory goes back when f returns (openInput, then Trace.Release). f's error is returned
+// as it is.
 func readInput(ctx context.Context, path string, opt nsys.Options, cache bool, f func(*nsys.Trace) error) error {
+	t, err := openInput(ctx, path, opt, cache)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	return f(t)
+}
+
+// openInput opens a trace named on the command line: an nsys SQLite export, or an Nsight
+// Systems report (.nsys-rep, .qdrep), which it first exports with `nsys export` (see
+// exportReport). A report that is in fact an SQLite file is read as an export. Errors name
+// path; the trace's Path is path. Its maker releases it (Trace.Release): readInput, or
+// readRun for the files of a run.
+func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (*nsys.Trace, error) {
 	// STEPSTAT_READER=sqlite reads every table through SQLite, none with the direct
 	// reader: the reference the direct reader is checked and measured against.
 	if os.Getenv("STEPSTAT_READER") == "sqlite" {
 		opt.SQLiteOnly = true
 	}
-	if !isReport(path) || looksLikeSQLite(path) {
-		return nsys.Read(ctx, path, opt, f)
+	if !isReport(path) {
+		return nsys.Open(ctx, path, opt)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
-		// Missing, a directory, empty...: CheckFile says which, naming path.
+		// Missing, a directory, a FIFO, empty...: CheckFile says which, naming path,
+		// before anything opens it (open(2) of a FIFO blocks).
 		if err := nsys.CheckFile(path); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	file, err := os.Open(path)
-	if err != nil {
-		return &nsys.Error{Path: path, Err: unwrapPath(err)} // unreadable
+	if looksLikeSQLite(path) {
+		return nsys.Open(ctx, path, opt)
 	}
-	file.Close()
+	f, err := nsys.OpenRegular(path)
+	if err != nil {
+		return nil, &nsys.Error{Path: path, Err: unwrapPath(err)} // unreadable
+	}
+	f.Close()
 	db, cleanup, err := exportReport(ctx, path, cache)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cleanup()
-	var ferr error
-	err = nsys.Read(ctx, db, opt, func(t *nsys.Trace) error {
-		t.Path = path
-		ferr = f(t)
-		return ferr
-	})
-	if err == nil || ferr != nil {
-		return ferr
-	}
-	var ne *nsys.Error
-	if errors.As(err, &ne) && ne.Path == db {
-		what := "its SQLite export"
-		if cache {
-			what += " " + db
+	t, err := nsys.Open(ctx, db, opt)
+	if err != nil {
+		var ne *nsys.Error
+		if errors.As(err, &ne) && ne.Path == db {
+			what := "its SQLite export"
+			if cache {
+				what += " " + db
+			}
+			return nil, &nsys.Error{Path: path, Err: fmt.Errorf("%s: %w", what, ne.Err)}
 		}
-		return &nsys.Error{Path: path, Err: fmt.Errorf("%s: %w", what, ne.Err)}
+		return nil, err
 	}
-	return err
+	t.Path = path
+	return t, nil
 }
 
 // looksLikeSQLite reports whether the file at path starts with the SQLite header.
 func looksLikeSQLite(path string) bool {
-	f, err := os.Open(path)
+	f, err := nsys.OpenRegular(path)
 	if err != nil {
 		return false
 	}

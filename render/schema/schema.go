@@ -4,6 +4,52 @@
 // program decodes stepstat's JSON into these types with encoding/json; the package imports
 // only the standard library. Field names are fixed: fields are added, never renamed or
 // removed. The builders and writers are in package render (the *_json.go files).
+//
+// The contracts are v1 and additive: a field is never renamed or removed; new fields are
+// documented on their types. Times are integer nanoseconds; every step, decode summary,
+// CSV row and diff lists every category id, zeros included.
+//
+// `sol.source` names the floor's origin: `--sol-step`, `--bandwidth`, or the datasheet
+// assumption (`H200 datasheet HBM3e bandwidth`); `measured_ns` is the summarised phase's
+// median step, `ratio` = measured / floor, `efficiency` = floor / measured, `tokens_per_s` =
+// 1 / step (per sequence), `total_tokens_per_s` = batch / step (0 without `--batch`). In
+// `ranks`, each device's summarised steps (after `--skip`) are aligned across devices by
+// index, or by time overlap when the counts differ (a warning says so); within an aligned
+// step the k-th collective kernel (allreduce or collective) of one operation (the NCCL op
+// when the name decodes, else the kernel family) on each device is one matched call. Per
+// rank and call, `wait` = last rank's start - own start (clipped to the kernel), `transfer`
+// = duration - wait, so `wait_ns + transfer_ns` is exactly the matched kernels' time.
+// Per-rank arrays (`wait_for_ns`: wait split by the rank that arrived last; `steps[].steps`:
+// each rank's step `index`) follow the order of `ranks.devices`. `spread` is max - min step
+// wall across ranks.
+//
+// Category ids: `gemm attention moe_routing moe_expert allreduce collective elementwise
+// sampling memory other untraced_graph idle` (`untraced_graph` added since v1 began: graph
+// replays traced at graph level, see Categories); every step lists all of them, zeros
+// included, and so do `decode.categories`, the CSV rows and `diff`'s `categories`. `decode`
+// summarises the phase chosen with `--phase` (its `phase` field says which; `unknown` when
+// every step is included). A kernel name split by `--nvtx-category` has one row per
+// category. The JSON is
+//
+// `significant` (the median's verdict) and `mean_significant` both require `comparable`,
+// `tested`, p < alpha and a change of at least `min_change_ns`; `warnings` starts with the
+// `untested` notice, then the captures' warnings (labelled with the side) and the
+// comparison's.
+//
+// `delta_pct` is null when the base median is 0 and the new one is not. Kernel families are
+// names with template arguments, argument lists and tile shapes normalised away, so a
+// different cuBLAS tile choice shows as a changed variant, not as new work.
+//
+// `stepstat info --format json` (`"schema": "stepstat.info.v1"`): `path`, `nsys_version`,
+// `export_schema`, `meta_table`, `start_ns`, `end_ns`, `duration_ns`, `devices` (`device`,
+// `gpu`, `kernels`, `memcpy`, `memset`, `graph_execs`, `kernel_ns`, `graph_ns`: graph
+// executions traced at graph level), `tables` (`name`, `rows`), `nvtx_ranges`,
+// `cuda_api_calls`, `graph_launches`, `warnings`, `reads` (`table`, `direct`, and `why` when
+// SQLite read it).
+//
+// `stepstat classify --format json` (`"schema": "stepstat.classify.v1"`): `path`,
+// `total_ns`, `other_share`, `kernels` (`name`, `category`, `rule`, `count`, `total_ns`,
+// `share`), unmatched names first.
 package schema
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
@@ -21,6 +67,7 @@ type ReportJSON struct {
 	// Plan is the answer the text leads with: the limiter, what would lead after it, one
 	// group per rule. Added field.
 	Plan *PlanJSON `json:"plan,omitempty"`
+	Run  *RunJSON  `json:"run,omitempty"` // a run given as several files (run.go)
 }
 
 // PlanJSON is the report's answer as a plan (findings.Report.Groups, Limiter, Then).
@@ -91,6 +138,13 @@ type DeviceJSON struct {
 	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
+	// Source says which file, process and CUDA device of a run of several files the
+	// device is (run.go); absent for one file.
+	Source *DeviceSourceJSON `json:"source,omitempty"`
+	// Rounds describes the summarised steps as speculative rounds and gives the time per
+	// token where the tokens are known; absent when there are neither rounds nor tokens.
+	// Added field.
+	Rounds *RoundsJSON `json:"rounds,omitempty"`
 }
 
 // FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
@@ -119,8 +173,21 @@ type StepJSON struct {
 	Launches int    `json:"launches"`
 	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
 	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
-	DraftForwards int                `json:"draft_forwards,omitempty"`
-	Batch         int                `json:"batch,omitempty"`
+	DraftForwards int `json:"draft_forwards,omitempty"`
+	Batch         int `json:"batch,omitempty"`
+	// Evidence (added): CutBy is the signal that started the step, stable ids joined by
+	// "+" (breakdown.CutNVTX ...: nvtx, read_back, sync, graph_launch, input_copy,
+	// forward_end, pause, periodicity, window_start, whole); PhaseEvidence says in words why
+	// the step has its phase. DraftDepth and VerifyDepth: a speculative round's draft and
+	// verify forward depths (attention kernels; absent otherwise). GraphCapture marks an
+	// iteration that captures a CUDA graph (kept out of every summary), CaptureHostNS its
+	// host time in graph calls (absent otherwise).
+	CutBy         string             `json:"cut_by"`
+	PhaseEvidence string             `json:"phase_evidence"`
+	DraftDepth    int                `json:"draft_depth,omitempty"`
+	VerifyDepth   int                `json:"verify_depth,omitempty"`
+	GraphCapture  bool               `json:"graph_capture,omitempty"`
+	CaptureHostNS int64              `json:"capture_host_ns,omitempty"`
 	Categories    StepCategoriesJSON `json:"categories"`
 	Gaps          GapsJSON           `json:"gaps"`
 }
@@ -357,6 +424,33 @@ type DiffJSON struct {
 	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
 	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
 	Sample string `json:"sample"`
+	// Token compares the time per token (the verdict when both sides know their tokens:
+	// --tokens, or vLLM's step NVTX); absent otherwise. Rounds describes each side's steps
+	// as speculative rounds; absent when neither side has rounds. Added fields.
+	Token *DiffRowJSON `json:"token,omitempty"`
+	// TokenMinChangeNS is the token row's threshold: min_change_ns scaled by the base's
+	// time per token over its mean step.
+	TokenMinChangeNS int64           `json:"token_min_change_ns,omitempty"`
+	Rounds           *DiffRoundsJSON `json:"rounds,omitempty"`
+}
+
+// DiffRoundsJSON is each side's rounds.
+type DiffRoundsJSON struct {
+	Base RoundsJSON `json:"base"`
+	New  RoundsJSON `json:"new"`
+}
+
+// RoundsJSON describes steps as speculative rounds and their tokens.
+type RoundsJSON struct {
+	Steps         int     `json:"steps"`
+	Rounds        int     `json:"rounds"`
+	DraftForwards float64 `json:"draft_forwards_per_round"`
+	Speculative   bool    `json:"speculative"` // at least half of the steps are rounds
+	// Tokens known (0: unknown), from "given" (--tokens) or "nvtx"; per token and per step.
+	Tokens        int     `json:"tokens"`
+	TokensFrom    string  `json:"tokens_from,omitempty"`
+	PerTokenNS    int64   `json:"per_token_ns"`
+	TokensPerStep float64 `json:"tokens_per_step"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
@@ -574,4 +668,52 @@ type ConfigChangeJSON struct {
 	Name string  `json:"name"`
 	Base *string `json:"base"`
 	New  *string `json:"new"`
+}
+
+// RunJSON is the top-level "run" of a report of several files (one per node or process);
+// absent for one file.
+type RunJSON struct {
+	// Clock is "collectives" when at least one file's offset was refined from collectives
+	// matched across ranks, "wall_clock" when the files are placed by their session starts
+	// only (cross-rank timing as exact as the hosts' clocks).
+	Clock     string        `json:"clock"`
+	Reference int           `json:"reference"` // index into files: the file whose clock is the run's
+	Passes    int           `json:"passes"`    // summaries made (1 + refinements)
+	Files     []RunFileJSON `json:"files"`
+}
+
+// RunFileJSON is one file of the run. Its timestamps plus offset_ns are on the run's
+// clock: offset_ns = wall_offset_ns (the session starts' difference) + correction_ns (from
+// the collectives, ± uncertainty_ns, when refined).
+type RunFileJSON struct {
+	Path string `json:"path"`
+	// SessionStartNS is the UTC time of the file's timestamp 0 in ns since the Unix epoch
+	// (TARGET_INFO_SESSION_START_TIME); 0 when the export has none.
+	SessionStartNS int64  `json:"session_start_utc_ns"`
+	Program        string `json:"program,omitempty"`
+	// Rank and LocalRank are RANK and LOCAL_RANK of the recorded environment, when set.
+	Rank          *int  `json:"rank,omitempty"`
+	LocalRank     *int  `json:"local_rank,omitempty"`
+	Devices       []int `json:"devices"` // the report's device ids
+	WallOffsetNS  int64 `json:"wall_offset_ns"`
+	OffsetNS      int64 `json:"offset_ns"`
+	CorrectionNS  int64 `json:"correction_ns"`
+	UncertaintyNS int64 `json:"uncertainty_ns"`
+	Refined       bool  `json:"refined"`
+	MatchedCalls  int   `json:"matched_calls"`
+	// DriftNS is how much the matched calls' end differences change over DriftSpanNS (a
+	// rate difference of the hosts' clocks; one offset is exact at mid-capture); 0 when not
+	// above the spread around it and 1 µs.
+	DriftNS     int64 `json:"drift_ns"`
+	DriftSpanNS int64 `json:"drift_span_ns"`
+}
+
+// DeviceSourceJSON says where a device of a run of several files comes from (per device
+// "source"; absent for one file).
+type DeviceSourceJSON struct {
+	File       int    `json:"file"` // index into run.files
+	Path       string `json:"path"`
+	PID        int64  `json:"pid"`
+	CUDADevice int    `json:"cuda_device"` // the CUDA device ordinal in its file
+	Label      string `json:"label"`       // file, pid, device and RANK/LOCAL_RANK
 }

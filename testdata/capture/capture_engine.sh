@@ -7,7 +7,7 @@
 #   bash testdata/capture/capture_engine.sh CONFIG...      (default: all, in the order below)
 #
 # CONFIG = engine-CASE, CASE one of engine_workload.py's cases:
-#   eager-cb graph-buckets lazy-capture window bench disagg-prefill disagg-decode
+#   eager-cb graph-buckets lazy-capture window bench repeat disagg-prefill disagg-decode
 #   nvtx-vllm nvtx-vllm-detailed nvtx-sglang piecewise eagle
 # Each capture: $NSYS profile -t cuda,nvtx $BASE python3 engine_workload.py --case CASE, then the
 # SQLite export (in the background, while the next capture runs), gzip -9 -n. Writes
@@ -29,7 +29,7 @@ BASE="--sample=none --cpuctxsw=none --cuda-graph-trace=node --capture-range=cuda
 EW=testdata/capture/engine_workload.py
 
 if [ $# -eq 0 ]; then
-  set -- engine-eager-cb engine-graph-buckets engine-lazy-capture engine-window engine-bench \
+  set -- engine-eager-cb engine-graph-buckets engine-lazy-capture engine-window engine-bench engine-repeat \
     engine-disagg-prefill engine-disagg-decode engine-nvtx-vllm engine-nvtx-vllm-detailed \
     engine-nvtx-sglang engine-piecewise engine-eagle
 fi

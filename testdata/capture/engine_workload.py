@@ -26,6 +26,8 @@ Cases (--case; each writes the ground truth with --truth):
                   starts and ends mid-forward and holds no prefill
   bench           5: a benchmark loop: the same short program (4 requests, 2 new tokens each) six
                   times, a 20 ms host pause between runs
+  repeat          5: the same program (6 requests, prompts 60-200, 8-14 new tokens) run three times,
+                  a 50 ms host pause between runs
   disagg-prefill  7: prefill-only worker: prompt chunks, each request's KV pages exported after its
                   prefill (gathered and copied to pinned host memory on a transfer stream), never a
                   decode; two waves of requests with an idle pause between them
@@ -960,31 +962,32 @@ def prof_stop_nosync(a):
         torch.cuda.cudart().cudaProfilerStop()
 
 
-def case_bench(a, dev, truth, family="gemma", runs=6):
+def case_bench(a, dev, truth, family="gemma", runs=6, nreq=4, plen=(48, 64), new=2, pause=0.02):
     m, c = build(family, dev)
     eng = Engine(m, c, dev, a, budget=512, max_seqs=8)
     warm(eng, c["vocab"])
-    ps = prompts(4, 48, 64, 17, c["vocab"])
+    ps = prompts(nreq, plen[0], plen[1], 17, c["vocab"])
+    news = [new] * nreq if isinstance(new, int) else new
     eng.rec = Recorder()
     prof_start(a)
     t0 = time.time()
     allreqs, runrows = [], []
     for run in range(runs):
         eng.reset(keep_it=True)
-        reqs = [Req(run * 10 + i, list(p), 2) for i, p in enumerate(ps)]
+        reqs = [Req(run * 10 + i, list(p), news[i]) for i, p in enumerate(ps)]
         n0 = len(eng.rec.forwards)
         run_program(eng, reqs)
         for f in eng.rec.forwards[n0:]:
             f["run"] = run
         runrows.append({"run": run, "forwards": list(range(n0, len(eng.rec.forwards)))})
         allreqs += reqs
-        time.sleep(0.02)  # the benchmark loop's host work between runs
+        time.sleep(pause)  # the benchmark loop's host work between runs
     prof_stop(a)
     truth["measured_wall_s"] = round(time.time() - t0, 3)
     fws = eng.rec.forwards
     finish_truth(truth, fws)
     truth.update(family=family, model=c, engine=dict(mode="eager", scheduler="vllm", token_budget=512,
-                                                     block_size=eng.bs), runs=runrows, host_pause_s=0.02)
+                                                     block_size=eng.bs), runs=runrows, host_pause_s=pause)
     truth["requests"] = req_rows(allreqs)
     truth["counts"] = counts(fws, allreqs)
     truth["markers"] = len(fws)
@@ -1305,6 +1308,8 @@ CASES = {
                                                 arrive_every=3, plen=(30, 200), new=(12, 30)),
     "window": case_window,
     "bench": case_bench,
+    "repeat": lambda a, d, t: case_bench(a, d, t, "phi2", runs=3, nreq=6, plen=(60, 200), new=[8, 12, 10, 14, 9, 12],
+                                         pause=0.05),
     "disagg-prefill": case_disagg_prefill,
     "disagg-decode": case_disagg_decode,
     "nvtx-vllm": lambda a, d, t: case_engine(a, d, t, "phi2", "eager", nvtx="vllm", nreq=12, first=4,
