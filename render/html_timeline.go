@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -87,10 +88,11 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		}
 		what = append(what, w)
 		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
-		// Host lanes: one per thread with calls, in thread order.
+		// Host lanes: one per thread with calls the chart draws (a thread whose calls are
+		// all of other kinds would be an empty row), in thread order.
 		var threads []int64
 		for _, c := range l.Calls {
-			if !slices.Contains(threads, c.Thread) {
+			if hostGroup(c.Kind) >= 0 && !slices.Contains(threads, c.Thread) {
 				threads = append(threads, c.Thread)
 			}
 		}
@@ -102,11 +104,9 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 				if c.Thread != th {
 					continue
 				}
-				for g := range hostGroups {
-					if slices.Contains(hostGroups[g].kinds, c.Kind) {
-						s, e := clip(c.Start, c.End)
-						hostData[g] = append(hostData[g], opts.CustomData{Value: []any{lane, s, e, name(c.Name)}})
-					}
+				if g := hostGroup(c.Kind); g >= 0 {
+					s, e := clip(c.Start, c.End)
+					hostData[g] = append(hostData[g], opts.CustomData{Value: []any{lane, s, e, name(c.Name)}})
 				}
 			}
 		}
@@ -146,12 +146,27 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		title += fmt.Sprintf(", %d ranks on one clock", len(st.Lanes))
 	}
 	sub := joinWords(what) + "; bars: GPU work on its stream by category; grey: device idle; host rows: CUDA calls in flight"
-	b := chartBlock{ID: id, Title: title, Height: max(240, 150+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
+	var series []string // the legend's items, in the order of the series below
+	if len(gapData) > 0 {
+		series = append(series, "idle")
+	}
+	for _, cat := range kernelclass.Order {
+		if len(catData[cat]) > 0 {
+			series = append(series, cat.String())
+		}
+	}
+	for g := range hostGroups {
+		if len(hostData[g]) > 0 {
+			series = append(series, "host: "+hostGroups[g].name)
+		}
+	}
+	legend, top := wrapLegend(series, 46)
+	b := chartBlock{ID: id, Title: title, Height: max(240, top+66+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
 	c := charts.NewCustom()
 	c.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "time from the step's start", NameLocation: "middle", NameGap: 26, Min: 0}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: labels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 11}}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "slider", Start: 0, End: 100, XAxisIndex: 0, FilterMode: "weakFilter"},
@@ -174,6 +189,16 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		c.AddSeries("host: "+hostGroups[g].name, hostData[g], enc, charts.WithItemStyleOpts(opts.ItemStyle{Color: hostGroups[g].color}))
 	}
 	return newChart(b, c, func(option map[string]interface{}) { option["names"] = names })
+}
+
+// hostGroup returns the index in hostGroups of a call's kind, -1 for kinds not drawn.
+func hostGroup(k nsys.APIKind) int {
+	for g := range hostGroups {
+		if slices.Contains(hostGroups[g].kinds, k) {
+			return g
+		}
+	}
+	return -1
 }
 
 // joinWords joins a list as "a, b and c".
