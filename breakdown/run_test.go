@@ -61,6 +61,13 @@ func devicePIDs(t *testing.T, tr *nsys.Trace) [2]int64 {
 
 func openMerged(t *testing.T, paths []string) (*nsys.Trace, error) {
 	t.Helper()
+	return openMergedWith(t, paths, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(nil)})
+}
+
+// openMergedWith merges with opt: without Refine, the files are placed by their session
+// starts and only summarizeRun's steps refine them.
+func openMergedWith(t *testing.T, paths []string, opt nsys.MergeOptions) (*nsys.Trace, error) {
+	t.Helper()
 	var ts []*nsys.Trace
 	for _, p := range paths {
 		tr, err := nsys.Open(context.Background(), p, nsys.Options{})
@@ -69,7 +76,7 @@ func openMerged(t *testing.T, paths []string) (*nsys.Trace, error) {
 		}
 		ts = append(ts, tr)
 	}
-	return nsys.MergeRun("run", ts)
+	return nsys.MergeRun("run", ts, opt)
 }
 
 // TestRunSplitCaptures splits real 2-GPU captures into one file per process, as if each
@@ -100,7 +107,26 @@ func TestRunSplitCaptures(t *testing.T) {
 				{PID: pids[0], Env: "RANK=0;LOCAL_RANK=0"},
 				{PID: pids[1], Shift: shift, StartShift: -shift + skew, Env: "RANK=1;LOCAL_RANK=1"},
 			})
-			m, err := openMerged(t, parts)
+			for _, byEnds := range []bool{true, false} {
+				t.Run(map[bool]string{true: "ends", false: "steps"}[byEnds], func(t *testing.T) {
+					splitCase(t, single, parts, byEnds, shift, skew)
+				})
+			}
+		})
+	}
+}
+
+// splitCase checks one merge of a split capture: byEnds places the files by the
+// collectives' ends at merge time (one summary), else by the steps' matched collectives
+// (a second summary on the shifted trace).
+func splitCase(t *testing.T, single *breakdown.Report, parts []string, byEnds bool, shift, skew int64) {
+	{
+		{
+			var opt nsys.MergeOptions
+			if byEnds {
+				opt.Refine = breakdown.CollectiveOffsets(nil)
+			}
+			m, err := openMergedWith(t, parts, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +154,14 @@ func TestRunSplitCaptures(t *testing.T) {
 				t.Errorf("correction %v ± %v, want %v: off by %v", f.Correction, f.Uncertainty, time.Duration(skew), got)
 			}
 			t.Logf("correction %v ± %v from %d calls (skew %v), %d passes", f.Correction, f.Uncertainty, f.Matched, time.Duration(skew), rc.Passes)
+			if byEnds && rc.Passes != 1 {
+				t.Errorf("%d summaries: the ends placed the files, one should do", rc.Passes)
+			}
 			if rc.Devices[0].Label == "" || !strings.Contains(rc.Devices[1].Label, "RANK=1") {
 				t.Errorf("labels %q, %q: want file, pid, device and RANK", rc.Devices[0].Label, rc.Devices[1].Label)
 			}
 			compareRanks(t, single, rep, f.Uncertainty)
-		})
+		}
 	}
 }
 

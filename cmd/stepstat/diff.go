@@ -92,7 +92,7 @@ var diffCmd = &command{
 				label, _ := splitSide(arg, i)
 				sides[i].Label = label
 				for _, r := range runs[i] {
-					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache)
+					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache, opt.Classifier)
 					if err != nil {
 						return err
 					}
@@ -187,6 +187,7 @@ type diffRun struct {
 	files []string
 	name  string
 }
+
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }
