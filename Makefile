@@ -9,21 +9,28 @@ BIG ?= testdata/big/big.sqlite
 BIGSRC ?= testdata/traces/tp2-moe-eager-nvtx.sqlite.gz
 REPEAT ?= 1
 
-.PHONY: build test vet demo bench bigtrace golden fuzz clean
+.PHONY: build test check vet demo example bench bigtrace golden fuzz clean
 
 build:
 	$(GO) build -buildvcs=auto -tags '$(TAGS)' -o bin/stepstat ./cmd/stepstat
 
-# Every test (the last line of the first pass names the tests that skipped and why: no
-# ../shared corpus, no browser; cmd/testsum reads go test -json), then again under the race
-# detector the packages whose tests do not measure memory (cmd/stepstat bounds the peak
-# RSS of child runs, which -race multiplies): about 9 minutes more on 2 free cores, mostly
-# breakdown, nsys and render under -race (the timeout leaves room for a loaded machine:
-# breakdown alone passed 10 minutes there).
+# Every test, then again under the race detector the packages whose tests do not measure
+# memory (cmd/stepstat bounds the peak RSS of child runs, which -race multiplies). Each
+# pass ends with its totals ("tests: N passed, N failed, N skipped", then "race: ..."),
+# the line before naming the tests skipped and why (no ../shared corpus, no browser);
+# cmd/testsum reads go test -json. The race pass takes most of the time (the timeout
+# leaves room for a loaded machine). CI (.ci/run) runs exactly this.
 NORACE := github.com/stepstat/stepstat/cmd/stepstat
 test:
-	@set -o pipefail; $(GO) test -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum
-	$(GO) test -race -timeout 60m -tags '$(TAGS)' $$($(GO) list ./... | grep -vx '$(NORACE)')
+	@set -o pipefail; $(GO) test -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum -label tests
+	@set -o pipefail; $(GO) test -race -timeout 60m -tags '$(TAGS)' -json $$($(GO) list ./... | grep -vx '$(NORACE)') | $(GO) run ./cmd/testsum -label race
+
+# The edit loop: gofmt, vet and the tests in -short mode (no race pass; the tests that
+# grow large inputs or run child processes for minutes skip), with the same totals line.
+check:
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet -tags '$(TAGS)' ./...
+	@set -o pipefail; $(GO) test -short -tags '$(TAGS)' -json ./... | $(GO) run ./cmd/testsum -label check
 
 golden:
 	$(GO) test -tags '$(TAGS)' ./... -update
@@ -39,6 +46,17 @@ demo: build
 	gunzip -c $(DEMO) > out/demo.sqlite
 	bin/stepstat report --html out/demo.html out/demo.sqlite
 	@echo "HTML report: out/demo.html"
+
+# The README's example outputs, from the real captures in testdata/traces: the report of
+# the eager capture and its diff against the CUDA-graph capture of the same workload, as
+# piped (100 columns), in out/example-report.txt and out/example-diff.txt.
+example: build
+	@mkdir -p out
+	gunzip -c testdata/traces/dense-eager.sqlite.gz > out/dense-eager.sqlite
+	gunzip -c testdata/traces/dense-graph.sqlite.gz > out/dense-graph.sqlite
+	cd out && ../bin/stepstat report dense-eager.sqlite > example-report.txt
+	cd out && ../bin/stepstat diff eager=dense-eager.sqlite graph=dense-graph.sqlite > example-diff.txt
+	@echo "out/example-report.txt out/example-diff.txt"
 
 # A large trace for benchmarks: a real capture repeated in time (N kernels); by default the
 # 2-GPU eager capture with NVTX (BIGSRC=testdata/traces/tp2-moe-graph-nvtx.sqlite.gz for

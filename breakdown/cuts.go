@@ -17,6 +17,10 @@ const (
 	cutSync  uint8 = 1 << iota // first activity after a host synchronisation
 	cutGraph                   // first activity of a CUDA graph launch
 	cutH2D                     // a host-to-device copy
+	// cutForward: a forward's end inside a segment that holds several forwards with no host
+	// signal between them (eager warm-up iterations before a graph loop): the segment is cut
+	// after the sampler that ends each (splitDeep).
+	cutForward
 )
 
 // A segment is a run of the device's activities between two cuts.
@@ -38,11 +42,28 @@ type segment struct {
 	// activities before it (copies: a read-back that ends the previous iteration; 0 when
 	// the segment starts with a kernel).
 	kstart, leadEnd nsys.Time
+	// cands are the places where a forward may end inside the segment: the first kernel
+	// after a sampler that follows a GEMM, with the segment's counts before it (splitDeep
+	// cuts there). At most maxCands; more are not kept.
+	cands   []fwdCand
+	pending nsys.Time // a sampler after a GEMM ran at this time, no other kernel since; 0: none
 }
+
+// A fwdCand is a place in a segment where a forward may end (segment.cands).
+type fwdCand struct {
+	at, sampler   nsys.Time // the next kernel's start; the sampler's
+	kernels, attn int32     // the segment's kernels and attention kernels before at
+	sig           uint64    // the segment's sig before at
+	end           nsys.Time // the latest end before at
+}
+
+// maxCands bounds the forward-end candidates kept per segment.
+const maxCands = 4096
 
 // add accounts activity a (role: its name's, inGraph: launched by a graph) to the segment,
 // and follows the forward ends in fw.
 func (s *segment) add(a *activity, role kernelclass.Role, inGraph bool, fw *forwardEnds) {
+	before := s.end
 	s.end = max(s.end, a.end)
 	if s.kernels == 0 {
 		if a.src == srcMemop {
@@ -53,6 +74,16 @@ func (s *segment) add(a *activity, role kernelclass.Role, inGraph bool, fw *forw
 	}
 	switch a.src {
 	case srcKernel:
+		samples := role == kernelclass.RoleSampler || role == kernelclass.RoleReduce
+		if s.pending != 0 && !samples {
+			if len(s.cands) < maxCands {
+				s.cands = append(s.cands, fwdCand{at: a.start, sampler: s.pending, kernels: s.kernels, attn: s.attn, sig: s.sig, end: before})
+			}
+			s.pending = 0
+		}
+		if samples && fw.armed {
+			s.pending = a.start
+		}
 		s.kernels++
 		s.sampler = s.sampler || role == kernelclass.RoleSampler
 		fw.add(a, role)
@@ -67,8 +98,11 @@ func (s *segment) add(a *activity, role kernelclass.Role, inGraph bool, fw *forw
 			s.sig += mix64(uint64(a.cat) + 1)
 		}
 	case srcGraph:
+		// A replay traced at graph level hides its kernels: it runs the forward's GEMMs
+		// as far as the trace shows (a sampler after it ends a forward).
 		s.kernels++
 		s.sig += mix64(1 << 40)
+		fw.armed, fw.pending = true, false
 	case srcMemop:
 		s.sig += mix64(1<<41 + uint64(a.memKind))
 	}
@@ -182,6 +216,12 @@ func mergeEmpty(segs []segment) []segment {
 			p.leadEnd = max(p.end, s.leadEnd)
 			if s.kernels > 0 {
 				p.kstart = s.kstart
+			}
+			for _, c := range s.cands {
+				c.sig += p.sig
+				c.kernels += p.kernels
+				c.attn += p.attn
+				p.cands = append(p.cands, c)
 			}
 			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
 			p.sampler = p.sampler || s.sampler

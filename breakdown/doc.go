@@ -32,4 +32,187 @@
 //     HTML report's step timeline (one step's rows per device).
 //
 // report.go holds the result types; units.go how a time and a share are written in text.
+//
+//   - Steps are the iterations of the serving loop: one forward of the target model, or one
+//     speculative round (the draft model's forwards and the target's verify forward).
+//     Iterations differ in shape (batch, prompt chunk, number of draft tokens) and that is
+//     normal; a run of iterations is never folded into one step. Found per device, by the
+//     first of these that finds any (`--steps auto`; the list is `breakdown/method.go`'s one
+//     table of methods):
+//   - NVTX ranges (a `--steps nvtx:REGEX`, or the dialects of TensorRT-LLM `[Executor]
+//     _forward_step N: X ctx reqs, Y gen reqs`, vLLM `execute_context_*_generation_*`,
+//     SGLang `step[decode bs=N]`, `step[prefill ...]`, `step[mixed ...]`,
+//     `step[target_verify ...]` (a decode step), `step[idle]` (no step: its work, if any, is
+//     outside steps), and plain `prefill`/`decode`/`step` names), mapped to the GPU work
+//     they launched through each kernel's correlation id and the launching thread, not by
+//     GPU time overlap. The text gives the phase (a batch of prompt and generating requests
+//     is `mixed`) and, when it says, the batch size (SGLang `bs=N`; ctx + gen requests;
+//     context + generation requests). A step ends with the work its range launched: work
+//     that a process with step ranges launched outside every range (warm-up between the
+//     prefill range and the first graph replay, work after the last step) is outside steps.
+//   - Otherwise the iterations from what every serving loop does once per iteration
+//     (`breakdown/cuts.go`, `stepfind.go`, `forwards.go`). The end of a host synchronisation
+//     (a synchronize call, or a device-to-host read-back), the first kernel of each CUDA
+//     graph launch, and host-to-device input copies cut the timeline into segments
+//     (copy-only segments join the segment they feed). The model itself marks where a
+//     forward ends: its last GEMM (the lm_head) and the sampler after it (argmax,
+//     multinomial, a top-k/top-p sampler, XLA's reduction fusion), with no GEMM or attention
+//     kernel after the sampler before the next cut. A loop holds several cuts per iteration
+//     (transformers' `generate()` syncs twice per token, an eager MoE loop once per expert);
+//     the finder groups segments into steps that each end with one forward: the grouping of
+//     k segments whose kernel mix repeats (over the second half of the trace), aligned to
+//     the loop body, then split after every forward end a group holds, so that a prefill
+//     that took in later iterations, a mid-run change of the kernel mix or a second request
+//     becomes steps again; without a repeating grouping the forward ends alone make the
+//     steps. Steps whose forward is shallower (at most 3/4 of the deepest forward's
+//     attention kernels: the draft model's layers) join the target forward that follows into
+//     one speculative round, a decode step with `draft_forwards`. When the device idles
+//     after a step's work for more than two median steps (and 2 ms), the pause (between
+//     requests) is outside steps, the step ending with its work (and the read-back that ends
+//     it). Warm-up steps (eager iterations before the first replay of a CUDA graph loop) and
+//     setup before the loop are outside steps. The method is reported as `graph` when graph
+//     launches start most steps, else `sync`, with the signals and the segments per step in
+//     the detail. Markers that a test workload adds for its own ground truth (a
+//     `cudaMemGetInfo` in a forward hook) are not signals: the finder reads none of them
+//     (`TestMarkersAreNotSignals` deletes them and compares).
+//   - Periodicity of the kernel name sequence (no host signal), aligned to the first whole
+//     period that repeats; a partial period at the end is outside steps. Linear in the
+//     kernels whatever the period (`BenchmarkPeriodic1M`).
+//   - Else the whole trace is one step, with a warning. `--steps graph|sync|periodic` forces
+//     the finder onto one signal (periodic: the kernel sequence). A forced method that finds
+//     no steps on any device fails with one line naming it and exit status 1, as `--steps
+//     nvtx` without a matching range does: `stepstat: dense-eager.sqlite: step method graph
+//     found no steps: no CUDA graph launch cuts the GPU work into repeating steps`; on a
+//     device where it finds none while another device has steps, that device's whole trace
+//     is one step, with a warning. Activity outside steps is in no step: the text report
+//     prints an `Outside steps:` line (time, windows, kernels). A step runs from its first
+//     GPU activity to the next window's first activity, so the host's time between steps is
+//     the step's tail idle time.
+//   - Self-checks warn (text, JSON and HTML warnings) when the steps look wrong, on every
+//     phase: steps that hold several forwards of the model (a sampler after the lm_head
+//     each, counted per step whatever the method: iterations folded together), step counts
+//     that disagree with the forwards in them, a prefill more than 10x the median of three
+//     or more; and on decode steps: steps that launch no kernel, kernel counts that
+//     alternate between two values (a step cut in two), a first or last step cut short (not
+//     one that holds its whole forward: a round with fewer drafts near the end is normal),
+//     steps more than 10x away from the median, and devices of one trace that disagree on
+//     the number of decode steps.
+//   - Phase: from NVTX text where present (`prefill`, `decode`, `mixed`); else the most
+//     common kernel mix is decode, and a step with a different mix is a prefill candidate
+//     when it runs attention kernels decode never runs or takes at least three times the
+//     decode median. A candidate is a prefill at a request's start (the first step, or the
+//     first after a window outside steps); inside a request only when its GEMMs differ in
+//     number from the decode steps' (else it is a multi-token decode: prompt-lookup's or a
+//     draft's verify forward). On a device whose forwards end with a sampler, a request's
+//     first step with another mix than decode's is its prefill. A speculative round is
+//     decode, but at a request's start (it holds the prompt). Copies then tell what the
+//     shape cannot (continuous batching runs prompt chunks in decode's kernels): on a device
+//     whose forwards end with a sampler, where at least half the steps copy inputs to the
+//     device and read tokens back, a step whose median host-to-device copy is at least 4x
+//     its read-back (the device-to-host copies after its sampler), relative to the median
+//     step's ratio, processes prompt tokens (inputs are per token, the read-back per
+//     sequence: in decode both are one per sequence, whatever the batch). Such a step is a
+//     prefill at a request's start; inside one it is `mixed` (a prompt chunk beside decoding
+//     sequences) when it reads back more than the run's smallest read-back and the step
+//     before it is decode, or a prompt step that read back more than the smallest too (a
+//     token budget cuts at most one prompt per iteration, so the others sample on); else a
+//     prefill (a prompt's next chunk, or prompts alone). `serve-cb`: 2 prefill, 4 mixed, 33
+//     decode, as its truth. A verify forward that reads back a token per position keeps
+//     decode's ratio.
+//   - Exclusive time: at each instant the running kernel with the highest-priority category
+//     owns the device (allreduce > collective > attention > moe_expert > gemm > moe_routing
+//     > sampling > elementwise > other > untraced_graph > memory); instants with nothing
+//     running are idle. A graph replay traced at graph level is real GPU work of unknown
+//     kind: it owns its time over copies and idle, but any named kernel overlapping it on
+//     another stream (unclassified ones included) owns the overlap. The categories of a step
+//     sum exactly to its wall time. Summed kernel time ("busy") is kept separately and may
+//     exceed the wall time when streams overlap.
+//   - Idle gaps per step: count, total, sizes (<10 µs, 10-100 µs, 100 µs-1 ms, >1 ms), and
+//     what the device's launching threads were doing meanwhile, by CUDA API group. The
+//     launching threads are the threads of the device's processes that launch, copy, memset
+//     or synchronize (a thread that only allocates or registers memory, such as a pinning or
+//     NCCL helper, explains no idle time). Groups, highest priority first where calls
+//     overlap (nested driver calls, several threads): synchronizing (`*Synchronize`),
+//     copying (`*Memcpy*`, `*Memset*`), graph launch (`cudaGraphLaunch`, `cuGraphLaunch`),
+//     launching (an ordinary kernel launch), module loading and run-time compilation
+//     (`cuLibraryLoad*`, `cuModuleLoad*`, `cuLibraryGetKernel`, `cuModuleGetFunction`,
+//     `cuKernelSetAttribute`, `cuFuncSetAttribute`, `cuLink*`, and a launch call that itself
+//     lasts 1 ms or more: lazy loading inside it), memory management (`cudaMalloc*`,
+//     `cudaFree*`, `cudaHostAlloc`, `cudaHostRegister`, `cuMemAlloc*`,
+//     `cuMemCreate`/`Map`/`Unmap`, ...), other CUDA call (any other `cu*` call of 10 µs or
+//     more: shorter bookkeeping calls such as `cudaEventRecord` are not read, to keep the
+//     reader's memory and time), and no CUDA call. The groups add up to the idle time of
+//     every step (tested). One sweep over the calls sorted by start for all gaps: each call
+//     enters and leaves a heap of running calls once (80 000 calls overlapping one 10 ms
+//     gap: the attribution takes no longer than reading the file,
+//     `BenchmarkHostGapsOverlapFile`).
+//     `host_ns` in JSON keeps the four coarse activities (graph and ordinary launches are
+//     `launch`; module loading, memory management and other calls count as `none` there).
+//   - Outlier steps: a step of the summarised phase longer than 3x the phase's median step
+//     (among 4 or more steps of that phase; with `--phase all` each phase against its own
+//     median) is left out of the summary, the decode table, the findings and `diff`, listed
+//     on an `Outliers:` line and in JSON (`decode.outliers`), and is its own finding
+//     (`outlier_steps`).
+//   - Launches per step count host launches of the step's kernels; a CUDA graph launch
+//     counts once however many kernels it ran.
+//   - The decode table's counts: `kernels/step` counts kernels only (the lead line's
+//     kernels/step, JSON `kernels_per_step`); memcpy and memset operations per step are the
+//     `memory` row's `memops/step`, a column of their own; each column adds up to its total
+//     row (tested on every capture).
+//   - Classification is an ordered rule table on the demangled kernel name
+//     (`breakdown/kernelclass/rules.go`), communication first, MoE before GEMM, sampling
+//     before attention; custom all-reduces (`cross_device_reduce_*`, lamport one-/two-shot,
+//     MNNVL, symmetric memory) are all-reduce. `stepstat classify` lists each name with the
+//     rule that matched, unmatched names first. NCCL kernel names are decoded into op,
+//     algorithm, protocol and data type (the protocol a name carries is the variant
+//     launched, not the setting: see Run configuration).
+//   - Context classification (`breakdown/context.go`): a generic kernel's place in its step
+//     decides what it does. Each step's kernels are read in order. After the step's last
+//     GEMM (the lm_head), top-k, sort, softmax, argmax and sampler kernels are `sampling`.
+//     Before it, a top-k or sort may start MoE routing: the kernels from there to the first
+//     GEMM (or inductor kernel that indexes expert weights) are `moe_routing`, except the
+//     gathers directly before that GEMM (`vectorized_gather_kernel`, `index_select`: the
+//     selected experts' weights or tokens, the same op as before every other expert of a
+//     per-expert loop), which are expert work; from there on expert work is `moe_expert`
+//     (per-expert or grouped GEMMs, gathers, activations) up to the last combine
+//     (`index_add_`, `scatter_add`, the weighted sum, `moe_sum`/finalize, or inductor's sum
+//     fused with the next norm) before the next norm, attention or collective kernel, so the
+//     next layer's residual add, norm and RoPE are not experts. No MoE without a router: the
+//     run must have a softmax or sigmoid (before the top-k, fused into it, or between it and
+//     the GEMM), and the step must hold two such routed layers, or one with two expert GEMMs
+//     or more and a combine; a lone top-p sort (a dense model's draft head) gets no MoE
+//     category. On `hf-moe-eager` (OLMoE eager) this moves the gate/up weight gather out of
+//     routing: 6 routing kernels a layer (24/step, 52.93µs) and 8 expert
+//     kernels (32/step), and `moe_routing_overhead` no longer holds (8.2% of the busy time).
+//     A top-k without a router followed by attention (DeepSeek/GLM-5's sparse-attention
+//     indexer picking tokens) is `attention`; a sampler before the lm_head is `elementwise`.
+//     torch.compile names are read by their fused-op list (`triton_per_fused__softmax_...`,
+//     `..._index_...`, `..._mean_..._rsqrt_..._sum_...`). Kernels moved by `--nvtx-category`
+//     keep the user's category but still guide the rules. The kernel table shows
+//     context-moved kernels in rows of their own with the rule `context`. Not applied to a
+//     whole-trace step.
+//   - Ranks (two or more devices in one trace): collective kernels are matched across
+//     devices per aligned step (the k-th call of each NCCL op, or kernel family, on every
+//     device); each rank's kernel splits exactly into *wait* (until the last rank arrives)
+//     and *transfer*. The text report adds a per-rank table (median step, allreduce and
+//     collective time per step, wait and transfer per step, wait share, times last), names
+//     the straggler, gives the step spread across ranks, and phrases the communication
+//     sentences per rank (the HTML report has the same table and a wait-vs-transfer chart
+//     per rank). The sentence starts with the decode table's mean (exclusive time over the
+//     summarised steps) and then, labelled, the matched calls' kernel time over the aligned
+//     steps (every step of the phase on every rank; "outliers included" when a device has
+//     outliers), the numbers of the rank table: `allreduce: 101.6µs/step = 8.38% of the mean
+//     decode step; matched collectives over the 12 aligned steps, outliers included: 8
+//     calls/step, 335.7µs/step kernel time, of which 289.6µs waiting for rank 1`
+//     (`tp2-moe-graph-serve` device 0, whose outlier step holds most of the wait).
+//   - Speed of light (`--sol-step`, or `--sol-bytes` with `--bandwidth` or the datasheet
+//     bandwidth of the GPU): floor, measured median step, measured/floor, efficiency, and
+//     tokens/s per sequence and in total (`--batch`), with the bandwidth assumption named.
+//
+// `--rules FILE` format (see `testdata/rules/example.rules`): one rule per line, `<category>
+// <regexp>`, blank lines and `#` lines ignored, tried in file order before the built-in
+// rules:
+//
+//	moe_routing   ^void mymodel::route_tokens<
+//	sampling      softmax_warp_forward
 package breakdown

@@ -16,7 +16,10 @@ import (
 // account fills it in its one pass.
 type stepShape struct {
 	sig  uint64
-	attn []nsys.NameID // distinct
+	attn []nsys.NameID // distinct, in first-seen order
+	// attnSet holds attn once it is past shortSet names, so that add stays linear in the
+	// step's kernels whatever the number of distinct names (a file can name 320,000).
+	attnSet map[nsys.NameID]struct{}
 	// first is the step's first kernel (a forward's embedding), lastGEMM its last GEMM (the
 	// lm_head): the recurring pattern of a forward, counted by foldedPatternCheck.
 	first, lastGEMM nsys.NameID
@@ -25,14 +28,38 @@ type stepShape struct {
 
 func (s *stepShape) add(a *activity) {
 	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention && !slices.Contains(s.attn, a.name) {
-		s.attn = append(s.attn, a.name)
+	if a.cat == kernelclass.Attention {
+		s.addAttn(a.name)
 	}
 	if !s.started {
 		s.first, s.started = a.name, true
 	}
 	if a.cat == kernelclass.GEMM {
 		s.lastGEMM = a.name
+	}
+}
+
+// shortSet is the most names a linear scan looks through before a set takes over.
+const shortSet = 16
+
+// addAttn adds n to the step's distinct attention names.
+func (s *stepShape) addAttn(n nsys.NameID) {
+	if s.attnSet == nil {
+		if slices.Contains(s.attn, n) {
+			return
+		}
+		s.attn = append(s.attn, n)
+		if len(s.attn) > shortSet {
+			s.attnSet = make(map[nsys.NameID]struct{}, 2*len(s.attn))
+			for _, m := range s.attn {
+				s.attnSet[m] = struct{}{}
+			}
+		}
+		return
+	}
+	if _, ok := s.attnSet[n]; !ok {
+		s.attnSet[n] = struct{}{}
+		s.attn = append(s.attn, n)
 	}
 }
 
@@ -52,6 +79,17 @@ type iterCopies struct {
 // promptRatio: an iteration processes prompt tokens when its input copies are at least this
 // many times its read-back, relative to the run's median iteration (a decode one).
 const promptRatio = 4
+
+// sameBatchRatio: an iteration also processes prompt tokens when its input copies are at
+// least this many times the typical ones of the iterations that read back as much (the same
+// batch of sequences): a decode iteration of n sequences copies the same n tokens' entries every
+// time, so a few prompt tokens beside them show against it where the run's median does not
+// (small batches copy offsets of n+1 entries, which the median ratio mixes in).
+const sameBatchRatio = 2
+
+// promptGEMM: a step whose GEMMs are the decode steps' in number but take at least this many
+// times their median busy time runs them on a prompt's rows, not on a few tokens per sequence.
+const promptGEMM = 3
 
 // stepCopies returns what the copies say of each step, from the forward ends (sampler
 // starts, sorted): a step's inputs are the host-to-device copies after the previous forward's
@@ -124,9 +162,38 @@ func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
 	ref := slices.Clone(ratios)
 	slices.Sort(ref)
 	med := ref[len(ref)/2]
+	// By the run's median ratio.
 	prompt = make([]bool, len(cp))
 	for i, c := range cp {
 		prompt[i] = c.in > 0 && c.out > 0 && float64(c.in) >= promptRatio*med*float64(c.out)
+	}
+	// By the typical input (lower median) of the other iterations of the same read-back
+	// size, when at least three read it back and at most a third of them copy twice the
+	// typical input: a loop of two alternating kinds of iteration is not decoding beside a
+	// few prompts.
+	ins := map[int64][]int64{}
+	for i, c := range cp {
+		if c.in > 0 && c.out > 0 && !prompt[i] {
+			ins[c.out] = append(ins[c.out], c.in)
+		}
+	}
+	typical := map[int64]int64{}
+	for out, v := range ins {
+		slices.Sort(v)
+		t, more := v[(len(v)-1)/2], 0
+		for _, in := range v {
+			if in >= sameBatchRatio*t {
+				more++
+			}
+		}
+		if len(v) >= 3 && 3*more <= len(v) {
+			typical[out] = t
+		}
+	}
+	for i, c := range cp {
+		if t, ok := typical[c.out]; ok && !prompt[i] && c.in >= sameBatchRatio*t {
+			prompt[i] = true
+		}
 	}
 	return prompt, minOut
 }
@@ -180,6 +247,12 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 	inferred := make([]bool, len(steps))
 	for i := range steps {
 		inferred[i] = steps[i].Phase == Unknown
+		if inferred[i] && steps[i].GraphCapture && !starts[i] {
+			// A graph capture iteration runs a decode step's forward (warm-up, capture,
+			// first replay) at far more cost: decode, kept out of the summaries.
+			steps[i].Phase = Decode
+			inferred[i] = false
+		}
 	}
 	phasesByShape(steps, shapes, starts, llm)
 	if !llm {
@@ -217,7 +290,7 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 		}
 	}
 	decodeAttn := map[nsys.NameID]bool{}
-	var walls []time.Duration
+	var walls, gemms []time.Duration
 	decodeGEMM := -1
 	for i, s := range shapes {
 		if s.sig == modal {
@@ -225,10 +298,11 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 				decodeAttn[n] = true
 			}
 			walls = append(walls, steps[i].Wall())
+			gemms = append(gemms, steps[i].Busy[kernelclass.GEMM])
 			decodeGEMM = steps[i].Kernels[kernelclass.GEMM]
 		}
 	}
-	med := Quantile(walls, 0.5)
+	med, gemmMed := Quantile(walls, 0.5), Quantile(gemms, 0.5)
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue
@@ -243,8 +317,11 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 				prefill = true
 			}
 		}
-		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM {
-			prefill = false // a multi-token decode inside the request
+		// A multi-token decode inside the request (a verify forward) runs the decode
+		// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
+		// on many more rows, for several times as long.
+		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM && (!llm || steps[i].Busy[kernelclass.GEMM] < promptGEMM*gemmMed) {
+			prefill = false
 		}
 		if llm && starts[i] {
 			prefill = true

@@ -19,10 +19,13 @@ const (
 	Prefill
 	Decode
 	Mixed
+	// Partial is an iteration cut by the capture window's start or end (nsys attached to a
+	// running server): a piece of a forward, kept out of every summary.
+	Partial
 	numPhases
 )
 
-var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed"}
+var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed", "partial"}
 
 func (p Phase) String() string {
 	if p < numPhases {
@@ -123,6 +126,18 @@ type Step struct {
 	// Batch is the number of sequences in the step when its NVTX text says (SGLang bs=N,
 	// TensorRT-LLM ctx + gen requests, vLLM context + generation requests); 0 when unknown.
 	Batch int
+	// DraftDepth and VerifyDepth are, for a speculative round, the depth (attention kernels:
+	// layers) of its draft forwards and of its verify forward; 0 otherwise.
+	DraftDepth, VerifyDepth int
+	// CutBy says which signal started the step (CutNVTX, CutReadBack, ...: "+"-joined ids
+	// when several did at once); PhaseEvidence says why it has its phase.
+	CutBy         string
+	PhaseEvidence string
+	// GraphCapture marks an iteration that captures a CUDA graph (capture.go): kept out of
+	// every summary; CaptureHost is its host time in graph calls (cudaGraph*, cuGraph*,
+	// stream capture begin/end; launches not included).
+	GraphCapture bool
+	CaptureHost  time.Duration
 	// forwards counts the ends of the model's forwards (a sampler after the lm_head) in the
 	// step, when the finder could see them; the self-checks read it.
 	forwards   int

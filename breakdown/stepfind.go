@@ -252,6 +252,13 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		e, end, ok = alignRepeat(segs, sigs, k)
 	}
 	if ok {
+		var added int
+		if segs, added = splitDeep(segs, k, e); added > 0 {
+			e, end = e+added, end+added
+			fwds, ends = countForwards(segs), forwardTimes(segs)
+		}
+	}
+	if ok {
 		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k), forwards: ends}
 		if fwds >= 2 {
 			d.bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start)))
@@ -269,6 +276,71 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		}
 	}
 	return oneStepPerSegment(raw, cc)
+}
+
+// splitDeep cuts each segment before the loop body (before e) that holds several forwards
+// of the loop's depth with no host signal between them (eager warm-up iterations before the
+// first graph replay, launched back to back): when the loop's unit of k segments from e runs
+// D attention kernels per forward and a segment runs m*D (m >= 2) with a forward-end
+// candidate (a sampler after a GEMM) after each D-th, the segment is cut there, after the
+// last such candidate before the next forward's first attention kernel. It returns the
+// segments and how many were added.
+func splitDeep(segs []segment, k, e int) ([]segment, int) {
+	if e+k > len(segs) {
+		return segs, 0
+	}
+	var attn int32
+	fwds := int32(0)
+	for _, s := range segs[e : e+k] {
+		attn += s.attn
+		if s.fwd {
+			fwds++
+		}
+	}
+	depth := attn / max(fwds, 1)
+	if depth == 0 {
+		return segs, 0
+	}
+	var out []segment
+	added := 0
+	for i, s := range segs {
+		if i >= e || s.attn < 2*depth || s.attn%depth != 0 {
+			out = append(out, s)
+			continue
+		}
+		m := s.attn / depth
+		cuts := make([]fwdCand, 0, m-1)
+		for j := int32(1); j < m; j++ {
+			var at *fwdCand
+			for ci := range s.cands {
+				if s.cands[ci].attn == j*depth {
+					at = &s.cands[ci]
+				}
+			}
+			if at == nil {
+				break
+			}
+			cuts = append(cuts, *at)
+		}
+		if int32(len(cuts)) != m-1 {
+			out = append(out, s)
+			continue
+		}
+		prev := fwdCand{at: s.start}
+		for j, c := range cuts {
+			p := segment{start: prev.at, end: max(c.end, prev.at), sig: c.sig - prev.sig, kernels: c.kernels - prev.kernels,
+				attn: c.attn - prev.attn, cut: cutForward, sampler: true, fwd: true, fwdAt: c.sampler, kstart: prev.at}
+			if j == 0 {
+				p.cut, p.kstart, p.leadEnd = s.cut, s.kstart, s.leadEnd
+			}
+			out = append(out, p)
+			prev = c
+		}
+		out = append(out, segment{start: prev.at, end: s.end, sig: s.sig - prev.sig, kernels: s.kernels - prev.kernels,
+			attn: s.attn - prev.attn, cut: cutForward, sampler: s.sampler, fwd: s.fwd, fwdAt: s.fwdAt, kstart: prev.at})
+		added += len(cuts)
+	}
+	return out, added
 }
 
 // segmentMethod names the signal that starts most steps of k segments from e on: graph

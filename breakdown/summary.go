@@ -11,16 +11,20 @@ import (
 )
 
 // SelectSteps returns the steps a summary covers: those of the phase selected, or all
-// steps (phase Unknown). When no step has the phase, it returns every step and an error
+// steps (phase Unknown); never a window edge's piece (Partial) or a graph capture
+// iteration other than a prefill. When no step has the phase, it returns every step (but those) and an error
 // saying so.
 func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
 	want := sel.Phase()
-	if want == Unknown {
-		return steps, Unknown, nil
+	in := func(s *Step) bool {
+		// A window edge's piece is no step of any summary, and a graph capture iteration
+		// none but the prefill's (a prefill that instantiates its graph, as XLA's first
+		// call does, is still the request's prefill).
+		return (want == Unknown || s.Phase == want) && s.Phase != Partial && (!s.GraphCapture || s.Phase == Prefill)
 	}
 	n := 0
 	for i := range steps {
-		if steps[i].Phase == want {
+		if in(&steps[i]) {
 			n++
 		}
 	}
@@ -29,12 +33,16 @@ func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
 	}
 	out := make([]Step, 0, n) // steps are large: copy each once
 	for i := range steps {
-		if steps[i].Phase == want {
+		if in(&steps[i]) {
 			out = append(out, steps[i])
 		}
 	}
+	if want == Unknown {
+		return out, Unknown, nil
+	}
 	if len(out) == 0 && len(steps) > 0 {
-		return steps, Unknown, fmt.Errorf("no %s steps; summarising all %d steps", want, len(steps))
+		all, _, _ := SelectSteps(steps, AllSteps)
+		return all, Unknown, fmt.Errorf("no %s steps; summarising all %d steps", want, len(all))
 	}
 	return out, want, nil
 }

@@ -16,10 +16,12 @@ extern int sqlite3_step(sqlite3_stmt*) __attribute__((weak));
 extern int sqlite3_finalize(sqlite3_stmt*) __attribute__((weak));
 extern int64_t sqlite3_column_int64(sqlite3_stmt*, int) __attribute__((weak));
 extern int sqlite3_column_type(sqlite3_stmt*, int) __attribute__((weak));
+extern double sqlite3_column_double(sqlite3_stmt*, int) __attribute__((weak));
 extern const char* sqlite3_errmsg(sqlite3*) __attribute__((weak));
 
 static int batch_available(void) {
-	return sqlite3_open_v2 != 0 && sqlite3_step != 0 && sqlite3_column_int64 != 0 && sqlite3_column_type != 0;
+	return sqlite3_open_v2 != 0 && sqlite3_step != 0 && sqlite3_column_int64 != 0 && sqlite3_column_type != 0 &&
+		sqlite3_column_double != 0;
 }
 
 #define SQLITE_OPEN_READONLY 0x00000001
@@ -28,6 +30,22 @@ static int batch_available(void) {
 #define SQLITE_ROW 100
 #define SQLITE_DONE 101
 #define SQLITE_INTEGER 1
+#define SQLITE_FLOAT 2
+
+// integral_double stores d in *v and returns 1 when d is a whole number within int64
+// (a REAL column's value, or an INTEGER stored in a column of REAL affinity, which SQLite
+// returns as REAL); the direct reader reads the same (integralFloat).
+static int integral_double(double d, int64_t* v) {
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+		return 0;
+	}
+	int64_t x = (int64_t)d;
+	if ((double)x != d) {
+		return 0;
+	}
+	*v = x;
+	return 1;
+}
 
 // No mmap (PRAGMA mmap_size): it saves the read() calls, about a fifth of the time of a
 // big scan, but every page of the file it touches then counts as resident memory.
@@ -37,7 +55,7 @@ static int batch_open(const char* uri, sqlite3** db) {
 
 // batch_step steps stmt up to max rows, writing ncol int64 values per row into out, and
 // after them one more: a bit per column (up to 63) that does not hold an INTEGER (NULL,
-// text, blob or real), whose value column_int64 would make up. It returns SQLITE_ROW when the buffer filled (more rows may follow), SQLITE_DONE at the
+// text, blob or a real that is not a whole number), whose value column_int64 would make up. It returns SQLITE_ROW when the buffer filled (more rows may follow), SQLITE_DONE at the
 // end, or an SQLite error code; *n is the number of rows written.
 static int batch_step(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n) {
 	int i = 0;
@@ -51,7 +69,11 @@ static int batch_step(sqlite3_stmt* st, int ncol, int64_t* out, int max, int* n)
 		int64_t bad = 0;
 		for (int c = 0; c < ncol; c++) {
 			row[c] = sqlite3_column_int64(st, c);
-			if (c < 63 && sqlite3_column_type(st, c) != SQLITE_INTEGER) {
+			int t = sqlite3_column_type(st, c);
+			if (t == SQLITE_FLOAT && integral_double(sqlite3_column_double(st, c), &row[c])) {
+				continue;
+			}
+			if (c < 63 && t != SQLITE_INTEGER) {
 				bad |= (int64_t)1 << c;
 			}
 		}

@@ -87,11 +87,11 @@ func CheckFile(path string) error {
 	case fi.IsDir():
 		return &Error{path, errors.New("is a directory, not an nsys SQLite export")}
 	case !fi.Mode().IsRegular():
-		return &Error{path, errors.New("is not a regular file")}
+		return &Error{path, errNotRegular}
 	case fi.Size() == 0:
 		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
 	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -145,6 +145,9 @@ var compressions = []struct {
 	{"zstd", []byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd -d"},
 	{"bzip2", []byte("BZh"), "bunzip2 -k"},
 }
+
+// errNotRegular is the error of a path that is not a regular file.
+var errNotRegular = errors.New("is not a regular file")
 
 // dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
 // when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or

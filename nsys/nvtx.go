@@ -179,6 +179,7 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	if r.hasCol(nvtxTable, "end") {
 		d = r.direct(q)
 	} else {
+		r.noteLost(q)
 		r.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
 	}
 	if d != nil {
@@ -225,6 +226,11 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	var n int64
 	kind := func(v any, typ string) (int64, valueKind) {
 		x, ok := v.(int64)
+		if f, isF := v.(float64); isF && typ == "real" {
+			if x, ok := integralFloat(f); ok {
+				return x, valueInt
+			}
+		}
 		switch {
 		case typ == "integer" && ok:
 			return x, valueInt

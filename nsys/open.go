@@ -135,6 +135,7 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	}
 	r.t.Reads = r.reads.sorted()
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
+	r.t.Warnings = append(r.t.Warnings, r.reads.lostWarnings()...)
 	warnSidecars(r.t, path)
 	return r.t, nil
 }
@@ -185,7 +186,9 @@ func (r *reader) read() error {
 
 func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
 
-func (r *reader) hasCol(table, col string) bool { return r.cols[table][col] }
+// hasCol reports whether table has the column col, matched as SQLite matches column
+// names: in any letter case (ASCII), so a correlationId spelled CorrelationID is read.
+func (r *reader) hasCol(table, col string) bool { return r.cols[table][strings.ToLower(col)] }
 
 func (r *reader) warnf(format string, args ...any) {
 	r.warns = append(r.warns, fmt.Errorf(format, args...))
@@ -238,6 +241,7 @@ func (r *reader) readTables() error {
 				cr.Close()
 				return err
 			}
+			c = strings.ToLower(c) // SQLite matches column names in any letter case
 			if hidden == 0 {
 				cols[c] = true
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -365,15 +364,15 @@ func hotJournal(path string) bool {
 
 // sidecarHead returns up to the first n bytes of the regular file at path and its size.
 func sidecarHead(path string, n int) ([]byte, int64) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, 0
-	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, 0
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0
+	}
 	b := make([]byte, n)
 	k, _ := io.ReadFull(f, b)
 	return b[:k], fi.Size()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/stepstat/stepstat/breakdown"
 
@@ -39,13 +40,22 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 	ew := &errWriter{w: w}
 	out, total, other := classifyOrder(ks)
 	ew.printf("%10s %7s %7s  %-12s %-22s %s\n", "total", "share", "count", "category", "rule", "name")
-	for _, k := range out {
+	// Names are elided to keep each row within MaxTextLine (the JSON has them whole).
+	names := make([]string, len(out))
+	limits := make([]int, len(out))
+	for i, k := range out {
+		names[i] = TerminalSafe(k.Name)
+		rule := max(22, utf8.RuneCountInString(TerminalSafe(k.Rule)))
+		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+rule+1), 40)
+	}
+	names = elideNamesEach(names, limits)
+	for i, k := range out {
 		rule := k.Rule
 		if rule == "" {
 			rule = "-"
 		}
 		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
-			k.Category, TerminalSafe(rule), TerminalSafe(k.Name))
+			k.Category, TerminalSafe(rule), names[i])
 	}
 	nOther := 0
 	for _, k := range ks {

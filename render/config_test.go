@@ -89,7 +89,7 @@ func TestDiffConfigFirst(t *testing.T) {
 		side("new", []nsys.EnvVar{{Name: "NCCL_PROTO", Value: "LL"}, {Name: "OMP_NUM_THREADS", Value: "8"}}),
 		breakdown.Decode, compare.Options{})
 	var text bytes.Buffer
-	if err := DiffText(&text, c); err != nil {
+	if err := DiffText(&text, c, 0); err != nil {
 		t.Fatal(err)
 	}
 	s := text.String()

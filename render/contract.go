@@ -10,6 +10,52 @@ import (
 // (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). The
 // builders and writers are beside the text and HTML of each command (report.go, ranks.go,
 // diff.go, info.go, classify.go).
+//
+// The contracts are v1 and additive: a field is never renamed or removed; new fields are
+// documented on their types. Times are integer nanoseconds; every step, decode summary,
+// CSV row and diff lists every category id, zeros included.
+//
+// `sol.source` names the floor's origin: `--sol-step`, `--bandwidth`, or the datasheet
+// assumption (`H200 datasheet HBM3e bandwidth`); `measured_ns` is the summarised phase's
+// median step, `ratio` = measured / floor, `efficiency` = floor / measured, `tokens_per_s` =
+// 1 / step (per sequence), `total_tokens_per_s` = batch / step (0 without `--batch`). In
+// `ranks`, each device's summarised steps (after `--skip`) are aligned across devices by
+// index, or by time overlap when the counts differ (a warning says so); within an aligned
+// step the k-th collective kernel (allreduce or collective) of one operation (the NCCL op
+// when the name decodes, else the kernel family) on each device is one matched call. Per
+// rank and call, `wait` = last rank's start - own start (clipped to the kernel), `transfer`
+// = duration - wait, so `wait_ns + transfer_ns` is exactly the matched kernels' time.
+// Per-rank arrays (`wait_for_ns`: wait split by the rank that arrived last; `steps[].steps`:
+// each rank's step `index`) follow the order of `ranks.devices`. `spread` is max - min step
+// wall across ranks.
+//
+// Category ids: `gemm attention moe_routing moe_expert allreduce collective elementwise
+// sampling memory other untraced_graph idle` (`untraced_graph` added since v1 began: graph
+// replays traced at graph level, see Categories); every step lists all of them, zeros
+// included, and so do `decode.categories`, the CSV rows and `diff`'s `categories`. `decode`
+// summarises the phase chosen with `--phase` (its `phase` field says which; `unknown` when
+// every step is included). A kernel name split by `--nvtx-category` has one row per
+// category. The JSON is
+//
+// `significant` (the median's verdict) and `mean_significant` both require `comparable`,
+// `tested`, p < alpha and a change of at least `min_change_ns`; `warnings` starts with the
+// `untested` notice, then the captures' warnings (labelled with the side) and the
+// comparison's.
+//
+// `delta_pct` is null when the base median is 0 and the new one is not. Kernel families are
+// names with template arguments, argument lists and tile shapes normalised away, so a
+// different cuBLAS tile choice shows as a changed variant, not as new work.
+//
+// `stepstat info --format json` (`"schema": "stepstat.info.v1"`): `path`, `nsys_version`,
+// `export_schema`, `meta_table`, `start_ns`, `end_ns`, `duration_ns`, `devices` (`device`,
+// `gpu`, `kernels`, `memcpy`, `memset`, `graph_execs`, `kernel_ns`, `graph_ns`: graph
+// executions traced at graph level), `tables` (`name`, `rows`), `nvtx_ranges`,
+// `cuda_api_calls`, `graph_launches`, `warnings`, `reads` (`table`, `direct`, and `why` when
+// SQLite read it).
+//
+// `stepstat classify --format json` (`"schema": "stepstat.classify.v1"`): `path`,
+// `total_ns`, `other_share`, `kernels` (`name`, `category`, `rule`, `count`, `total_ns`,
+// `share`), unmatched names first.
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
 const ReportSchema = "stepstat.report.v1"

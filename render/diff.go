@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"io"
@@ -288,13 +289,17 @@ func rowPN(r *compare.Row) string {
 }
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
-// kernel changes, then numbered warnings.
-func DiffText(w io.Writer, c *compare.Comparison) error {
-	ew := &errWriter{w: w}
+// kernel changes, then numbered warnings. The answer (each side's step and the verdict)
+// is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
+func DiffText(w io.Writer, c *compare.Comparison, width int) error {
+	var answer, details strings.Builder
+	hw := &errWriter{w: &answer}
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
-		ew.printf("%s\n", TerminalSafe(l))
+		hw.printf("%s\n", TerminalSafe(l))
 	}
-	ew.printf("%s\n\n", diffVerdict(c))
+	hw.printf("%s\n", diffVerdict(c))
+	ew := &errWriter{w: &details}
+	ew.printf("\n")
 	unit := sampleWords(c)
 	if c.Options.PerRun {
 		unit = "run (each run's median per step for the medians, its mean per step for the means)"
@@ -391,13 +396,18 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			return
 		}
 		ew.printf("\n%s:\n", title)
+		var names []string
+		for _, k := range cs[:min(len(cs), 10)] {
+			names = append(names, TerminalSafe(k.Family))
+		}
+		names = elideNames(names, MaxTextLine-34) // the row's numbers take 34
 		for i, k := range cs {
 			if i == 10 {
 				ew.printf("  ... and %d more (see --format json)\n", len(cs)-10)
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), TerminalSafe(shortName(k.Family)))
+			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), names[i])
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -409,7 +419,7 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				ew.printf("  ... and %d more (see --format json)\n", len(c.Variants)-10)
 				break
 			}
-			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, TerminalSafe(shortName(k.Family)), len(k.BaseNames), len(k.NewNames),
+			ew.printf("  %-12s %s (%d -> %d names)\n    only in %s: %s\n    only in %s: %s\n", k.Category, elideNames([]string{TerminalSafe(k.Family)}, MaxTextLine-40)[0], len(k.BaseNames), len(k.NewNames),
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
@@ -420,7 +430,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
 		}
 	}
-	return ew.err
+	if err := errors.Join(hw.err, ew.err); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
+	return err
 }
 
 // maxVariantNames is how many names of a changed variant the text lists per side.
@@ -440,12 +454,17 @@ func variantNames(names, other []string) string {
 		return "none"
 	}
 	var out []string
-	for i, n := range only {
+	var safe []string
+	for _, n := range only[:min(len(only), maxVariantNames)] {
+		safe = append(safe, TerminalSafe(n))
+	}
+	safe = elideNames(safe, MaxTextLine-20) // one name a line once wrapped, told apart
+	for i := range only {
 		if i == maxVariantNames {
 			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))
 			break
 		}
-		out = append(out, TerminalSafe(shortName(n)))
+		out = append(out, safe[i])
 	}
 	return strings.Join(out, "; ")
 }

@@ -159,7 +159,7 @@ func TestDiffHTMLTable(t *testing.T) {
 	for name, c := range map[string]*compare.Comparison{"captures": captureComparison(t), "untrusted": untrustedComparison(t)} {
 		t.Run(name, func(t *testing.T) {
 			var text bytes.Buffer
-			if err := DiffText(&text, c); err != nil {
+			if err := DiffText(&text, c, 0); err != nil {
 				t.Fatal(err)
 			}
 			tables := pageTables(string(renderDiff(t, c, stubJS)))

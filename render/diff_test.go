@@ -63,7 +63,7 @@ func TestDiffMeansAddUp(t *testing.T) {
 			}
 		}
 		var text bytes.Buffer
-		if err := DiffText(&text, c); err != nil {
+		if err := DiffText(&text, c, 0); err != nil {
 			t.Fatal(err)
 		}
 		var rows [][]string

@@ -62,7 +62,7 @@ func rkText(t *testing.T, r *breakdown.Report) string {
 	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return b.String()
+	return unwrapped(b.String()) // the sentences whole, as written before wrapping
 }
 
 func TestRanksText(t *testing.T) {

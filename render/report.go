@@ -47,6 +47,9 @@ func CSV(w io.Writer, r *breakdown.Report) error {
 type TextOptions struct {
 	Top        int // number of kernel rows
 	TopKernels TopKernels
+	// Width is the width the answer (the lines before the trace's details) is wrapped
+	// to: the terminal's; 0 means DefaultTextWidth. The rest wraps at MaxTextLine.
+	Width int
 }
 
 // TopKernels chooses what the top-kernels table covers.
@@ -93,8 +96,10 @@ func topKernels(r *breakdown.Report, v TopKernels) ([]breakdown.KernelStat, stri
 // Text writes the report as text: header, per-device decode table, idle line, canonical
 // sentences, top kernels and warnings.
 func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
-	ew := &errWriter{w: w}
-	textHeadline(ew, r)
+	var answer, details strings.Builder
+	hw := &errWriter{w: &answer}
+	textHeadline(hw, r)
+	ew := &errWriter{w: &details}
 	ew.printf("\n")
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
@@ -117,12 +122,15 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 		}
 		ew.printf("\nTop kernels (%s):\n", caption)
 		ew.printf("%10s %7s %7s %10s  %-14s %s\n", "total", "share", "count", "avg", "category", "name")
+		ks = ks[:min(opt.Top, len(ks))]
+		names := make([]string, len(ks))
 		for i, k := range ks {
-			if i == opt.Top {
-				break
-			}
+			names[i] = TerminalSafe(k.Name)
+		}
+		names = elideNames(names, MaxTextLine-topKernelsPrefix) // the rows' names told apart
+		for i, k := range ks {
 			ew.printf("%10s %7s %7d %10s  %-14s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
-				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, shortName(TerminalSafe(k.Name)))
+				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, names[i])
 		}
 	}
 	if len(r.Warnings) > 0 {
@@ -131,23 +139,15 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 			ew.printf("  %d. %s\n", i+1, TerminalSafe(warningText(wn)))
 		}
 	}
-	return ew.err
-}
-
-// maxNameText is the longest kernel name the text report prints whole; longer names
-// (templated kernels run to thousands of characters) keep their head and tail. JSON and
-// HTML keep every name whole.
-const maxNameText = 160
-
-// shortName shortens a name longer than maxNameText to its first 120 and last 36
-// characters around " … ".
-func shortName(s string) string {
-	r := []rune(s)
-	if len(r) <= maxNameText {
-		return s
+	if err := errors.Join(hw.err, ew.err); err != nil {
+		return err
 	}
-	return string(r[:120]) + " … " + string(r[len(r)-36:])
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(opt.Width))+wrapText(details.String(), MaxTextLine))
+	return err
 }
+
+// topKernelsPrefix is the width of a top-kernels row before the name.
+const topKernelsPrefix = 10 + 1 + 7 + 1 + 7 + 1 + 10 + 2 + 14 + 1
 
 func plural(n int) string {
 	if n == 1 {

@@ -254,15 +254,16 @@ func checkReportAddsUp(t *testing.T, where string, r *breakdown.Report) {
 	}
 }
 
-// TestShortName: a long kernel name keeps its head and tail within maxNameText runes.
-func TestShortName(t *testing.T) {
+// TestElideLongName: a long kernel name alone in its table keeps its head and tail
+// within the limit; a short one is unchanged.
+func TestElideLongName(t *testing.T) {
 	short := "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
-	if shortName(short) != short {
-		t.Errorf("short name changed: %q", shortName(short))
+	if got := elideNames([]string{short}, 106)[0]; got != short {
+		t.Errorf("short name changed: %q", got)
 	}
 	long := "void cutlass::Kernel<" + strings.Repeat("cutlass::gemm::GemmShape<128, 128, 64>, ", 80) + ">(Params)"
-	got := shortName(long)
-	if n := utf8.RuneCountInString(got); n > maxNameText || !strings.HasPrefix(got, long[:120]) || !strings.HasSuffix(got, long[len(long)-36:]) {
-		t.Errorf("shortName: %d runes %q", n, got)
+	got := elideNames([]string{long}, MaxTextLine-topKernelsPrefix)[0]
+	if n := utf8.RuneCountInString(got); n > MaxTextLine-topKernelsPrefix || !strings.HasPrefix(got, long[:30]) || !strings.HasSuffix(got, long[len(long)-20:]) || !strings.Contains(got, "…") {
+		t.Errorf("elided to %d runes: %q", n, got)
 	}
 }

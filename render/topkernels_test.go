@@ -28,7 +28,7 @@ func TestOneValueTP2(t *testing.T) {
 			}
 			table := map[string]string{}
 			checked, ranked := 0, 0
-			for _, line := range strings.Split(b.String(), "\n") {
+			for _, line := range strings.Split(unwrapped(b.String()), "\n") {
 				if strings.HasPrefix(line, "Device ") {
 					clear(table)
 				}

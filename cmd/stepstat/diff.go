@@ -97,7 +97,7 @@ var diffCmd = &command{
 						return err
 					}
 					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
+					rep, err := breakdown.SummarizeContext(ctx, t, opt)
 					if err != nil {
 						return notOneRun(optionUsage("diff", err))
 					}
@@ -122,7 +122,7 @@ var diffCmd = &command{
 				case "html":
 					return render.DiffHTML(w, c, render.DefaultHTMLOptions())
 				}
-				return render.DiffText(w, c)
+				return render.DiffText(w, c, textWidth(*output, o.out))
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err

@@ -31,4 +31,73 @@
 // from file names and file contents (kernel names, NVTX text, GPU names) are escaped in
 // text output and in error lines; HTML and JSON output escape markup. Tested in
 // TestHostileInputs.
+//
+// # Input limits
+//
+// Traces come from others and are not trusted. What stepstat does with inputs past these
+// limits (each one line: a warning in the report, or an error with exit status 1 or 2):
+//
+//   - Timestamps: every `start`/`end` of the kernel, memcpy, memset, graph-trace, runtime
+//     and NVTX tables is checked once, as it is read. A row is dropped when a timestamp is
+//     not an integer (NULL, text, blob, or a real such as 1e300 or inf), is beyond ±2^62 ns,
+//     or ends before it starts, and for GPU activity and API calls when the start or end is
+//     0 (a missing value; NVTX rows only when both are). One warning per table names the
+//     table, the count and the reasons: `dropped 1 of 40 kernel rows of
+//     CUPTI_ACTIVITY_KIND_KERNEL (2.5%): 1 with a missing or non-integer timestamp`. A
+//     device id that is not an integer in 0..32767 drops the row the same way.
+//   - NVTX ranges never closed (NULL `end`) are kept as open to the end of the capture,
+//     unless a later range of the same name (digits aside) and domain starts on the same
+//     thread: then the row is bad, and dropped with the table's warning, instead of
+//     swallowing every later step of its thread.
+//   - Correlation ids: CUDA API calls that reuse the id of an earlier call of their thread
+//     (CUPTI gives each call its own) are dropped with a warning; the kernels they launched
+//     are not linked to a call.
+//   - Devices: at most 1024 devices with GPU activity in one trace (`nsys.MaxDevices`; the
+//     cross-rank tables grow with the square of the count). Past it: `TRACE: GPU activity on
+//     N devices (ids A to B), more than the 1024 stepstat analyses`, exit 1. `--device`
+//     takes -1 (every device) or an id up to 32767 (usage error otherwise: `--device -2`, a
+//     typo of 2, no longer means every device).
+//   - Rows: arrays are sized from the file (a row takes more than 8 bytes), not from rowids.
+//     Nested NVTX ranges cost n log n (depth is capped at 16384); `--nvtx-category` merges
+//     nested matching ranges, so memory does not grow with depth x launches (100,000 nested
+//     ranges: 0.2 s, 32 MB).
+//   - Rules files: at most 256 KiB (compiled rules take ~140 times their text); larger is an
+//     error, exit 1.
+//   - Flags: `--batch` up to 2^30; `--alpha`, `--confidence` in (0, 1) and `--min-change` a
+//     finite, non-negative value (NaN is refused); each `diff` side must name a file; `-o`
+//     and `--html` must not name one file. `--min-change` is a percentage (`1%`) or a
+//     non-negative time per step (`5us`).
+//   - Output paths: only a regular file (or a new path) is replaced, by rename, keeping its
+//     mode and, as root, its owner; a character device, pipe or socket is written into; a
+//     symlink stays and its target is written.
+//   - Signals: SIGINT or SIGTERM removes the run's temporary files and export folder, kills
+//     a running `nsys export`, renames no output after the signal, and exits 128 + the
+//     signal number (130, 143) with one line on stderr.
+//   - WAL: the trace is read immutably; a non-empty `-wal` or `-journal` file beside it is
+//     named in a warning, since the changes it holds are not read.
+//   - Text output: all untrusted text (kernel names, NVTX text, GPU names, file names, knob
+//     values, flag values in usage errors, the `--progress` line) goes through one escaping
+//     function (`render.TerminalSafe`): C0 controls, DEL, C1 controls (also as raw bytes,
+//     such as `0x9b`, an 8-bit CSI), bidirectional controls (U+202E and the like) and bytes
+//     that are not UTF-8 are printed escaped (`\x1b`, `\x9b`, `\xff`, `\u202e`), so the text
+//     output is valid UTF-8 holding no control character but its own newlines. The HTML
+//     pages are valid UTF-8 too (bytes that are not UTF-8 become U+FFFD, as in JSON).
+//   - Child output: of the output of `nsys export`, only the last 64 KiB is kept (its last
+//     line is quoted when it fails): an `nsys` printing 400 MB before failing costs 38 MB.
+//
+// # Inputs it survives
+//
+// Every schema generation in `../shared/traces/public` (nsys 2021 without a metadata table,
+// `EXPORT_META_DATA` 2022-2023, `META_DATA_EXPORT` 2023-2026), legacy and modern GPU tables
+// (device names follow `TARGET_INFO_GPU.cuDevice`, not `.id`), text inline or through
+// `textId`, missing optional tables (warnings, not errors). The input is opened read-only
+// and immutable (`file:` URI, `mode=ro&immutable=1`): no journal, WAL or SHM file appears
+// beside it and its bytes and mtime do not change. Output files are written under a
+// temporary name and renamed, so a failure leaves no half-written report. A missing file, a
+// directory, an empty, text, truncated or corrupt file, a gzip-, xz-, zstd- or bzip2-compressed
+// export (the message names the command that decompresses it), an SQLite file that is not an nsys export, or an export
+// without GPU activity gets one line naming the file and the problem, and exit status 1.
+// Arrays are sized from the file's size, never from its rowids alone (a row at rowid 3e9 in
+// a small file is read like any other). Kernel names and NVTX text are untrusted: control
+// characters are escaped in text output, and everything is escaped in HTML.
 package main

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestDiffHelpNoReportFlags: diff --help lists no flag that diff refuses (the
@@ -104,6 +105,39 @@ func TestNVTXCategoryRefused(t *testing.T) {
 		offered, _, _ = strings.Cut(offered, ")")
 		if code != 2 || offered == "" || strings.Contains(offered, "idle") || strings.Contains(offered, "other") || strings.Contains(offered, "untraced") {
 			t.Errorf("x=%s: exit %d, stderr %q", c, code, stderr)
+		}
+	}
+}
+
+// TestPipedWidth: with stdout not a terminal (a pipe, a file) the answer of report and
+// diff is wrapped at 100 columns, and no line of report, diff, classify or info is over
+// 160, on the 2-GPU capture whose findings ran to 559 characters a line.
+func TestPipedWidth(t *testing.T) {
+	inCaptureDir(t, "tp2-moe-eager", "tp2-moe-graph")
+	for _, args := range [][]string{
+		{"report", "tp2-moe-eager.sqlite"},
+		{"diff", "tp2-moe-eager.sqlite", "tp2-moe-graph.sqlite"},
+		{"classify", "tp2-moe-eager.sqlite"},
+		{"info", "tp2-moe-eager.sqlite"},
+	} {
+		code, stdout, stderr := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, stderr)
+		}
+		answerEnd := map[string]string{"report": "\nTrace: ", "diff": "\n\n"}[args[0]]
+		answer, _, _ := strings.Cut(stdout, answerEnd)
+		widest := 0
+		for i, l := range strings.Split(stdout, "\n") {
+			n := utf8.RuneCountInString(l)
+			if n > 160 {
+				t.Errorf("%q line %d: %d runes: %q", args, i+1, n, l)
+			}
+			if answerEnd != "" && i < strings.Count(answer, "\n")+1 {
+				widest = max(widest, n)
+			}
+		}
+		if answerEnd != "" && (widest > 100 || (args[0] == "report" && widest <= 80)) {
+			t.Errorf("%q: the answer's widest line has %d runes, want 81-100 (wrapped at 100)", args, widest)
 		}
 	}
 }

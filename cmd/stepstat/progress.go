@@ -21,6 +21,20 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// textWidth is the width the text output's answer is wrapped to: the terminal's when the
+// output goes to stdout and stdout is a terminal, else render.DefaultTextWidth (0).
+func textWidth(output string, stdout io.Writer) int {
+	if output != "" && output != "-" {
+		return 0
+	}
+	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			return w
+		}
+	}
+	return 0
+}
+
 // progressFor returns the reader's progress callback: one line on stderr, rewritten in
 // place, once over a million rows are read, when stderr is a terminal or force is set;
 // blanked once the tables are read, so that it leaves nothing behind.

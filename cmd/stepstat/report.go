@@ -63,7 +63,7 @@ var reportCmd = &command{
 				return err
 			}
 			o.phase("read")
-			sum, err := breakdown.Summarize(t, opt)
+			sum, err := breakdown.SummarizeContext(ctx, t, opt)
 			if err != nil {
 				return notOneRun(optionUsage("report", err))
 			}
@@ -72,6 +72,9 @@ var reportCmd = &command{
 			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			o.phase("summarize")
 			htmlOpt := render.DefaultHTMLOptions()
 			htmlOpt.TopKernels = tk
@@ -84,7 +87,7 @@ var reportCmd = &command{
 				case "html":
 					return render.HTML(w, rep, htmlOpt)
 				}
-				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk})
+				return render.Text(w, rep, render.TextOptions{Top: *top, TopKernels: tk, Width: textWidth(*output, o.out)})
 			}
 			if err := writeOutput(*output, o.out, write); err != nil {
 				return err

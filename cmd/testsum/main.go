@@ -1,13 +1,17 @@
 // Command testsum reads `go test -json` on stdin and writes what `go test` writes without
 // -json (each package's ok/FAIL line, and the output of failed tests and of packages that
-// did not build), then one line naming the tests that were skipped and why. `make test`
-// runs it; it exits 1 when a test or a package failed.
+// did not build), then one line naming the tests that were skipped and why, and last the
+// totals of the top-level tests: "tests: 512 passed, 0 failed, 9 skipped" (-label names
+// the pass: "race: ..."), with the packages that failed to build. `make test` and
+// `make check` run it; it exits 1 when a test or a package failed.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -22,52 +26,69 @@ type event struct {
 }
 
 func main() {
+	label := flag.String("label", "tests", "what the totals line calls the pass")
+	flag.Parse()
+	if !summarize(os.Stdin, os.Stdout, *label) {
+		os.Exit(1)
+	}
+}
+
+// summarize reads go test -json from r and writes the summary to w; it reports whether
+// every test and package passed.
+func summarize(r io.Reader, w io.Writer, label string) bool {
 	type key struct{ pkg, test string }
+	var passed, failedTests, skipped, failedPkgs int
 	outputs := map[key][]string{}
 	var skips []string
 	failed := false
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			fmt.Println(sc.Text()) // not an event: build output
+			fmt.Fprintln(w, sc.Text()) // not an event: build output
 			continue
 		}
 		k := key{e.Package, e.Test}
 		switch e.Action {
 		case "build-output": // the compiler's messages of a package that did not build
-			fmt.Print(e.Output)
+			fmt.Fprint(w, e.Output)
 		case "output":
 			outputs[k] = append(outputs[k], e.Output)
 		case "skip":
 			if e.Test != "" && !strings.Contains(e.Test, "/") {
+				skipped++
 				skips = append(skips, fmt.Sprintf("%s (%s)", e.Test, skipReason(outputs[k])))
 			}
 			delete(outputs, k)
 		case "pass":
 			delete(outputs, k)
+			if e.Test != "" && !strings.Contains(e.Test, "/") {
+				passed++
+			}
 			if e.Test == "" {
-				fmt.Printf("ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
 			}
 		case "fail":
 			failed = true
 			if e.Test == "" {
+				failedPkgs++
 				said := false
 				for _, o := range outputs[k] {
-					fmt.Print(o)
+					fmt.Fprint(w, o)
 					said = said || strings.HasPrefix(o, "FAIL\t")
 				}
 				if !said {
-					fmt.Printf("FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+					fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
 				}
 			} else if !strings.Contains(e.Test, "/") {
+				failedTests++
 				for _, o := range outputs[k] {
-					fmt.Print(o)
+					fmt.Fprint(w, o)
 				}
 				for sk, o := range outputs { // the failed test's subtests
 					if sk.pkg == e.Package && strings.HasPrefix(sk.test, e.Test+"/") {
-						fmt.Print(strings.Join(o, ""))
+						fmt.Fprint(w, strings.Join(o, ""))
 						delete(outputs, sk)
 					}
 				}
@@ -77,13 +98,22 @@ func main() {
 	}
 	sort.Strings(skips)
 	if len(skips) == 0 {
-		fmt.Println("skipped: none")
+		fmt.Fprintln(w, "skipped: none")
 	} else {
-		fmt.Printf("skipped %d: %s\n", len(skips), strings.Join(skips, "; "))
+		fmt.Fprintf(w, "skipped %d: %s\n", len(skips), strings.Join(skips, "; "))
 	}
-	if failed {
-		os.Exit(1)
+	fmt.Fprintln(w, totals(label, passed, failedTests, skipped, failedPkgs))
+	return !failed
+}
+
+// totals is the last line: the top-level tests that passed, failed and skipped, and the
+// packages that failed (with failed tests, or without: a build failure, a panic, a timeout).
+func totals(label string, passed, failed, skipped, failedPkgs int) string {
+	s := fmt.Sprintf("%s: %d passed, %d failed, %d skipped", label, passed, failed, skipped)
+	if failedPkgs > 0 {
+		s += fmt.Sprintf("; %d package%s failed", failedPkgs, map[bool]string{true: "s"}[failedPkgs != 1])
 	}
+	return s
 }
 
 // skipReason is the message of t.Skip in a skipped test's output: the last
