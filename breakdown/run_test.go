@@ -356,3 +356,48 @@ func TestRunClockDrift(t *testing.T) {
 	}
 	t.Logf("reference %d; offset %v ± %v; drift %v over %v", rep.Run.Reference, f.Offset, f.Uncertainty, f.Drift, f.Span)
 }
+
+// TestRunThreeFiles: three files, the third a copy of the second rank as if captured on a
+// third host (the same process and thread ids, its clock 2.1 ms behind): three ranks,
+// both offsets recovered, and the copy's rank view the same as the rank it copies.
+func TestRunThreeFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := runCapture(t, "tp2-moe-eager", dir)
+	whole, err := nsys.Open(context.Background(), src, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := devicePIDs(t, whole)
+	const skew1, skew2 = int64(3700 * time.Microsecond), int64(-2100 * time.Microsecond)
+	parts := nsystest.Split(t, src, dir, []nsystest.Part{{PID: pids[0]}, {PID: pids[1], StartShift: skew1}, {PID: pids[1], StartShift: skew2}})
+	m, err := openMerged(t, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(m, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rep.Run
+	if rc.Reference != 2 || len(rep.Devices) != 3 || rep.Ranks == nil || len(rep.Ranks.Devices) != 3 {
+		t.Fatalf("reference %d, %d devices", rc.Reference, len(rep.Devices))
+	}
+	// On file 2's clock (the earliest start): file 0 sits at 2.1 ms by the starts and is
+	// corrected by -2.1 ms; file 1 at 5.8 ms, corrected by -5.8 ms.
+	for i, want := range []time.Duration{time.Duration(skew2), time.Duration(skew2 - skew1)} {
+		f := rc.Files[i]
+		if d := f.Correction - want; d.Abs() > f.Uncertainty || !f.Refined {
+			t.Errorf("file %d: correction %v ± %v, want %v", i, f.Correction, f.Uncertainty, want)
+		}
+	}
+	a, b := &rep.Ranks.Devices[1], &rep.Ranks.Devices[2]
+	if a.Wait+a.Transfer != b.Wait+b.Transfer || a.MedianStep != b.MedianStep || a.CollectivesMatched != b.CollectivesMatched {
+		t.Errorf("the copied rank differs: %+v vs %+v", a, b)
+	}
+	if (a.Wait - b.Wait).Abs() > time.Duration(len(rep.Ranks.Calls))*2*rc.Files[1].Uncertainty {
+		t.Errorf("the copied rank waits %v, the rank %v", b.Wait, a.Wait)
+	}
+}
