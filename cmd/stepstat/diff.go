@@ -98,7 +98,7 @@ var diffCmd = &command{
 				label, _ := splitSide(arg, i)
 				sides[i].Label = label
 				for _, r := range runs[i] {
-					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache)
+					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache, opt.Classifier)
 					if err != nil {
 						return err
 					}

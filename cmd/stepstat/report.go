@@ -65,7 +65,7 @@ var reportCmd = &command{
 			if *apart && len(files) > 1 {
 				return reportApart(ctx, files, o, &af, opt, *output, *format, render.TextOptions{Top: *top, TopKernels: tk})
 			}
-			t, err := openRun(ctx, files, name, o, af.progress, af.cache)
+			t, err := openRun(ctx, files, name, o, af.progress, af.cache, opt.Classifier)
 			if err != nil {
 				return err
 			}

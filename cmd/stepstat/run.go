@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -125,10 +127,11 @@ func digits(s string) int {
 }
 
 // openRun reads the files of one run, in parallel (as many at once as Go may use cores),
-// and merges them onto one clock (nsys.MergeRun), ordered by RANK when every file's
+// and merges them onto one clock (nsys.MergeRun, placed by the session starts and the
+// ends of their collectives as cls classifies them), ordered by RANK when every file's
 // environment has a distinct one, else as given. One file is read as openTrace reads it.
 // Files that are not one run are refused with the error naming the file.
-func openRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool) (*nsys.Trace, error) {
+func openRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier) (*nsys.Trace, error) {
 	if len(files) == 1 {
 		return openTrace(ctx, files[0], o, showProgress, cache)
 	}
@@ -159,7 +162,7 @@ func openRun(ctx context.Context, files []string, name string, o *stdio, showPro
 	if len(ranks) == len(traces) {
 		slices.SortStableFunc(traces, func(a, b *nsys.Trace) int { return cmp.Compare(a.Origin.Rank, b.Origin.Rank) })
 	}
-	m, err := nsys.MergeRun(name, traces)
+	m, err := nsys.MergeRun(name, traces, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
 	if err != nil {
 		return nil, notOneRun(err)
 	}
