@@ -285,6 +285,10 @@ func runClock(run *nsys.Run, rep *Report, est clockEstimate, passes int) *RunClo
 	for i, f := range run.Files {
 		cf := RunClockFile{Path: f.Path, Origin: f.Origin, WallOffset: f.WallOffset, Offset: f.Offset,
 			Correction: f.Offset - f.WallOffset, Devices: slices.Clone(f.Devices)}
+		if f.Refined && est.matched[i] == 0 { // placed by the ends at merge, no call matched by steps
+			cf.Refined, cf.Uncertainty = true, 2*minUncertainty // the width of the ends' pile
+			rc.ByCollectives = true
+		}
 		if est.matched[i] > 0 {
 			cf.Refined, cf.Matched = true, est.matched[i]
 			cf.Uncertainty = max(est.spread[i], est.delta[i].Abs(), minUncertainty)

@@ -61,6 +61,13 @@ func devicePIDs(t *testing.T, tr *nsys.Trace) [2]int64 {
 
 func openMerged(t *testing.T, paths []string) (*nsys.Trace, error) {
 	t.Helper()
+	return openMergedWith(t, paths, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(nil)})
+}
+
+// openMergedWith merges with opt: without Refine, the files are placed by their session
+// starts and only summarizeRun's steps refine them.
+func openMergedWith(t *testing.T, paths []string, opt nsys.MergeOptions) (*nsys.Trace, error) {
+	t.Helper()
 	var ts []*nsys.Trace
 	for _, p := range paths {
 		tr, err := nsys.Open(context.Background(), p, nsys.Options{})
@@ -69,7 +76,7 @@ func openMerged(t *testing.T, paths []string) (*nsys.Trace, error) {
 		}
 		ts = append(ts, tr)
 	}
-	return nsys.MergeRun("run", ts)
+	return nsys.MergeRun("run", ts, opt)
 }
 
 // TestRunSplitCaptures splits real 2-GPU captures into one file per process, as if each
@@ -100,7 +107,26 @@ func TestRunSplitCaptures(t *testing.T) {
 				{PID: pids[0], Env: "RANK=0;LOCAL_RANK=0"},
 				{PID: pids[1], Shift: shift, StartShift: -shift + skew, Env: "RANK=1;LOCAL_RANK=1"},
 			})
-			m, err := openMerged(t, parts)
+			for _, byEnds := range []bool{true, false} {
+				t.Run(map[bool]string{true: "ends", false: "steps"}[byEnds], func(t *testing.T) {
+					splitCase(t, single, parts, byEnds, shift, skew)
+				})
+			}
+		})
+	}
+}
+
+// splitCase checks one merge of a split capture: byEnds places the files by the
+// collectives' ends at merge time (one summary), else by the steps' matched collectives
+// (a second summary on the shifted trace).
+func splitCase(t *testing.T, single *breakdown.Report, parts []string, byEnds bool, shift, skew int64) {
+	{
+		{
+			var opt nsys.MergeOptions
+			if byEnds {
+				opt.Refine = breakdown.CollectiveOffsets(nil)
+			}
+			m, err := openMergedWith(t, parts, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,11 +154,14 @@ func TestRunSplitCaptures(t *testing.T) {
 				t.Errorf("correction %v ± %v, want %v: off by %v", f.Correction, f.Uncertainty, time.Duration(skew), got)
 			}
 			t.Logf("correction %v ± %v from %d calls (skew %v), %d passes", f.Correction, f.Uncertainty, f.Matched, time.Duration(skew), rc.Passes)
+			if byEnds && rc.Passes != 1 {
+				t.Errorf("%d summaries: the ends placed the files, one should do", rc.Passes)
+			}
 			if rc.Devices[0].Label == "" || !strings.Contains(rc.Devices[1].Label, "RANK=1") {
 				t.Errorf("labels %q, %q: want file, pid, device and RANK", rc.Devices[0].Label, rc.Devices[1].Label)
 			}
 			compareRanks(t, single, rep, f.Uncertainty)
-		})
+		}
 	}
 }
 
@@ -326,4 +355,49 @@ func TestRunClockDrift(t *testing.T) {
 		t.Errorf("no drift warning in %v", rep.Warnings)
 	}
 	t.Logf("reference %d; offset %v ± %v; drift %v over %v", rep.Run.Reference, f.Offset, f.Uncertainty, f.Drift, f.Span)
+}
+
+// TestRunThreeFiles: three files, the third a copy of the second rank as if captured on a
+// third host (the same process and thread ids, its clock 2.1 ms behind): three ranks,
+// both offsets recovered, and the copy's rank view the same as the rank it copies.
+func TestRunThreeFiles(t *testing.T) {
+	dir := t.TempDir()
+	src := runCapture(t, "tp2-moe-eager", dir)
+	whole, err := nsys.Open(context.Background(), src, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := devicePIDs(t, whole)
+	const skew1, skew2 = int64(3700 * time.Microsecond), int64(-2100 * time.Microsecond)
+	parts := nsystest.Split(t, src, dir, []nsystest.Part{{PID: pids[0]}, {PID: pids[1], StartShift: skew1}, {PID: pids[1], StartShift: skew2}})
+	m, err := openMerged(t, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(m, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := rep.Run
+	if rc.Reference != 2 || len(rep.Devices) != 3 || rep.Ranks == nil || len(rep.Ranks.Devices) != 3 {
+		t.Fatalf("reference %d, %d devices", rc.Reference, len(rep.Devices))
+	}
+	// On file 2's clock (the earliest start): file 0 sits at 2.1 ms by the starts and is
+	// corrected by -2.1 ms; file 1 at 5.8 ms, corrected by -5.8 ms.
+	for i, want := range []time.Duration{time.Duration(skew2), time.Duration(skew2 - skew1)} {
+		f := rc.Files[i]
+		if d := f.Correction - want; d.Abs() > f.Uncertainty || !f.Refined {
+			t.Errorf("file %d: correction %v ± %v, want %v", i, f.Correction, f.Uncertainty, want)
+		}
+	}
+	a, b := &rep.Ranks.Devices[1], &rep.Ranks.Devices[2]
+	if a.Wait+a.Transfer != b.Wait+b.Transfer || a.MedianStep != b.MedianStep || a.CollectivesMatched != b.CollectivesMatched {
+		t.Errorf("the copied rank differs: %+v vs %+v", a, b)
+	}
+	if (a.Wait - b.Wait).Abs() > time.Duration(len(rep.Ranks.Calls))*2*rc.Files[1].Uncertainty {
+		t.Errorf("the copied rank waits %v, the rank %v", b.Wait, a.Wait)
+	}
 }

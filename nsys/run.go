@@ -37,8 +37,9 @@ type RunFile struct {
 	// (0 for a file without a recorded start, or for the reference).
 	WallOffset time.Duration
 	// Offset is what was added to the file's timestamps to put them on the run's clock:
-	// WallOffset, then the refinements applied by ShiftFiles.
-	Offset time.Duration
+	// WallOffset, then the refinements of MergeOptions.Refine (Refined) and ShiftFiles.
+	Offset  time.Duration
+	Refined bool
 	// Devices are the merged trace's DeviceIDs of the file's devices.
 	Devices []DeviceID
 	// Start and End bound the file's GPU activity on the run's clock (at merge time).
@@ -94,6 +95,16 @@ var ErrNotOneRun = errors.New("not one run")
 // Is makes errors.Is(err, ErrNotOneRun) hold.
 func (e *NotOneRunError) Is(target error) bool { return target == ErrNotOneRun }
 
+// MergeOptions control MergeRun.
+type MergeOptions struct {
+	// Refine, when set, is given the traces (not yet merged), the index of the reference,
+	// and each file's offset by the session starts; it returns each file's offset to use
+	// (the same slice, changed where it knows better), and for each file whether it refined
+	// it. Package breakdown's CollectiveOffsets matches the collectives' ends across the
+	// files: what a collective is belongs to the classification, not to the reader.
+	Refine func(traces []*Trace, ref int, offsets []time.Duration) ([]time.Duration, []bool)
+}
+
 // MergeRun puts the traces of one run (one export per node or per process, as read by
 // Open) into one trace named path, on the clock of the file with the earliest session
 // start: each file's timestamps are shifted by its session start minus that file's. Each
@@ -102,7 +113,7 @@ func (e *NotOneRunError) Is(target error) bool { return target == ErrNotOneRun }
 // naming the file): a different program, or GPU activity that does not overlap the
 // reference file's in time. The traces given are emptied (Release) as their rows are
 // copied: at most one file's largest table is held twice.
-func MergeRun(path string, traces []*Trace) (*Trace, error) {
+func MergeRun(path string, traces []*Trace, opt MergeOptions) (*Trace, error) {
 	if len(traces) == 0 {
 		return nil, errors.New("no traces to merge")
 	}
@@ -127,6 +138,21 @@ func MergeRun(path string, traces []*Trace) (*Trace, error) {
 	for i, t := range traces {
 		s, e, _ := t.Span()
 		run.Files[i].Start, run.Files[i].End = s+Time(run.Files[i].Offset), e+Time(run.Files[i].Offset)
+	}
+	if opt.Refine != nil {
+		offs := make([]time.Duration, len(traces))
+		for i := range run.Files {
+			offs[i] = run.Files[i].Offset
+		}
+		offs, refined := opt.Refine(traces, run.Reference, offs)
+		for i := range run.Files {
+			if refined[i] {
+				run.Files[i].Start += Time(offs[i] - run.Files[i].Offset)
+				run.Files[i].End += Time(offs[i] - run.Files[i].Offset)
+				run.Files[i].Offset = offs[i]
+				run.Files[i].Refined = true
+			}
+		}
 	}
 	rf := &run.Files[run.Reference]
 	for i, t := range traces {

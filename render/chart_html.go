@@ -113,13 +113,17 @@ func (g stepGroups) note() string {
 
 // xLabels returns the category-axis data: step indices (prefill steps in colour), or the
 // index ranges of buckets.
-func (g stepGroups) xLabels(steps []breakdown.Step) []any {
+func (g stepGroups) xLabels(steps []breakdown.Step, outliers []int) []any {
 	out := make([]any, 0, g.count())
 	for b := range g.count() {
 		lo, hi := g.bounds(b)
 		if !g.bucketed() {
 			s := &steps[lo]
 			label := strconv.Itoa(s.Index)
+			if slices.Contains(outliers, s.Index) {
+				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": outlierColor, "fontWeight": "bold"}})
+				continue
+			}
 			if s.Phase == breakdown.Prefill {
 				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": prefillColor, "fontWeight": "bold"}})
 				continue

@@ -192,7 +192,7 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 const maxVariantNames = 3
 
 // variantNames lists the names of a kernel family on one side that the other side lacks,
-// shortened as in the kernel tables (ShortName); at most maxVariantNames, then how many
+// elided as in the kernel tables (elideNames); at most maxVariantNames, then how many
 // more; "none" when there are none.
 func variantNames(names, other []string) string {
 	var only []string

@@ -57,13 +57,13 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	}
 	a.NoFindings = len(a.Findings) == 0
 	a.NoneText = noChangeLine(c) + "."
-	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
 	if c.Base.Steps > 0 {
 		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
 	}
 	if c.New.Steps > 0 {
 		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
 	}
+	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time" + scaleTitle(a.Mix, oneScale(a.Mix)) + ")"
 	a.Legend = mixLegend(a.Mix)
 	return a
 }
@@ -90,6 +90,7 @@ type htmlAnswer struct {
 type mixRow struct {
 	Label string
 	Parts []mixPart
+	mean  time.Duration // the row's mean step: oneScale draws every row on one time scale
 }
 
 type mixPart struct {
@@ -99,11 +100,40 @@ type mixPart struct {
 
 // newMixRow is the stacked bar of a mean step.
 func newMixRow(label string, sm *breakdown.Summary) mixRow {
-	row := mixRow{Label: label}
+	row := mixRow{Label: label, mean: sm.Mean}
 	for _, p := range stepParts(sm) {
 		row.Parts = append(row.Parts, mixPart{p, template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct, p.Color))})
 	}
 	return row
+}
+
+// oneScale draws the rows on one time scale: the longest mean step fills the bar, a
+// shorter one its share of it (two sides of a diff, 91 ms and 3.4 ms, looked the same
+// at full width each). It returns the scale's length for the title.
+func oneScale(rows []mixRow) time.Duration {
+	var longest time.Duration
+	for _, r := range rows {
+		longest = max(longest, r.mean)
+	}
+	if longest <= 0 {
+		return 0
+	}
+	for i := range rows {
+		f := float64(rows[i].mean) / float64(longest)
+		for j := range rows[i].Parts {
+			p := &rows[i].Parts[j]
+			p.Style = template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct*f, p.Color))
+		}
+	}
+	return longest
+}
+
+// scaleTitle says what the bars' full width is, when there are several rows.
+func scaleTitle(rows []mixRow, longest time.Duration) string {
+	if len(rows) < 2 || longest <= 0 {
+		return ""
+	}
+	return "; one time scale, the full bar " + breakdown.FormatDuration(int64(longest))
 }
 
 // mixLegend lists the categories of the rows once, largest first in the first row.
@@ -129,8 +159,11 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 		a.Lines = append(a.Lines, capitalize(perTokenHeadline(r, i)))
 		if d.Summary.Steps > 0 {
 			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
-			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"
+			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time"
 		}
+	}
+	if a.MixTitle != "" {
+		a.MixTitle += scaleTitle(a.Mix, oneScale(a.Mix)) + ")"
 	}
 	a.Legend = mixLegend(a.Mix)
 	a.Then, a.Lead = thenLine(r), leadWarnings(r)

@@ -106,7 +106,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 			cellNum(strconv.Itoa(d.Skipped)),
 			cellText(d.Method.String()),
 			cellName(d.MethodDetail),
-			cellText(outsideText(&d.Outside)),
+			cellName(outsideText(&d.Outside)),
 		}})
 	}
 	return t

@@ -26,8 +26,9 @@ Compares the steps of one phase (decode unless --phase says otherwise) of two tr
 of two sets of repeated runs (comma-separated files per side, optionally labelled
 label=files). A run of several files (one per node or process, as report reads them) is a
 folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
-new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/. It leads with what changed: the change of the mean per step of the whole
-step and of each category (the means add up to the mean step), tested by a permutation
+new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/.
+It leads with what changed: the change of the mean per step of the whole step and of each
+category (the means add up to the mean step), tested by a permutation
 test on the difference of means, biggest change first, with the ranks whose change
 differs from the pooled one, and a reason when the median disagrees; with 2+ GPUs, each
 rank's wait and transfer in matched collectives and the straggler, before and after.
@@ -184,7 +185,7 @@ func (f *diffFlags) readSides(ctx context.Context, args []string, o *stdio, opt 
 		sides[i].Label = label
 		for _, r := range f.runs[i] {
 			var rep *breakdown.Report
-			err := readRun(ctx, r.files, r.name, o, f.af.progress, f.af.cache, func(t *nsys.Trace) error {
+			err := readRun(ctx, r.files, r.name, o, f.af.progress, f.af.cache, opt.Classifier, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
 				rep, err = breakdown.SummarizeContext(ctx, t, opt)

@@ -34,10 +34,11 @@ Every file's GPUs become ranks of it, numbered in file order (by RANK where ever
 recorded environment has one) and named by file, process, device and RANK/LOCAL_RANK.
 The files are placed on one clock by their session starts (TARGET_INFO_SESSION_START_TIME),
 then each file's offset is refined from the collectives matched across ranks (a collective
-ends at nearly the same instant on every rank: the median difference of their ends); the
-report states each file's offset and its uncertainty (half the 10-90% range of the ends'
-differences, at least 1us), or that cross-rank timing is by wall clock only when no
-collective matches. Files that are not one run (another program, GPU work that does not
+ends at nearly the same instant on every rank: the median difference of their ends, looked
+for within 100ms of the session starts); the report states each file's offset and its
+uncertainty (half the 10-90% range of the ends' differences, at least 1us), a drift of the
+hosts' clock rates where the differences grow over the capture, or that cross-rank timing
+is by wall clock only when no collective matches. Files that are not one run (another program, GPU work that does not
 overlap in time, collectives that do not end together or run another number of kernels
 per step) are refused, naming the file; --apart analyses each file on its own instead.`,
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
@@ -91,7 +92,7 @@ per step) are refused, naming the file; --apart analyses each file on its own in
 				return reportApart(ctx, files, o, &af, opt, *output, f, out)
 			}
 			var sum *breakdown.Report
-			err = readRun(ctx, files, name, o, af.progress, af.cache, func(t *nsys.Trace) error {
+			err = readRun(ctx, files, name, o, af.progress, af.cache, opt.Classifier, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
 				sum, err = breakdown.SummarizeContext(ctx, t, opt)

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -126,12 +128,12 @@ func digits(s string) int {
 }
 
 // readRun reads the files of one run, in parallel (as many at once as Go may use cores),
-// merges them onto one clock (nsys.MergeRun), ordered by RANK when every file's
-// environment has a distinct one, else as given, and calls fn with the run's trace; every
-// trace it read goes back when fn returns (or the read fails). One file is read as
-// readTrace reads it. Files that are not one run are refused with the error naming the
-// file.
-func readRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, fn func(*nsys.Trace) error) error {
+// merges them onto one clock (nsys.MergeRun, placed by the session starts and the ends of
+// their collectives as cls classifies them), ordered by RANK when every file's environment
+// has a distinct one, else as given, and calls fn with the run's trace; every trace it
+// read goes back when fn returns (or the read fails). One file is read as readTrace reads
+// it. Files that are not one run are refused with the error naming the file.
+func readRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier, fn func(*nsys.Trace) error) error {
 	if len(files) == 1 {
 		return readTrace(ctx, files[0], o, showProgress, cache, fn)
 	}
@@ -165,7 +167,7 @@ func readRun(ctx context.Context, files []string, name string, o *stdio, showPro
 	if len(ranks) == len(in) {
 		slices.SortStableFunc(in, func(a, b *nsys.Trace) int { return cmp.Compare(a.Origin.Rank, b.Origin.Rank) })
 	}
-	m, err := nsys.MergeRun(name, in)
+	m, err := nsys.MergeRun(name, in, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
 	if err != nil {
 		return notOneRun(err)
 	}

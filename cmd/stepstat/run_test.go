@@ -116,6 +116,20 @@ func TestReportRunFolder(t *testing.T) {
 	if len(doc.Devices) != 2 || doc.Devices[1].Source == nil || doc.Devices[1].Source.File != 1 {
 		t.Errorf("device sources %+v", doc.Devices)
 	}
+	// HTML: the run's table, and both files' ranks on the one-step time axis.
+	page := filepath.Join(dir, "run.html")
+	if code, _, stderr := runCLI("report", "-f", "html", "-o", page, folder); code != 0 {
+		t.Fatalf("html: %d %s", code, stderr)
+	}
+	html, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="run"`, "rank1.sqlite (reference)", "Files of the run, on one clock", `"dev 0 host `, `"dev 1 host `, `id="timeline-median"`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("html lacks %q", want)
+		}
+	}
 	code, diff, stderr := runCLI("diff", "split="+filepath.Join(folder, "rank0.sqlite")+"+"+filepath.Join(folder, "rank1.sqlite"), "whole="+whole)
 	if l := lineWith(diff, "  whole step "); code != 0 || !strings.Contains(l, "+0ns/step") {
 		t.Errorf("diff of the run and the whole capture: %d %s\n%s", code, stderr, diff)
