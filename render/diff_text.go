@@ -36,6 +36,27 @@ func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 // kernel changes, then numbered warnings.
 func DiffText(w io.Writer, c *compare.Comparison) error {
 	ew := &errWriter{w: w}
+	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
+	diffTextLead(ew, c)
+	diffStory(ew, c, bl, nl)
+	nameW := diffMedians(ew, c, bl, nl)
+	diffMeans(ew, c, bl, nl, nameW)
+	diffTextCounts(ew, c, bl, nl)
+	diffTextChanges(ew, c, bl, nl)
+	ew.printf("\nNote: %s\n", diffCaveat(c))
+	if ws := diffRowWarnings(c); len(ws) > 0 {
+		ew.printf("\nNotes on the medians' tests:\n")
+		for i, w := range ws {
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
+		}
+	}
+	return ew.err
+}
+
+// diffTextLead writes what the text leads with: the headlines and verdict, the sides and
+// the sample, then what keeps a row from a verdict, the captures' warnings and the knobs
+// that changed.
+func diffTextLead(ew *errWriter, c *compare.Comparison) {
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
 		ew.printf("%s\n", TerminalSafe(l))
 	}
@@ -49,7 +70,6 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
-	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
 	if c.Untested != "" { // first: no verdict follows
 		ew.printf("Cannot test: %s.\n\n", TerminalSafe(strings.TrimPrefix(c.Untested, "cannot test: ")))
 	}
@@ -85,7 +105,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 		}
 		ew.printf("\n")
 	}
-	diffStory(ew, c, bl, nl)
+}
+
+// diffMedians writes benchstat's table: each row's median per step on each side, the
+// change and the test; it returns the width of the name column.
+func diffMedians(ew *errWriter, c *compare.Comparison, bl, nl string) int {
 	const colW = 16
 	var rows []compare.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
@@ -104,7 +128,11 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 		ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
 			breakdown.FormatDuration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
-	diffMeans(ew, c, bl, nl, nameW)
+	return nameW
+}
+
+// diffTextCounts writes the counts per step of each side and their NCCL kernels.
+func diffTextCounts(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	ew.printf("\n%-22s %12s %12s\n", "", bl, nl)
 	ew.printf("%-22s %12d %12d\n", c.Phase.String()+" steps", c.Base.Steps, c.New.Steps)
 	ew.printf("%-22s %12.1f %12.1f\n", "host launches/step", c.Base.LaunchesPerStep, c.New.LaunchesPerStep)
@@ -131,6 +159,10 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 			}
 		}
 	}
+}
+
+// diffTextChanges writes the kernel families that appeared, vanished or changed variant.
+func diffTextChanges(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	changes := func(title string, cs []compare.KernelChange, total func(k compare.KernelChange) (int, int64)) {
 		if len(cs) == 0 {
 			return
@@ -158,14 +190,6 @@ func DiffText(w io.Writer, c *compare.Comparison) error {
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
-	ew.printf("\nNote: %s\n", diffCaveat(c))
-	if ws := diffRowWarnings(c); len(ws) > 0 {
-		ew.printf("\nNotes on the medians' tests:\n")
-		for i, w := range ws {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
-		}
-	}
-	return ew.err
 }
 
 // maxVariantNames is how many names of a changed variant the text lists per side.

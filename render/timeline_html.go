@@ -55,86 +55,113 @@ type timelineLane struct {
 	dev   int // index into the StepTimeline's lanes
 }
 
-func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock, error) {
-	t0 := st.Lanes[0].Start
-	for _, l := range st.Lanes {
-		t0 = min(t0, l.Start)
-	}
-	us := func(t nsys.Time) float64 { return chartUS(t.Sub(t0)) }
+// timelineData is the chart's series as the lanes of a step are added: the rows, the
+// activities by category, the host's calls by group, the idle gaps, and the names the
+// items refer to by index.
+type timelineData struct {
+	t0       nsys.Time // the earliest lane's start: the axis' zero
+	lanes    []timelineLane
+	names    []string
+	nameIdx  map[string]int
+	catData  [kernelclass.NumCategories][]opts.CustomData
+	hostData [][]opts.CustomData // by hostGroups
+	gapData  []opts.CustomData
+	what     []string // each lane's words for the subtitle
+}
 
-	var lanes []timelineLane
-	names := []string{}
-	nameIdx := map[string]int{}
-	name := func(s string) int {
-		i, ok := nameIdx[s]
-		if !ok {
-			i = len(names)
-			names = append(names, s)
-			nameIdx[s] = i
-		}
-		return i
+func (d *timelineData) us(t nsys.Time) float64 { return chartUS(t.Sub(d.t0)) }
+
+// name returns the index of s in names, adding it.
+func (d *timelineData) name(s string) int {
+	i, ok := d.nameIdx[s]
+	if !ok {
+		i = len(d.names)
+		d.names = append(d.names, s)
+		d.nameIdx[s] = i
 	}
-	var catData [kernelclass.NumCategories][]opts.CustomData
-	hostData := make([][]opts.CustomData, len(hostGroups))
-	var gapData []opts.CustomData
-	var what []string
-	for li := range st.Lanes {
-		l := &st.Lanes[li]
-		dev := fmt.Sprintf("dev %d", l.Device)
-		w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
-		if l.Truncated {
-			w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
+	return i
+}
+
+// addLane adds lane li of the step: its host rows, then its stream rows.
+func (d *timelineData) addLane(li int, l *breakdown.DeviceTimeline) {
+	dev := fmt.Sprintf("dev %d", l.Device)
+	w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
+	if l.Truncated {
+		w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
+	}
+	d.what = append(d.what, w)
+	d.addHost(li, l, dev)
+	d.addStreams(li, l, dev)
+}
+
+// clip returns the span [s, e) cut to the lane's step, on the axis.
+func (d *timelineData) clip(l *breakdown.DeviceTimeline, s, e nsys.Time) (float64, float64) {
+	return d.us(max(s, l.Start)), d.us(min(e, l.End))
+}
+
+// addHost adds the host rows of lane li: one per thread with calls, in thread order.
+func (d *timelineData) addHost(li int, l *breakdown.DeviceTimeline, dev string) {
+	var threads []int64
+	for _, c := range l.Calls {
+		if !slices.Contains(threads, c.Thread) {
+			threads = append(threads, c.Thread)
 		}
-		what = append(what, w)
-		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
-		// Host lanes: one per thread with calls, in thread order.
-		var threads []int64
+	}
+	slices.Sort(threads)
+	for _, th := range threads {
+		lane := len(d.lanes)
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s host %d", dev, th&0xFFFFFF), li})
 		for _, c := range l.Calls {
-			if !slices.Contains(threads, c.Thread) {
-				threads = append(threads, c.Thread)
+			if c.Thread != th {
+				continue
 			}
-		}
-		slices.Sort(threads)
-		for _, th := range threads {
-			lane := len(lanes)
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s host %d", dev, th&0xFFFFFF), li})
-			for _, c := range l.Calls {
-				if c.Thread != th {
-					continue
+			for g := range hostGroups {
+				if slices.Contains(hostGroups[g].kinds, c.Kind) {
+					s, e := d.clip(l, c.Start, c.End)
+					d.hostData[g] = append(d.hostData[g], opts.CustomData{Value: []any{lane, s, e, d.name(c.Name)}})
 				}
-				for g := range hostGroups {
-					if slices.Contains(hostGroups[g].kinds, c.Kind) {
-						s, e := clip(c.Start, c.End)
-						hostData[g] = append(hostData[g], opts.CustomData{Value: []any{lane, s, e, name(c.Name)}})
-					}
-				}
-			}
-		}
-		// Stream lanes, by stream id.
-		var streams []nsys.StreamID
-		for _, a := range l.Activities {
-			if !slices.Contains(streams, a.Stream) {
-				streams = append(streams, a.Stream)
-			}
-		}
-		slices.Sort(streams)
-		first := len(lanes)
-		for _, sid := range streams {
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s stream %d", dev, sid), li})
-		}
-		for _, a := range l.Activities {
-			lane := first + slices.Index(streams, a.Stream)
-			s, e := clip(a.Start, a.End)
-			catData[a.Category] = append(catData[a.Category], opts.CustomData{Value: []any{lane, s, e, name(a.Name)}})
-		}
-		if len(streams) > 0 {
-			for _, g := range l.Gaps {
-				s, e := clip(g.Start, g.End)
-				// [first lane, start, end, last lane]: drawn across the device's streams.
-				gapData = append(gapData, opts.CustomData{Value: []any{first, s, e, first + len(streams) - 1}})
 			}
 		}
 	}
+}
+
+// addStreams adds the stream rows of lane li, by stream id, and the device's idle gaps
+// across them.
+func (d *timelineData) addStreams(li int, l *breakdown.DeviceTimeline, dev string) {
+	var streams []nsys.StreamID
+	for _, a := range l.Activities {
+		if !slices.Contains(streams, a.Stream) {
+			streams = append(streams, a.Stream)
+		}
+	}
+	slices.Sort(streams)
+	first := len(d.lanes)
+	for _, sid := range streams {
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s stream %d", dev, sid), li})
+	}
+	for _, a := range l.Activities {
+		lane := first + slices.Index(streams, a.Stream)
+		s, e := d.clip(l, a.Start, a.End)
+		d.catData[a.Category] = append(d.catData[a.Category], opts.CustomData{Value: []any{lane, s, e, d.name(a.Name)}})
+	}
+	if len(streams) > 0 {
+		for _, g := range l.Gaps {
+			s, e := d.clip(l, g.Start, g.End)
+			// [first lane, start, end, last lane]: drawn across the device's streams.
+			d.gapData = append(d.gapData, opts.CustomData{Value: []any{first, s, e, first + len(streams) - 1}})
+		}
+	}
+}
+
+func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock, error) {
+	d := &timelineData{t0: st.Lanes[0].Start, names: []string{}, nameIdx: map[string]int{}, hostData: make([][]opts.CustomData, len(hostGroups))}
+	for _, l := range st.Lanes {
+		d.t0 = min(d.t0, l.Start)
+	}
+	for li := range st.Lanes {
+		d.addLane(li, &st.Lanes[li])
+	}
+	lanes, names, catData, hostData, gapData, what := d.lanes, d.names, &d.catData, d.hostData, d.gapData, d.what
 	labels := make([]string, len(lanes))
 	for i, l := range lanes {
 		labels[i] = l.label
