@@ -38,7 +38,33 @@ func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 // step and the verdict) is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
 func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 	var answer, details strings.Builder
-	hw := &errWriter{w: &answer}
+	hw, ew := &errWriter{w: &answer}, &errWriter{w: &details}
+	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
+	diffTextAnswer(hw, c)
+	diffTextLead(ew, c)
+	diffStory(ew, c, bl, nl)
+	nameW := diffMedians(ew, c, bl, nl)
+	diffMeans(ew, c, bl, nl, nameW)
+	diffTextCounts(ew, c, bl, nl)
+	diffTextChanges(ew, c, bl, nl)
+	ew.printf("\nNote: %s\n", diffCaveat(c))
+	if ws := diffRowWarnings(c); len(ws) > 0 {
+		ew.printf("\nNotes on the medians' tests:\n")
+		for i, w := range ws {
+			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
+		}
+	}
+	if err := errors.Join(hw.err, ew.err); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
+	return err
+}
+
+// diffTextAnswer writes the answer the text leads with: the rounds warning, each side's
+// step, the verdict per token where both sides know their tokens, and the verdict on the
+// step time.
+func diffTextAnswer(hw *errWriter, c *compare.Comparison) {
 	for _, l := range diffLead(c) {
 		hw.printf("%s\n", TerminalSafe(l))
 	}
@@ -49,7 +75,11 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 		hw.printf("%s\n", v)
 	}
 	hw.printf("%s\n", diffVerdict(c))
-	ew := &errWriter{w: &details}
+}
+
+// diffTextLead writes what follows the answer: the sides and the sample, then what keeps
+// a row from a verdict, the captures' warnings and the knobs that changed.
+func diffTextLead(ew *errWriter, c *compare.Comparison) {
 	ew.printf("\n")
 	unit := sampleWords(c)
 	if c.Options.PerRun {
@@ -60,7 +90,6 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 	}
 	ew.printf("base: %s  (%s)\nnew:  %s  (%s)\n%s steps; one sample per %s\n\n", TerminalSafe(c.Base.Label), TerminalSafe(strings.Join(c.Base.Paths, ", ")),
 		TerminalSafe(c.New.Label), TerminalSafe(strings.Join(c.New.Paths, ", ")), c.Phase, unit)
-	bl, nl := TerminalSafe(c.Base.Label), TerminalSafe(c.New.Label)
 	if c.Untested != "" { // first: no verdict follows
 		ew.printf("Cannot test: %s.\n\n", TerminalSafe(strings.TrimPrefix(c.Untested, "cannot test: ")))
 	}
@@ -96,7 +125,11 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 		}
 		ew.printf("\n")
 	}
-	diffStory(ew, c, bl, nl)
+}
+
+// diffMedians writes benchstat's table: each row's median per step on each side, the
+// change and the test; it returns the width of the name column.
+func diffMedians(ew *errWriter, c *compare.Comparison, bl, nl string) int {
 	const colW = 16
 	var rows []compare.Row
 	nameW := 12 // wider only when a longer id (untraced_graph) is shown
@@ -115,7 +148,11 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 		ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
 			breakdown.FormatDuration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
-	diffMeans(ew, c, bl, nl, nameW)
+	return nameW
+}
+
+// diffTextCounts writes the counts per step of each side and their NCCL kernels.
+func diffTextCounts(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	ew.printf("\n%-22s %12s %12s\n", "", bl, nl)
 	ew.printf("%-22s %12d %12d\n", c.Phase.String()+" steps", c.Base.Steps, c.New.Steps)
 	ew.printf("%-22s %12.1f %12.1f\n", "host launches/step", c.Base.LaunchesPerStep, c.New.LaunchesPerStep)
@@ -142,6 +179,10 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 			}
 		}
 	}
+}
+
+// diffTextChanges writes the kernel families that appeared, vanished or changed variant.
+func diffTextChanges(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	changes := func(title string, cs []compare.KernelChange, total func(k compare.KernelChange) (int, int64)) {
 		if len(cs) == 0 {
 			return
@@ -174,18 +215,6 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 				bl, variantNames(k.BaseNames, k.NewNames), nl, variantNames(k.NewNames, k.BaseNames))
 		}
 	}
-	ew.printf("\nNote: %s\n", diffCaveat(c))
-	if ws := diffRowWarnings(c); len(ws) > 0 {
-		ew.printf("\nNotes on the medians' tests:\n")
-		for i, w := range ws {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(w))
-		}
-	}
-	if err := errors.Join(hw.err, ew.err); err != nil {
-		return err
-	}
-	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
-	return err
 }
 
 // maxVariantNames is how many names of a changed variant the text lists per side.

@@ -7,7 +7,7 @@
 //
 // Of computes the findings of every device of a report once, with the run's recorded knobs;
 // render (report) and compare (diff) use that result. rules.go holds the rules, one function
-// each, in README "Findings" order.
+// each, in README "Findings" order (comm.go the communication rule and its advice).
 package findings
 
 import (
