@@ -56,7 +56,7 @@ func TestSummarizeCancelled(t *testing.T) {
 	}
 	// Cancelled while devices run: each later device and stage sees it.
 	ctx, cancel = context.WithCancel(context.Background())
-	opt := Options{split: func(steps, kernels int) int { cancel(); return 0 }} // cancels inside the first device's account
+	opt := Options{split: func(steps, kernels int) []int { cancel(); return nil }} // cancels inside the first device's account
 	rep, err = SummarizeContext(ctx, tr, opt)
 	if rep != nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled during the sweep: report %v, error %v; want none and context.Canceled", rep != nil, err)

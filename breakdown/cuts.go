@@ -21,6 +21,7 @@ const (
 	// signal between them (eager warm-up iterations before a graph loop): the segment is cut
 	// after the sampler that ends each (splitDeep).
 	cutForward
+	cutReadBack // with cutSync: the sync was a device-to-host read-back
 )
 
 // A segment is a run of the device's activities between two cuts.
@@ -160,6 +161,9 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		}
 		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
 			why |= cutSync
+			if d2h && a.start >= d2hEnd {
+				why |= cutReadBack
+			}
 			delete(after, k) // a graph's kernels share the key: the first one cuts
 		}
 		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {

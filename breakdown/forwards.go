@@ -100,7 +100,7 @@ func forwardSteps(segs []segment) []boundary {
 	open := false
 	for i, s := range segs {
 		if !open {
-			b = append(b, boundary{start: s.start})
+			b = append(b, boundary{start: s.start, split: len(b) > 0})
 			open = true
 		}
 		if s.fwd {
@@ -176,7 +176,7 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 				}
 				last := ends[len(ends)-1]
 				for _, k := range ends[:len(ends)-1] {
-					out = append(out, boundary{start: in[k+1].start})
+					out = append(out, boundary{start: in[k+1].start, split: true})
 				}
 				if last+1 < len(in) {
 					out = append(out, boundary{start: in[last+1].start, outside: true})
@@ -189,7 +189,7 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 		}
 		for _, k := range ends[:len(ends)-1] {
 			if k+1 < len(in) {
-				out = append(out, boundary{start: in[k+1].start, phase: b.phase})
+				out = append(out, boundary{start: in[k+1].start, phase: b.phase, split: true})
 			}
 		}
 	}
@@ -250,7 +250,7 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 		if sg.leadEnd == 0 || sg.kstart == 0 || sg.kstart-sg.leadEnd <= limit {
 			continue
 		}
-		extra = append(extra, boundary{start: sg.kstart, phase: b.phase, label: b.label})
+		extra = append(extra, boundary{start: sg.kstart, phase: b.phase, label: b.label, by: CutPause})
 		if bi == 0 {
 			*b = boundary{start: b.start, outside: true}
 		} else {
@@ -279,40 +279,60 @@ func roundsDetail(bounds []boundary) string {
 	return fmt.Sprintf("; %d draft forwards in %d speculative rounds, each ending with the target's verify forward", drafts, rounds)
 }
 
-// groupRounds joins speculative rounds: when some steps run a shallower forward (fewer
-// attention kernels: fewer layers, at most 3/4 of the deepest) than the others, they are the
-// draft model's, and each run of them is one step with the deeper (target) forward that
-// follows, its DraftForwards the run's length. Steps must hold one forward each (the finder's
-// cuts); without two depths, bounds are returned as they are.
+// groupRounds joins speculative rounds, claimed only where the trace shows a draft: forwards
+// of one distinct smaller depth (attention kernels: layers; at most 3/4 of the verify's)
+// recurring before the verify forwards of the full depth (the most common depth of the
+// one-forward steps). Each run of draft forwards is one step with the full-depth forward
+// that follows, its DraftForwards the run's length, its depths recorded. Steps must hold one
+// forward each (the finder's cuts). Without two depths, when fewer than two rounds form or
+// they are fewer than half the full-depth forwards (a prompt chunk's pieces, a short warm-up
+// forward: no drafter), or when the draft forwards run more than 3/4 of the verify's
+// kernels (the same layers: decode iterations beside chunked-prefill ones), bounds are
+// returned as they are.
 func groupRounds(segs []segment, bounds []boundary) []boundary {
 	depth := make([]int32, len(bounds))
+	kernels := make([]int32, len(bounds))
 	fwds := make([]int, len(bounds))
-	var deepest int32
 	for bi, w := range windowSegments(segs, bounds) {
 		for _, s := range segs[w[0]:w[1]] {
 			depth[bi] += s.attn
+			kernels[bi] += s.kernels
 			if s.fwd {
 				fwds[bi]++
 			}
 		}
-		b := bounds[bi]
-		if !b.outside {
-			deepest = max(deepest, depth[bi])
-		}
 	}
-	shallow := func(bi int) bool {
-		return !bounds[bi].outside && fwds[bi] == 1 && depth[bi] > 0 && 4*depth[bi] <= 3*deepest
-	}
-	drafts := 0
+	one := func(bi int) bool { return !bounds[bi].outside && fwds[bi] == 1 && depth[bi] > 0 }
+	// The two most common depths: the draft's is the smaller, the verify's the larger.
+	count := map[int32]int{}
 	for bi := range bounds {
-		if shallow(bi) {
-			drafts++
+		if one(bi) {
+			count[depth[bi]]++
 		}
 	}
-	if drafts < 2 {
+	var top [2]int32
+	var n [2]int
+	for d, c := range count {
+		switch {
+		case c > n[0] || (c == n[0] && d > top[0]):
+			top[1], n[1] = top[0], n[0]
+			top[0], n[0] = d, c
+		case c > n[1] || (c == n[1] && d > top[1]):
+			top[1], n[1] = d, c
+		}
+	}
+	draft, full := min(top[0], top[1]), max(top[0], top[1])
+	if n[1] < 2 || 4*draft > 3*full {
 		return bounds
 	}
+	shallow := func(bi int) bool { return one(bi) && depth[bi] == draft }
 	var out []boundary
+	rounds, verifies := 0, 0
+	for bi := range bounds {
+		if one(bi) && depth[bi] == full {
+			verifies++
+		}
+	}
 	for bi := 0; bi < len(bounds); {
 		if !shallow(bi) {
 			out = append(out, bounds[bi])
@@ -323,16 +343,36 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 		for j < len(bounds) && shallow(j) {
 			j++
 		}
-		// A run of draft forwards, then the target's forward: one round.
-		if j < len(bounds) && !bounds[j].outside && fwds[j] == 1 {
+		// A run of draft forwards, then the target's forward of the full depth: one round.
+		if j < len(bounds) && one(j) && depth[j] == full {
 			b := bounds[bi]
-			b.drafts = j - bi
+			b.drafts, b.draftDepth, b.verifyDepth = j-bi, draft, full
 			out = append(out, b)
+			rounds++
 			bi = j + 1
 			continue
 		}
 		out = append(out, bounds[bi:j]...)
 		bi = j
+	}
+	if rounds < 2 || 2*rounds < verifies {
+		return bounds
+	}
+	// Fewer layer bodies: a draft forward runs at most 3/4 of the verify's kernels (a
+	// chunked prefill's extra attention calls, one per prompt chunk, add a few kernels to a
+	// forward of the same layers).
+	var dk, vk []int32
+	for bi := range bounds {
+		if one(bi) && depth[bi] == draft {
+			dk = append(dk, kernels[bi])
+		} else if one(bi) && depth[bi] == full {
+			vk = append(vk, kernels[bi])
+		}
+	}
+	slices.Sort(dk)
+	slices.Sort(vk)
+	if 4*dk[len(dk)/2] > 3*vk[len(vk)/2] {
+		return bounds
 	}
 	return out
 }

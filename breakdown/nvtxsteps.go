@@ -219,7 +219,7 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 	type span struct{ start, end nsys.Time }
 	spans := make([]span, 0, len(owners))
 	for _, i := range owners {
-		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text, batch: ranges[i].batch})
+		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text, batch: ranges[i].batch, by: CutNVTX})
 		spans = append(spans, span{sc.first[i], sc.lastEnd[i]})
 	}
 	d.bounds = sortBounds(d.bounds)

@@ -43,8 +43,9 @@ type Options struct {
 	// NoContext turns context classification off: kernels keep the category of their name
 	// (and NVTXCategories), whatever their place in the step.
 	NoContext bool
-	// split, when not nil, replaces splitAt for account (tests of the split sweep).
-	split func(steps, kernels int) int
+	// split, when not nil, replaces splitSteps for the passes run in pieces of steps
+	// (tests of the split passes).
+	split func(steps, kernels int) []int
 	// clockPass is set on the passes of summarizeRun (run.go): the trace's files are on
 	// the clock as they are.
 	clockPass bool

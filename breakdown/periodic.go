@@ -35,11 +35,11 @@ func periodicDetect(tl *timeline) *detection {
 	if e > 0 {
 		// Kernels before the first period: the prefill, or setup when under a quarter of
 		// a period (in no step).
-		b = append(b, boundary{start: starts[0], outside: 4*e < p})
+		b = append(b, boundary{start: starts[0], outside: 4*e < p, by: CutPeriodicity})
 	}
 	i := e
 	for ; i+p <= n; i += p {
-		b = append(b, boundary{start: starts[i]})
+		b = append(b, boundary{start: starts[i], by: CutPeriodicity})
 	}
 	if i < n {
 		b = append(b, boundary{start: starts[i], outside: true})

@@ -146,7 +146,7 @@ func stepCopies(t *nsys.Trace, dev nsys.DeviceID, steps []Step, ends []nsys.Time
 // least half of them, have both input copies and a read-back: a loop that copies its inputs
 // every iteration (one whose inputs stay on the device says nothing); and the smallest
 // read-back of those steps: one sequence's worth, or a few.
-func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
+func copyPrompts(cp []iterCopies) (prompt []bool, why []string, minOut int64) {
 	var ratios []float64
 	for _, c := range cp {
 		if c.in > 0 && c.out > 0 {
@@ -157,15 +157,19 @@ func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
 		}
 	}
 	if len(ratios) < 3 || 2*len(ratios) < len(cp) {
-		return nil, 0
+		return nil, nil, 0
 	}
 	ref := slices.Clone(ratios)
 	slices.Sort(ref)
 	med := ref[len(ref)/2]
 	// By the run's median ratio.
 	prompt = make([]bool, len(cp))
+	why = make([]string, len(cp))
 	for i, c := range cp {
 		prompt[i] = c.in > 0 && c.out > 0 && float64(c.in) >= promptRatio*med*float64(c.out)
+		if prompt[i] {
+			why[i] = fmt.Sprintf("input copies %.1fx its read-back (the run's median %.1fx)", float64(c.in)/float64(c.out), med)
+		}
 	}
 	// By the typical input (lower median) of the other iterations of the same read-back
 	// size, when at least three read it back and at most a third of them copy twice the
@@ -193,9 +197,10 @@ func copyPrompts(cp []iterCopies) (prompt []bool, minOut int64) {
 	for i, c := range cp {
 		if t, ok := typical[c.out]; ok && !prompt[i] && c.in >= sameBatchRatio*t {
 			prompt[i] = true
+			why[i] = fmt.Sprintf("input copies %.1fx those of the iterations of its batch (as large a read-back)", float64(c.in)/float64(t))
 		}
 	}
-	return prompt, minOut
+	return prompt, why, minOut
 }
 
 // inferPhases gives a phase to steps whose detection gave none, from their shape: the most
@@ -235,11 +240,16 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 	}
 	if rounds {
 		for i := range steps {
-			if steps[i].Phase == Unknown {
-				steps[i].Phase = Decode
-				if starts[i] {
-					steps[i].Phase = Prefill
-				}
+			s := &steps[i]
+			if s.Phase != Unknown {
+				continue
+			}
+			s.Phase, s.PhaseEvidence = Decode, "decode between speculative rounds"
+			if s.DraftForwards > 0 {
+				s.PhaseEvidence = fmt.Sprintf("speculative round: %d draft forwards of depth %d, then a verify forward of depth %d", s.DraftForwards, s.DraftDepth, s.VerifyDepth)
+			}
+			if starts[i] {
+				s.Phase, s.PhaseEvidence = Prefill, "starts a request (the first step, or the first after a pause)"
 			}
 		}
 		return
@@ -251,6 +261,7 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 			// A graph capture iteration runs a decode step's forward (warm-up, capture,
 			// first replay) at far more cost: decode, kept out of the summaries.
 			steps[i].Phase = Decode
+			steps[i].PhaseEvidence = fmt.Sprintf("captures a CUDA graph (%v host time in graph calls); kept out of the summaries", steps[i].CaptureHost.Round(time.Microsecond))
 			inferred[i] = false
 		}
 	}
@@ -258,7 +269,7 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 	if !llm {
 		return // tokens and sampled sequences: a language model's forwards only
 	}
-	prompt, minOut := copyPrompts(cp)
+	prompt, why, minOut := copyPrompts(cp)
 	if prompt == nil {
 		return
 	}
@@ -266,12 +277,13 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		if !inferred[i] || !prompt[i] {
 			continue
 		}
-		steps[i].Phase = Prefill
+		steps[i].Phase, steps[i].PhaseEvidence = Prefill, why[i]
 		if starts[i] || i == 0 || cp[i].out <= minOut {
 			continue
 		}
 		if p := i - 1; steps[p].Phase == Decode || (prompt[p] && cp[p].out > minOut) {
 			steps[i].Phase = Mixed
+			steps[i].PhaseEvidence = why[i] + ", reading back more sequences than a prompt's beside decoding ones"
 		}
 	}
 }
@@ -307,32 +319,55 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 		if steps[i].Phase != Unknown {
 			continue
 		}
-		if shapes[i].sig == modal || best < 2 {
-			steps[i].Phase = Decode
+		s := &steps[i]
+		if best < 2 {
+			s.Phase, s.PhaseEvidence = Decode, EvidenceNone
 			continue
 		}
-		prefill := steps[i].Wall() >= 3*med
+		if shapes[i].sig == modal {
+			s.Phase, s.PhaseEvidence = Decode, "the most common kernel mix (decode's)"
+			continue
+		}
+		var why string
+		if s.Wall() >= 3*med {
+			why = fmt.Sprintf("%.1fx the decode steps' median time, another kernel mix", float64(s.Wall())/float64(max(med, 1)))
+		}
 		for _, n := range shapes[i].attn {
 			if !decodeAttn[n] {
-				prefill = true
+				why = "attention kernels the decode steps never run"
 			}
 		}
+		prefill := why != ""
 		// A multi-token decode inside the request (a verify forward) runs the decode
 		// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
 		// on many more rows, for several times as long.
-		if prefill && !starts[i] && steps[i].Kernels[kernelclass.GEMM] == decodeGEMM && (!llm || steps[i].Busy[kernelclass.GEMM] < promptGEMM*gemmMed) {
-			prefill = false
+		if prefill && !starts[i] && s.Kernels[kernelclass.GEMM] == decodeGEMM {
+			if !llm || s.Busy[kernelclass.GEMM] < promptGEMM*gemmMed {
+				prefill = false
+				why = "the decode steps' GEMMs in their time, other attention: a multi-token decode"
+			} else {
+				why += fmt.Sprintf("; its GEMMs take %.1fx the decode median", float64(s.Busy[kernelclass.GEMM])/float64(max(gemmMed, 1)))
+			}
 		}
 		if llm && starts[i] {
 			prefill = true
+			why = "starts a request (the first step, or the first after a pause) with another kernel mix than decode's"
 		}
+		if why == "" {
+			why = "another kernel mix than decode's, but no sign of prompt tokens"
+		}
+		s.PhaseEvidence = why
 		if prefill {
-			steps[i].Phase = Prefill
+			s.Phase = Prefill
 		} else {
-			steps[i].Phase = Decode
+			s.Phase = Decode
 		}
 	}
 }
+
+// EvidenceNone is the phase evidence of a step given its phase without positive evidence:
+// no kernel mix repeats, so decode is assumed (and a warning says so).
+const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 
 func mix64(x uint64) uint64 {
 	x ^= x >> 33

@@ -85,7 +85,7 @@ func TestCopyPhases(t *testing.T) {
 	t.Run("copies in too few steps say nothing", func(t *testing.T) {
 		// generate(): the prompt is copied once, decode steps read back with no input copy.
 		cp := []iterCopies{prompt(64, 1), {out: 1}, {out: 1}, {out: 1}, prompt(200, 1), {out: 1}, {out: 1}, {out: 1}}
-		if p, _ := copyPrompts(cp); p != nil {
+		if p, _, _ := copyPrompts(cp); p != nil {
 			t.Errorf("copyPrompts = %v, want nil (2 of 8 steps copy inputs)", p)
 		}
 	})

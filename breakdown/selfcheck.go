@@ -20,6 +20,9 @@ import (
 // times longer or shorter).
 func stepChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	out := forwardChecks(dev, steps, fwdKnown)
+	if w := evidenceCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
 	if w := longPrefillCheck(dev, steps); w != nil {
 		out = append(out, w)
 	}
@@ -250,4 +253,20 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 	w := &steps[worst]
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several iterations' worth of forwards (the decode step's first kernel and last GEMM recur %dx and %dx in step %d, %v): iterations are likely folded together: steps %v",
 		tl.dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
+}
+
+// evidenceCheck warns when steps have their phase without positive evidence (EvidenceNone):
+// the finder then claims nothing but one step per forward, decode, and says so.
+func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
+	var none []int
+	for _, s := range steps {
+		if s.PhaseEvidence == EvidenceNone {
+			none = append(none, s.Index)
+		}
+	}
+	if len(none) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): each is one forward, called decode; prefill and mixed steps among them are not told apart: steps %v",
+		dev, len(none), len(steps), none[:min(len(none), 5)])}
 }

@@ -2,6 +2,7 @@ package breakdown
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -265,6 +266,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		}
 		d.detail += roundsDetail(d.bounds)
 		if d.steps() >= 2 {
+			labelCuts(segs, d.bounds)
 			return d
 		}
 	}
@@ -272,10 +274,66 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), forwards: ends}
 		d.detail += roundsDetail(d.bounds)
 		if d.steps() >= 2 {
+			labelCuts(segs, d.bounds)
 			return d
 		}
 	}
-	return oneStepPerSegment(raw, cc)
+	d := oneStepPerSegment(raw, cc)
+	if d != nil {
+		labelCuts(raw, d.bounds)
+	}
+	return d
+}
+
+// labelCuts fills what started each boundary of segments (boundary.by) from the cut of the
+// segment that starts there: the signals that cut it, after the forward end that split the
+// window when it did (boundary.split); the device's first activity is the window's start.
+func labelCuts(segs []segment, bounds []boundary) {
+	at := make(map[nsys.Time]uint8, len(segs))
+	for i, s := range segs {
+		c := s.cut
+		if i == 0 {
+			c = 1 << 7 // the first activity
+		}
+		if _, ok := at[s.start]; !ok {
+			at[s.start] = c
+		}
+	}
+	for i := range bounds {
+		b := &bounds[i]
+		if b.by != "" || b.outside {
+			continue
+		}
+		var ids []string
+		if b.split {
+			ids = append(ids, CutForwardEnd)
+		}
+		c, ok := at[b.start]
+		switch {
+		case !ok:
+		case c == 1<<7:
+			ids = append(ids, CutWindowStart)
+		default:
+			if c&cutForward != 0 && !b.split {
+				ids = append(ids, CutForwardEnd)
+			}
+			if c&cutReadBack != 0 {
+				ids = append(ids, CutReadBack)
+			} else if c&cutSync != 0 {
+				ids = append(ids, CutSync)
+			}
+			if c&cutGraph != 0 {
+				ids = append(ids, CutGraphLaunch)
+			}
+			if c&cutH2D != 0 {
+				ids = append(ids, CutInputCopy)
+			}
+		}
+		if len(ids) == 0 {
+			ids = append(ids, CutForwardEnd) // a step that starts inside a segment
+		}
+		b.by = strings.Join(ids, "+")
+	}
 }
 
 // splitDeep cuts each segment before the loop body (before e) that holds several forwards

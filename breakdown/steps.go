@@ -17,7 +17,29 @@ type boundary struct {
 	outside bool // the activity from here to the next boundary belongs to no step
 	batch   int  // sequences in the step, when its NVTX text says
 	drafts  int  // draft forwards of a speculative round
+	// by says what started the step (a Cut* id, or several joined by "+"); empty for a
+	// boundary of segments, filled from the segment's cut by labelCuts.
+	by string
+	// split: the step starts after a forward's end in a window that held several
+	// (splitForwards), or was made from forward ends alone (forwardSteps).
+	split bool
+	// draftDepth, verifyDepth: a round's forward depths (attention kernels).
+	draftDepth, verifyDepth int32
 }
+
+// Cut ids: what started a step (Step.CutBy).
+const (
+	CutNVTX        = "nvtx"         // an NVTX step range launched the step's first work
+	CutReadBack    = "read_back"    // the first activity after a device-to-host read-back
+	CutSync        = "sync"         // the first launch after a synchronize call
+	CutGraphLaunch = "graph_launch" // a CUDA graph launch
+	CutInputCopy   = "input_copy"   // a host-to-device copy
+	CutForwardEnd  = "forward_end"  // after the sampler that ends a forward
+	CutPause       = "pause"        // the first kernel after an idle pause between requests
+	CutPeriodicity = "periodicity"  // the period of the kernel sequence
+	CutWindowStart = "window_start" // the device's first activity in the capture
+	CutWhole       = "whole"        // the whole trace is one step
+)
 
 // A detection is the result of one step-detection method on one device.
 type detection struct {
@@ -140,7 +162,7 @@ func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, met
 	}
 	det := &detection{method: MethodWhole, detail: "whole trace"}
 	tl.each(func(a *activity) bool {
-		det.bounds = []boundary{{start: a.start}}
+		det.bounds = []boundary{{start: a.start, by: CutWhole}}
 		return false
 	})
 	return det, warn

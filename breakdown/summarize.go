@@ -211,7 +211,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
 	if tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(tl, det, tl.ctx) // the whole trace as one step has no place in a step
+		classifyContext(tl, det, tl.ctx, opt.split) // the whole trace as one step has no place in a step
 	}
 	if tl.cancelled() {
 		return dr, context.Canceled
@@ -257,7 +257,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
-	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary))
+	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary), opt.split)
 	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
 		dr.Summary.Stall.Name = t.Names[k]
 	}

@@ -121,11 +121,11 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if r.opt.SQLiteOnly {
 		return nil, "asked for (Options.SQLiteOnly)"
 	}
-	if r.file == nil {
-		return nil, r.fileWhy
+	if r.shared.file == nil {
+		return nil, r.shared.fileWhy
 	}
-	ti, ok := r.infos[q.table]
-	if !ok || ti.root <= 0 || ti.root > int64(r.file.Pages()) {
+	ti, ok := r.schema.infos[q.table]
+	if !ok || ti.root <= 0 || ti.root > int64(r.shared.file.Pages()) {
 		return nil, "not a table with a B-tree of its own"
 	}
 	if strings.Contains(strings.ToUpper(ti.sql), "WITHOUT ROWID") {
@@ -171,7 +171,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if nfield > sqlitefile.MaxFields || len(c.Fields) > sqlitefile.MaxColumns {
 		return nil, "more than 62 columns"
 	}
-	t, err := r.file.Table(uint32(ti.root))
+	t, err := r.shared.file.Table(uint32(ti.root))
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -213,8 +213,8 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 		return whole, 0, nil
 	}
 	span := last + 1 - first
-	if first < 1 || span > r.size/16+1 || span > 1<<31 {
-		return whole, int(min(int64(len(leaves))*int64(r.file.Usable()/16), 1<<24)), nil
+	if first < 1 || span > r.schema.size/16+1 || span > 1<<31 {
+		return whole, int(min(int64(len(leaves))*int64(r.shared.file.Usable()/16), 1<<24)), nil
 	}
 	var ps []part
 	lo, la := first, 0
@@ -287,12 +287,12 @@ func (r *reader) noteLost(q *tableQuery) {
 		if what != "" {
 			msg += ": " + what
 		}
-		r.reads.mu.Lock()
-		if r.reads.lost == nil {
-			r.reads.lost = map[string]string{}
+		r.shared.reads.mu.Lock()
+		if r.shared.reads.lost == nil {
+			r.shared.reads.lost = map[string]string{}
 		}
-		r.reads.lost[q.table+"."+c.name] = msg
-		r.reads.mu.Unlock()
+		r.shared.reads.lost[q.table+"."+c.name] = msg
+		r.shared.reads.mu.Unlock()
 	}
 }
 
@@ -312,7 +312,7 @@ func (l *readLog) sorted() []TableRead {
 func (r *reader) direct(q *tableQuery) *directTable {
 	r.noteLost(q)
 	d, why := r.planDirect(q)
-	r.reads.add(TableRead{Table: q.table, Direct: d != nil, Why: why})
+	r.shared.reads.add(TableRead{Table: q.table, Direct: d != nil, Why: why})
 	return d
 }
 

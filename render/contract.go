@@ -146,6 +146,10 @@ type DeviceJSON struct {
 	// Source says which file, process and CUDA device of a run of several files the
 	// device is (run.go); absent for one file.
 	Source *DeviceSourceJSON `json:"source,omitempty"`
+	// Rounds describes the summarised steps as speculative rounds and gives the time per
+	// token where the tokens are known; absent when there are neither rounds nor tokens.
+	// Added field.
+	Rounds *RoundsJSON `json:"rounds,omitempty"`
 }
 
 // FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
@@ -174,8 +178,21 @@ type StepJSON struct {
 	Launches int    `json:"launches"`
 	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
 	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
-	DraftForwards int                `json:"draft_forwards,omitempty"`
-	Batch         int                `json:"batch,omitempty"`
+	DraftForwards int `json:"draft_forwards,omitempty"`
+	Batch         int `json:"batch,omitempty"`
+	// Evidence (added): CutBy is the signal that started the step, stable ids joined by
+	// "+" (breakdown.CutNVTX ...: nvtx, read_back, sync, graph_launch, input_copy,
+	// forward_end, pause, periodicity, window_start, whole); PhaseEvidence says in words why
+	// the step has its phase. DraftDepth and VerifyDepth: a speculative round's draft and
+	// verify forward depths (attention kernels; absent otherwise). GraphCapture marks an
+	// iteration that captures a CUDA graph (kept out of every summary), CaptureHostNS its
+	// host time in graph calls (absent otherwise).
+	CutBy         string             `json:"cut_by"`
+	PhaseEvidence string             `json:"phase_evidence"`
+	DraftDepth    int                `json:"draft_depth,omitempty"`
+	VerifyDepth   int                `json:"verify_depth,omitempty"`
+	GraphCapture  bool               `json:"graph_capture,omitempty"`
+	CaptureHostNS int64              `json:"capture_host_ns,omitempty"`
 	Categories    StepCategoriesJSON `json:"categories"`
 	Gaps          GapsJSON           `json:"gaps"`
 }
@@ -413,6 +430,33 @@ type DiffJSON struct {
 	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
 	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
 	Sample string `json:"sample"`
+	// Token compares the time per token (the verdict when both sides know their tokens:
+	// --tokens, or vLLM's step NVTX); absent otherwise. Rounds describes each side's steps
+	// as speculative rounds; absent when neither side has rounds. Added fields.
+	Token *DiffRowJSON `json:"token,omitempty"`
+	// TokenMinChangeNS is the token row's threshold: min_change_ns scaled by the base's
+	// time per token over its mean step.
+	TokenMinChangeNS int64           `json:"token_min_change_ns,omitempty"`
+	Rounds           *DiffRoundsJSON `json:"rounds,omitempty"`
+}
+
+// DiffRoundsJSON is each side's rounds.
+type DiffRoundsJSON struct {
+	Base RoundsJSON `json:"base"`
+	New  RoundsJSON `json:"new"`
+}
+
+// RoundsJSON describes steps as speculative rounds and their tokens.
+type RoundsJSON struct {
+	Steps         int     `json:"steps"`
+	Rounds        int     `json:"rounds"`
+	DraftForwards float64 `json:"draft_forwards_per_round"`
+	Speculative   bool    `json:"speculative"` // at least half of the steps are rounds
+	// Tokens known (0: unknown), from "given" (--tokens) or "nvtx"; per token and per step.
+	Tokens        int     `json:"tokens"`
+	TokensFrom    string  `json:"tokens_from,omitempty"`
+	PerTokenNS    int64   `json:"per_token_ns"`
+	TokensPerStep float64 `json:"tokens_per_step"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.

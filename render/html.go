@@ -113,10 +113,12 @@ type htmlRow struct {
 	Cells []htmlCell
 }
 
-// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text.
+// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text (the
+// only cells that wrap). Title, when set, is shown on hover (the whole of an elided name).
 type htmlCell struct {
 	Text  string
 	Class string
+	Title string
 }
 
 func cellNum(s string) htmlCell  { return htmlCell{Text: s, Class: "num"} }
@@ -302,7 +304,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 			cellNum(strconv.Itoa(d.Skipped)),
 			cellText(d.Method.String()),
 			cellName(d.MethodDetail),
-			cellText(outsideText(&d.Outside)),
+			cellName(outsideText(&d.Outside)),
 		}})
 	}
 	return t

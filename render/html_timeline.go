@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
@@ -92,11 +93,14 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 			w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
 		}
 		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
-		// Host lanes: one per thread with calls, the busiest maxHostLanes in thread order,
-		// the others folded into one row.
+		// Host lanes: one per thread with calls the chart draws (a thread whose calls are
+		// all of other kinds would be an empty row), the busiest maxHostLanes in thread
+		// order, the others folded into one row.
 		threadBusy := map[int64]time.Duration{}
 		for _, c := range l.Calls {
-			threadBusy[c.Thread] += min(c.End, l.End).Sub(max(c.Start, l.Start))
+			if hostGroup(c.Kind) >= 0 {
+				threadBusy[c.Thread] += min(c.End, l.End).Sub(max(c.Start, l.Start))
+			}
 		}
 		threads, threadRow, foldedThreads := keepBusiest(threadBusy, maxHostLanes)
 		for _, th := range threads {
@@ -110,12 +114,9 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		byThread := slices.Clone(l.Calls)
 		slices.SortStableFunc(byThread, func(a, b breakdown.TimelineCall) int { return cmp.Compare(a.Thread, b.Thread) })
 		for _, c := range byThread {
-			lane := firstHost + threadRow[c.Thread]
-			for g := range hostGroups {
-				if slices.Contains(hostGroups[g].kinds, c.Kind) {
-					s, e := clip(c.Start, c.End)
-					hostData[g] = append(hostData[g], opts.CustomData{Value: []any{lane, s, e, name(c.Name)}})
-				}
+			if g := hostGroup(c.Kind); g >= 0 {
+				s, e := clip(c.Start, c.End)
+				hostData[g] = append(hostData[g], opts.CustomData{Value: []any{firstHost + threadRow[c.Thread], s, e, name(c.Name)}})
 			}
 		}
 		// Stream lanes, by stream id: the busiest maxStreamLanes, the others folded.
@@ -163,12 +164,27 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		title += fmt.Sprintf(", %d ranks on one clock", len(st.Lanes))
 	}
 	sub := joinWords(what) + "; bars: GPU work on its stream by category; grey: device idle; host rows: CUDA calls in flight"
-	b := chartBlock{ID: id, Title: title, Height: max(240, 150+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
+	var series []string // the legend's items, in the order of the series below
+	if len(gapData) > 0 {
+		series = append(series, "idle")
+	}
+	for _, cat := range kernelclass.Order {
+		if len(catData[cat]) > 0 {
+			series = append(series, cat.String())
+		}
+	}
+	for g := range hostGroups {
+		if len(hostData[g]) > 0 {
+			series = append(series, "host: "+hostGroups[g].name)
+		}
+	}
+	legend, top := wrapLegend(series, 46)
+	b := chartBlock{ID: id, Title: title, Height: max(240, top+66+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
 	c := charts.NewCustom()
 	c.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "time from the step's start", NameLocation: "middle", NameGap: 26, Min: 0}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: labels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 11}}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "slider", Start: 0, End: 100, XAxisIndex: 0, FilterMode: "weakFilter"},
@@ -246,6 +262,16 @@ func nonEmpty(xs ...string) []string {
 		}
 	}
 	return out
+}
+
+// hostGroup returns the index in hostGroups of a call's kind, -1 for kinds not drawn.
+func hostGroup(k nsys.APIKind) int {
+	for g := range hostGroups {
+		if slices.Contains(hostGroups[g].kinds, k) {
+			return g
+		}
+	}
+	return -1
 }
 
 // joinWords joins a list as "a, b and c".

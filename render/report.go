@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
@@ -163,6 +165,66 @@ func frac(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
+// evidenceNumber matches the numbers in a phase evidence text, which evidenceLines groups by
+// their words.
+var evidenceNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
+
+// evidenceLines say how a device's steps were found: how many each signal started (cut_by)
+// and how many have each phase for each kind of evidence (numbers left out), most first.
+func evidenceLines(steps []breakdown.Step) []string {
+	if len(steps) == 0 {
+		return nil
+	}
+	type group struct {
+		key string
+		n   int
+	}
+	count := func(key func(*breakdown.Step) string) []group {
+		idx := map[string]int{}
+		var gs []group
+		for i := range steps {
+			k := key(&steps[i])
+			if k == "" {
+				continue
+			}
+			if j, ok := idx[k]; ok {
+				gs[j].n++
+				continue
+			}
+			idx[k] = len(gs)
+			gs = append(gs, group{k, 1})
+		}
+		slices.SortStableFunc(gs, func(a, b group) int { return b.n - a.n })
+		return gs
+	}
+	list := func(gs []group, most int) string {
+		var parts []string
+		for i, g := range gs {
+			if i == most {
+				parts = append(parts, fmt.Sprintf("%d more kinds", len(gs)-most))
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", g.n, g.key))
+		}
+		return strings.Join(parts, "; ")
+	}
+	cuts := count(func(s *breakdown.Step) string { return s.CutBy })
+	phases := count(func(s *breakdown.Step) string {
+		if s.PhaseEvidence == "" {
+			return ""
+		}
+		return s.Phase.String() + " (" + evidenceNumber.ReplaceAllString(s.PhaseEvidence, "N") + ")"
+	})
+	var out []string
+	if len(cuts) > 0 {
+		out = append(out, "Steps cut by: "+list(cuts, 4))
+	}
+	if len(phases) > 0 {
+		out = append(out, "Phases by: "+list(phases, 4))
+	}
+	return out
+}
+
 func textDevice(ew *errWriter, r *findings.Report, di int) {
 	d := &r.Devices[di]
 	gpu := d.GPU
@@ -180,6 +242,9 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		ew.printf(": %s", breakdown.PhaseCounts(d.Steps))
 	}
 	ew.printf("\n")
+	for _, l := range evidenceLines(d.Steps) {
+		ew.printf("%s\n", l)
+	}
 	if o := &d.Outside; o.Windows > 0 {
 		ew.printf("Outside steps: %s (work before the first step, between step ranges or after the last; in no step)\n", outsideText(o))
 	}

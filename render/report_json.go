@@ -75,6 +75,25 @@ func (s *StepJSON) appendJSON(b []byte) []byte {
 		b = append(b, `,"batch":`...)
 		b = strconv.AppendInt(b, int64(s.Batch), 10)
 	}
+	b = append(b, `,"cut_by":`...)
+	b = appendString(b, s.CutBy)
+	b = append(b, `,"phase_evidence":`...)
+	b = appendString(b, s.PhaseEvidence)
+	if s.DraftDepth != 0 {
+		b = append(b, `,"draft_depth":`...)
+		b = strconv.AppendInt(b, int64(s.DraftDepth), 10)
+	}
+	if s.VerifyDepth != 0 {
+		b = append(b, `,"verify_depth":`...)
+		b = strconv.AppendInt(b, int64(s.VerifyDepth), 10)
+	}
+	if s.GraphCapture {
+		b = append(b, `,"graph_capture":true`...)
+	}
+	if s.CaptureHostNS != 0 {
+		b = append(b, `,"capture_host_ns":`...)
+		b = strconv.AppendInt(b, s.CaptureHostNS, 10)
+	}
 	b = append(b, `,"categories":`...)
 	b = s.Categories.appendJSON(b)
 	b = append(b, `,"gaps":`...)
@@ -198,7 +217,9 @@ func gapsJSON(g *breakdown.Gaps) GapsJSON {
 // set makes sj the JSON contract of step s (idle's gap count points into sj.Gaps).
 func (sj *StepJSON) set(s *breakdown.Step) {
 	*sj = StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
-		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch}
+		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch,
+		CutBy: s.CutBy, PhaseEvidence: s.PhaseEvidence, DraftDepth: s.DraftDepth, VerifyDepth: s.VerifyDepth,
+		GraphCapture: s.GraphCapture, CaptureHostNS: int64(s.CaptureHost)}
 	for _, c := range kernelclass.Order {
 		sj.Categories[c] = StepCatJSON{NS: int64(s.Exclusive[c]), BusyNS: int64(s.Busy[c]), Kernels: s.Kernels[c]}
 	}
@@ -231,6 +252,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
 		dj.Source = deviceSource(r.Run, int(d.Device))
+		dj.Rounds = roundsJSON(r, di)
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -264,6 +286,9 @@ func JSON(w io.Writer, r *findings.Report) error {
 	cp := *r
 	cp.Report = stepless(r.Report)
 	head := NewReportJSON(&cp)
+	for di := range head.Devices { // the rounds are counted over the steps
+		head.Devices[di].Rounds = roundsJSON(r, di)
+	}
 	s := &jsonStream{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.object(reflect.ValueOf(head).Elem(), func(name string) bool {
 		if name != "devices" {
@@ -393,4 +418,14 @@ func stepless(r *breakdown.Report) *breakdown.Report {
 		out.Devices[i].Steps = nil
 	}
 	return &out
+}
+
+// roundsJSON is device d's rounds; nil when it has neither rounds nor tokens.
+func roundsJSON(r *findings.Report, d int) *RoundsJSON {
+	rd := findings.RoundsOf(r, d)
+	if rd.Rounds == 0 && rd.Tokens == 0 {
+		return nil
+	}
+	return &RoundsJSON{Steps: rd.Steps, Rounds: rd.Rounds, DraftForwards: round3(rd.DraftForwards), Speculative: rd.Speculative,
+		Tokens: rd.Tokens, TokensFrom: rd.TokensFrom, PerTokenNS: int64(rd.PerToken), TokensPerStep: round3(rd.TokensPerStep)}
 }

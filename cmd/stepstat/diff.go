@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		tokens := fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
 		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
@@ -82,6 +84,10 @@ var diffCmd = &command{
 			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
 				return usagef("diff", "refusing to write HTML to a terminal; use -o diff.html")
 			}
+			tok, err := parseTokens(*tokens, [2]int{len(runs[0]), len(runs[1])})
+			if err != nil {
+				return usagef("diff", "--tokens: %v", err)
+			}
 			opt, err := af.options("diff")
 			if err != nil {
 				return err
@@ -106,7 +112,9 @@ var diffCmd = &command{
 					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
-					sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
+					fr := findings.Of(rep)
+					fr.Tokens = tok[i]
+					sides[i].Reports = append(sides[i].Reports, fr)
 				}
 			}
 			if opt.Phase == breakdown.AllSteps {
@@ -193,3 +201,29 @@ type diffRun struct {
 type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
+
+// parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
+// counts each side's); both zero when s is empty.
+func parseTokens(s string, runs [2]int) ([2]int, error) {
+	var out [2]int
+	if s == "" {
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return out, fmt.Errorf("want the tokens of each side, BASE,NEW (got %q)", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 {
+			return out, fmt.Errorf("want two positive counts, BASE,NEW (got %q)", s)
+		}
+		out[i] = n
+	}
+	for i, n := range runs {
+		if n != 1 {
+			return out, fmt.Errorf("counts the tokens of one run a side (the %s side has %d runs)", [...]string{"base", "new"}[i], n)
+		}
+	}
+	return out, nil
+}

@@ -22,6 +22,7 @@ var reportCmd = &command{
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		html := fs.String("html", "", "also write the HTML report to this file")
 		top := fs.Int("top", 10, "kernel rows in the text report (0: none)")
+		tokens := fs.Int("tokens", 0, "the tokens the capture generated (for time per token: speculative rounds make several tokens per step); vLLM's step NVTX gives them without it")
 		topKernels := fs.String("top-kernels", "steps", "what the top-kernels table (text, HTML) covers: steps (the summarised steps, graph replays and memory operations as rows) or whole (every kernel of the trace)")
 		apart := fs.Bool("apart", false, "several traces or a folder: analyse each file on its own (text: one report after the other; json: one document per line) instead of as one run")
 		af.register(fs)
@@ -29,6 +30,9 @@ var reportCmd = &command{
 			files, name, err := runFiles("report", args)
 			if err != nil {
 				return err
+			}
+			if *tokens < 0 {
+				return usagef("report", "--tokens must not be negative (got %d)", *tokens)
 			}
 			if *top < 0 {
 				return usagef("report", "--top must not be negative (got %d)", *top)
@@ -55,6 +59,9 @@ var reportCmd = &command{
 			if err != nil {
 				return err
 			}
+			if *apart && len(files) > 1 && *tokens > 0 {
+				return usagef("report", "--tokens counts the tokens of one run; with --apart, run report --tokens on each file")
+			}
 			if *apart && len(files) > 1 {
 				return reportApart(ctx, files, o, &af, opt, *output, *format, render.TextOptions{Top: *top, TopKernels: tk})
 			}
@@ -72,6 +79,7 @@ var reportCmd = &command{
 			}
 			t.Release() // the report holds none of it
 			rep := findings.Of(sum)
+			rep.Tokens = *tokens
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// truthCorpus is the shared corpus of real H200 captures with ground truth and its checker
+// (../shared/traces/truth/README.md), where the shared checkout has it beside the repository;
+// STEPSTAT_TRUTH_DIR names another place (a worktree's checkout elsewhere).
+var truthCorpus = cmp.Or(os.Getenv("STEPSTAT_TRUTH_DIR"), "../../../shared/traces/truth")
+
+// TestTruthCorpus builds stepstat and runs the truth corpus' checker on it (run.sh: step
+// counts, kernels per step, categories adding up, prompt-holding iterations in prefill or
+// mixed steps, loop iterations cut at the workloads' own markers after deleting them): every
+// case must pass. Skipped where the corpus, python3 or xz is absent, and with -short.
+// ../shared/traces/truth/run.sh bin/stepstat runs the same by hand.
+func TestTruthCorpus(t *testing.T) {
+	script := filepath.Join(truthCorpus, "run.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Skip("truth corpus not available")
+	}
+	if testing.Short() {
+		t.Skip("decompresses and checks 23 captures")
+	}
+	for _, tool := range []string{"python3", "xz", "bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found", tool)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "stepstat")
+	build := exec.Command("go", "build", "-tags", "sqlite_omit_load_extension", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := exec.Command("bash", script, bin)
+	run.Env = append(os.Environ(), "TRUTH_TMP="+t.TempDir())
+	out, err := run.CombinedOutput()
+	m := regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("run.sh: %v, no summary line:\n%s", err, out)
+	}
+	if string(m[2]) != "0" || err != nil {
+		t.Errorf("truth corpus: %s passed, %s failed (%v):\n%s", m[1], m[2], err, bytes.TrimSpace(out))
+	}
+	if string(m[1]) != "23" {
+		t.Errorf("truth corpus: %s cases passed, want the README's 23", m[1])
+	}
+}
