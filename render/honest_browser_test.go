@@ -91,7 +91,7 @@ const honestView = `(() => {
     }
   }
   for (const td of document.querySelectorAll("td")) {
-    if (!td.offsetParent || td.classList.contains("name") || td.hasAttribute("colspan") || !td.textContent.trim()) continue;
+    if (!td.offsetParent || td.classList.contains("name") || td.classList.contains("free") || td.hasAttribute("colspan") || !td.textContent.trim()) continue;
     const rg = document.createRange();
     rg.selectNodeContents(td);
     const tops = new Set([...rg.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));

@@ -113,8 +113,8 @@ type htmlRow struct {
 	Cells []htmlCell
 }
 
-// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text (the
-// only cells that wrap). Title, when set, is shown on hover (the whole of an elided name).
+// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks names and
+// "free" prose (the only cells that wrap). Title, when set, is shown on hover (the whole of an elided name).
 type htmlCell struct {
 	Text  string
 	Class string
@@ -124,6 +124,9 @@ type htmlCell struct {
 func cellNum(s string) htmlCell  { return htmlCell{Text: s, Class: "num"} }
 func cellText(s string) htmlCell { return htmlCell{Text: s} }
 func cellName(s string) htmlCell { return htmlCell{Text: s, Class: "name"} }
+
+// cellFree is a cell of free prose (a step's phase evidence): it wraps, as names do.
+func cellFree(s string) htmlCell { return htmlCell{Text: s, Class: "free"} }
 
 // chartBlock is one chart of the page: an element with a fixed id and the ECharts option
 // of the chart as a JSON data block.

@@ -109,7 +109,7 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(breakable(c.String())))
 	}
-	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText("cut by"), cellText("phase evidence"))
+	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText("cut by; phase evidence"))
 	if hasLabel {
 		t.Head = append(t.Head, cellText("label"))
 	}
@@ -128,7 +128,7 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
 		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)),
-			cellText(s.CutBy), cellText(stepEvidence(s)))
+			cellFree(breakable(s.CutBy)+"; "+stepEvidence(s))) // one column of prose: the table fits at 1000 px
 		if hasLabel {
 			cells = append(cells, cellName(s.Label))
 		}
