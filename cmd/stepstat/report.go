@@ -63,7 +63,7 @@ var reportCmd = &command{
 				return usagef("report", "--tokens counts the tokens of one run; with --apart, run report --tokens on each file")
 			}
 			if *apart && len(files) > 1 {
-				return reportApart(ctx, files, o, &af, opt, *output, *format, render.TextOptions{Top: *top, TopKernels: tk})
+				return reportApart(ctx, files, o, &af, opt, *output, *format, render.TextOptions{Top: *top, TopKernels: tk, Width: textWidth(*output, o.out)})
 			}
 			t, err := openRun(ctx, files, name, o, af.progress, af.cache, opt.Classifier)
 			if err != nil {
