@@ -28,22 +28,14 @@ var directTables = []string{
 // pointers or cells; truncate the file inside one; copy a leaf over another; rewrite a
 // page type), then of byte mutations anywhere (mutateBytes, the same program read again).
 //
-// The seeds (run by plain go test) are every base unmutated, plus the programs in
-// testdata/fuzz/FuzzDirect at the repository root.
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzDirect (where go test -fuzz writes a failing input).
 func FuzzDirect(f *testing.F) {
 	bases := fuzzBases(f)
 	for i := range bases {
 		f.Add(uint8(i), []byte(nil), []byte(nil))
 	}
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzDirect")) {
-		base, ok1 := vals[0].(uint8)
-		sqlProg, ok2 := vals[1].([]byte)
-		leafProg, ok3 := vals[2].([]byte)
-		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
-			f.Fatalf("FuzzDirect corpus entry %v: want (byte, []byte, []byte)", vals)
-		}
-		f.Add(base, sqlProg, leafProg)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, base uint8, sqlProg, leafProg []byte) {
 		b := bases[int(base)%len(bases)]
 		dir := t.TempDir()
