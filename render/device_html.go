@@ -102,10 +102,11 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(breakable(c.String())))
 	}
-	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText("cut by"), cellText("phase evidence"))
+	how := "cut by; phase evidence"
 	if hasLabel {
-		t.Head = append(t.Head, cellText("label"))
+		how = "label; " + how // one column of prose for the three: the table fits at 1000 px
 	}
+	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText(how))
 	t0 := d.Steps[0].Start
 	outliers := d.Summary.Outliers.Steps
 	if len(outliers) > 0 {
@@ -120,11 +121,12 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 		for _, c := range cats {
 			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
-		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)),
-			cellText(s.CutBy), cellText(stepEvidence(s)))
+		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)))
+		how := breakable(s.CutBy) + "; " + stepEvidence(s)
 		if hasLabel {
-			cells = append(cells, cellName(s.Label))
+			how = orDefault(s.Label, "-") + "; " + how
 		}
+		cells = append(cells, cellFree(how))
 		return htmlRow{Class: class, Cells: cells}
 	}
 	n := len(d.Steps)

@@ -103,8 +103,9 @@ type htmlRow struct {
 	Cells []htmlCell
 }
 
-// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text (the
-// only cells that wrap). Title, when set, is shown on hover (the whole of an elided name).
+// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks names and
+// "free" prose (the only cells that wrap). Title, when set, is shown on hover (the whole
+// of an elided name).
 type htmlCell struct {
 	Text  string
 	Class string
@@ -114,6 +115,9 @@ type htmlCell struct {
 func cellNum(s string) htmlCell  { return htmlCell{Text: s, Class: "num"} }
 func cellText(s string) htmlCell { return htmlCell{Text: s} }
 func cellName(s string) htmlCell { return htmlCell{Text: s, Class: "name"} }
+
+// cellFree is a cell of free prose (a step's phase evidence): it wraps, as names do.
+func cellFree(s string) htmlCell { return htmlCell{Text: s, Class: "free"} }
 
 func catCell(c kernelclass.Category) htmlCell {
 	return htmlCell{Text: c.String(), Class: "cat cat-" + c.String()}

@@ -5,9 +5,8 @@
 // only the standard library. Field names are fixed: fields are added, never renamed or
 // removed. The builders and writers are in package render (the *_json.go files).
 //
-// The contracts are v1 and additive: a field is never renamed or removed; new fields are
-// documented on their types. Times are integer nanoseconds; every step, decode summary,
-// CSV row and diff lists every category id, zeros included.
+// New fields are documented on their types. Times are integer nanoseconds; every step,
+// decode summary, CSV row and diff lists every category id, zeros included.
 //
 // `sol.source` names the floor's origin: `--sol-step`, `--bandwidth`, or the datasheet
 // assumption (`H200 datasheet HBM3e bandwidth`); `measured_ns` is the summarised phase's
