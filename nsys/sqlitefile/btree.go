@@ -59,6 +59,32 @@ func (p *page) cell(i, min int) (int, error) {
 	return pc, nil
 }
 
+// A pageSet is a set of page numbers, a bitmap allocated in chunks of 32,768 pages as
+// pages are added: its memory follows the pages a walk reaches, not the page count the
+// file's size or header claims (a sparse file of 2 TiB claims 4 G pages: 512 MB of
+// bitmap per table when sized by the count).
+type pageSet struct {
+	chunks map[uint32]*[512]uint64
+}
+
+// add adds pg and reports whether it was not in the set yet.
+func (ps *pageSet) add(pg uint32) bool {
+	if ps.chunks == nil {
+		ps.chunks = map[uint32]*[512]uint64{}
+	}
+	c := ps.chunks[pg>>15]
+	if c == nil {
+		c = new([512]uint64)
+		ps.chunks[pg>>15] = c
+	}
+	w, bit := (pg>>6)&511, uint64(1)<<(pg&63)
+	if c[w]&bit != 0 {
+		return false
+	}
+	c[w] |= bit
+	return true
+}
+
 // A Leaf is a leaf page of a table B-tree and the bounds of the rowids it may hold:
 // (Lo, Hi], from the keys of the interior pages above it.
 type Leaf struct {
@@ -78,7 +104,7 @@ type Table struct {
 // checked when they are read (Scan). A page met twice, an interior page where a leaf
 // should be or the reverse, a walk deeper than maxDepth and keys out of order are errors.
 func (s *File) Table(root uint32) (*Table, error) {
-	seen := make([]uint64, (uint64(s.npages)+64)/64)
+	var seen pageSet
 	buf := make([]byte, s.pageSize)
 	leafDepth := 0
 	for pg := root; ; leafDepth++ {
@@ -111,10 +137,9 @@ func (s *File) Table(root uint32) (*Table, error) {
 		if pg < 1 || pg > s.npages {
 			return Unhandledf("page %d out of the file's %d", pg, s.npages)
 		}
-		if seen[pg/64]&(1<<(pg%64)) != 0 {
+		if !seen.add(pg) {
 			return Unhandledf("page %d met twice in one B-tree", pg)
 		}
-		seen[pg/64] |= 1 << (pg % 64)
 		if depth == leafDepth {
 			out = append(out, Leaf{pg, lo, hi})
 			return nil

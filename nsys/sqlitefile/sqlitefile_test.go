@@ -162,3 +162,23 @@ func TestVarint(t *testing.T) {
 		}
 	}
 }
+
+// TestPageSet: a page met twice is found whatever its chunk, page 0 and the last page
+// number included; memory is a chunk per 32,768 pages reached.
+func TestPageSet(t *testing.T) {
+	var s pageSet
+	pages := []uint32{0, 1, 63, 64, 32767, 32768, 1 << 31, 1<<32 - 1}
+	for _, pg := range pages {
+		if !s.add(pg) {
+			t.Errorf("page %d: already in the set", pg)
+		}
+	}
+	for _, pg := range pages {
+		if s.add(pg) {
+			t.Errorf("page %d: added twice", pg)
+		}
+	}
+	if len(s.chunks) != 4 {
+		t.Errorf("%d chunks for pages %v, want 4", len(s.chunks), pages)
+	}
+}
