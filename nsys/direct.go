@@ -43,6 +43,8 @@ type tableQuery struct {
 	// text, when set, is a TEXT column also read (COALESCE(text, '')): given to the row
 	// function through directTable.text. Only for tables read in one part (scanTable).
 	text string
+	// nullsOnly: the mask is read as NULLs only (sqlitefile.Columns.NullsOnly).
+	nullsOnly bool
 }
 
 // sql returns the query for SQLite, for part p of the table.
@@ -134,7 +136,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if ti.generated {
 		return nil, "it has generated columns"
 	}
-	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1}
+	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1, NullsOnly: q.nullsOnly}
 	nfield := 0
 	if q.text != "" {
 		ci, has := ti.cols[strings.ToLower(q.text)]

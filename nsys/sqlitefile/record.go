@@ -2,6 +2,7 @@ package sqlitefile
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime/debug"
 )
 
@@ -15,6 +16,10 @@ type Columns struct {
 	Filter int     // the output column that filters the rows; -1: none
 	Kept   []bool
 	Text   int // the record field of the text column; -1: none
+	// NullsOnly: the mask marks NULLs only, for a caller that tells a NULL from a value of
+	// another type (a range never closed from a broken one): a REAL that is not a whole
+	// number is then an *Unhandled error, not a bit of the mask.
+	NullsOnly bool
 }
 
 // MaxColumns is the most output columns a scan decodes (one bit each in the row's mask).
@@ -33,8 +38,10 @@ const progressRows = 1 << 20
 // each row kept: v holds the output columns' values and, after them, the mask of those
 // that held no INTEGER (bit c for output column c: a NULL of a column with Nulls[c]);
 // text is the text column's bytes (NULL reads as empty). Both are valid during the call
-// only. A value of another type (REAL, TEXT or BLOB in an integer column) is an
-// *Unhandled error, as is every inconsistency of the pages and records.
+// only. A REAL reads as its integer when it is a whole number within int64, else as no
+// INTEGER (its bit set), as SQLite's reading does whatever the column's affinity. TEXT
+// or BLOB in an integer column is an *Unhandled error, as is every inconsistency of the
+// pages and records.
 //
 // progress, when not nil, is called with the rows read since its last call: about every
 // million rows (last false: an error from it stops the scan) and once at the end (last
@@ -330,11 +337,26 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 			v[oc], bad = d.null(oc, bad)
 		default:
 			t, o := d.types[fi], d.offs[fi]
-			if t > 9 || t == 7 {
+			if t > 9 {
 				return false, Unhandledf("column %d holds a %s", oc, serialName(t))
 			}
 			if err := need(o + serialLen(t)); err != nil {
 				return false, err
+			}
+			if t == 7 {
+				// A REAL reads as SQLite's query of the column gives it to its reader: a
+				// whole number within int64 as that integer (a column of REAL affinity
+				// stores its whole numbers as integers and returns them as REALs), any
+				// other as no INTEGER (the column's bit in the mask).
+				x, whole := WholeFloat(math.Float64frombits(binary.BigEndian.Uint64(pay[o:])))
+				if !whole && c.NullsOnly {
+					return false, Unhandledf("column %d holds a REAL that is not a whole number", oc)
+				}
+				v[oc] = x
+				if !whole {
+					bad |= 1 << oc
+				}
+				break
 			}
 			v[oc], _ = intValue(t, pay[o:])
 		}
@@ -357,6 +379,15 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// WholeFloat returns f as an int64 when it is a whole number within int64; ok is false
+// (and the value 0) for any other REAL (a fraction, inf, NaN, beyond int64).
+func WholeFloat(f float64) (v int64, ok bool) {
+	if !(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // kept reports whether the filter column's value (decoded into d.v; bad: the mask so
