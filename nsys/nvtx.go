@@ -181,7 +181,10 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	}
 	var d *directTable
 	if r.hasCol(nvtxTable, "end") {
-		d = r.direct(q)
+		var err error
+		if d, err = r.direct(q); err != nil {
+			return err
+		}
 	} else {
 		r.noteLost(q)
 		r.shared.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})

@@ -204,7 +204,10 @@ func readParts[T any, P any, PP interface {
 }](r *reader, q *tableQuery, what string,
 	scan func(l *reader, d PP) func(v []int64), finish func(r *reader, rows []T, parts []P) error) *job {
 	table := q.table
-	dt := r.direct(q)
+	dt, err := r.direct(q)
+	if err != nil {
+		return &job{tasks: []func(*reader) error{func(*reader) error { return err }}}
+	}
 	var ps []part
 	var slots int
 	if dt != nil {
@@ -222,7 +225,6 @@ func readParts[T any, P any, PP interface {
 				partRows = int(max(1<<18, min(int64(partRows), (last-first+1)/(4*lanes))))
 			}
 		}
-		var err error
 		if ps, slots, err = dt.parts(r, partRows); err != nil {
 			return &job{tasks: []func(*reader) error{func(*reader) error { return err }}}
 		}

@@ -31,7 +31,7 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 		p.hdr = 100
 	}
 	if len(p.data) < p.hdr+12 {
-		return p, Unhandledf("page %d too small", pgno)
+		return p, Damagedf(pgno, "page %d too small", pgno)
 	}
 	p.typ = p.data[p.hdr]
 	switch p.typ {
@@ -40,11 +40,11 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 	case pageInteriorTable:
 		p.first = p.hdr + 12
 	default:
-		return p, Unhandledf("page %d: page type %d is not a table B-tree page", pgno, p.typ)
+		return p, Damagedf(pgno, "page %d: page type %d is not a table B-tree page", pgno, p.typ)
 	}
 	p.cells = int(binary.BigEndian.Uint16(p.data[p.hdr+3:]))
 	if p.first+2*p.cells > len(p.data) {
-		return p, Unhandledf("page %d: %d cells do not fit", pgno, p.cells)
+		return p, Damagedf(pgno, "page %d: %d cells do not fit", pgno, p.cells)
 	}
 	return p, nil
 }
@@ -54,7 +54,7 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 func (p *page) cell(i, min int) (int, error) {
 	pc := int(binary.BigEndian.Uint16(p.data[p.first+2*i:]))
 	if pc < p.first+2*p.cells || pc > len(p.data)-min {
-		return 0, Unhandledf("page %d: cell %d at offset %d outside the page", p.pgno, i, pc)
+		return 0, Damagedf(p.pgno, "page %d: cell %d at offset %d outside the page", p.pgno, i, pc)
 	}
 	return pc, nil
 }
@@ -109,7 +109,7 @@ func (s *File) Table(root uint32) (*Table, error) {
 	leafDepth := 0
 	for pg := root; ; leafDepth++ {
 		if leafDepth >= maxDepth {
-			return nil, Unhandledf("B-tree deeper than %d at page %d", maxDepth, pg)
+			return nil, Damagedf(pg, "B-tree deeper than %d at page %d", maxDepth, pg)
 		}
 		b, err := s.ReadPages(pg, 1, buf)
 		if err != nil {
@@ -123,7 +123,7 @@ func (s *File) Table(root uint32) (*Table, error) {
 			break
 		}
 		if p.cells == 0 {
-			return nil, Unhandledf("page %d: an interior page without cells", pg)
+			return nil, Damagedf(pg, "page %d: an interior page without cells", pg)
 		}
 		pc, err := p.cell(0, 5)
 		if err != nil {
@@ -135,10 +135,10 @@ func (s *File) Table(root uint32) (*Table, error) {
 	var walk func(pg uint32, lo, hi int64, depth int) error
 	walk = func(pg uint32, lo, hi int64, depth int) error {
 		if pg < 1 || pg > s.npages {
-			return Unhandledf("page %d out of the file's %d", pg, s.npages)
+			return Damagedf(pg, "page %d out of the file's %d", pg, s.npages)
 		}
 		if !seen.add(pg) {
-			return Unhandledf("page %d met twice in one B-tree", pg)
+			return Damagedf(pg, "page %d met twice in one B-tree", pg)
 		}
 		if depth == leafDepth {
 			out = append(out, Leaf{pg, lo, hi})
@@ -153,10 +153,10 @@ func (s *File) Table(root uint32) (*Table, error) {
 			return err
 		}
 		if p.typ != pageInteriorTable {
-			return Unhandledf("page %d: a leaf above the B-tree's other leaves", pg)
+			return Damagedf(pg, "page %d: a leaf above the B-tree's other leaves", pg)
 		}
 		if p.cells == 0 {
-			return Unhandledf("page %d: an interior page without cells", pg)
+			return Damagedf(pg, "page %d: an interior page without cells", pg)
 		}
 		// Copy the children and keys out: buf is reused by the walk below.
 		type child struct {
@@ -172,10 +172,10 @@ func (s *File) Table(root uint32) (*Table, error) {
 			}
 			key, n := Varint(p.data[pc+4:])
 			if n == 0 {
-				return Unhandledf("page %d: cell %d key unreadable", pg, i)
+				return Damagedf(pg, "page %d: cell %d key unreadable", pg, i)
 			}
 			if key < prev || key > hi {
-				return Unhandledf("page %d: keys out of order", pg)
+				return Damagedf(pg, "page %d: keys out of order", pg)
 			}
 			kids = append(kids, child{binary.BigEndian.Uint32(p.data[pc:]), key})
 			prev = key
@@ -226,7 +226,7 @@ func (t *Table) RowidBounds() (first, last int64, ok bool, err error) {
 		_, n := Varint(p.data[pc:])
 		id, m := Varint(p.data[pc+n:])
 		if n == 0 || m == 0 {
-			return 0, false, Unhandledf("page %d: cell %d unreadable", l.Page, i)
+			return 0, false, Damagedf(l.Page, "page %d: cell %d unreadable", l.Page, i)
 		}
 		return id, true, nil
 	}
@@ -270,7 +270,7 @@ func (s *File) overflow(local []byte, first uint32, total int64, n int, scratch 
 	pg := first
 	for hops := uint32(0); len(out) < n; hops++ {
 		if pg == 0 || hops >= s.npages {
-			return nil, Unhandledf("overflow chain ends early")
+			return nil, Damagedf(pg, "overflow chain ends early")
 		}
 		b, err := s.ReadPages(pg, 1, page)
 		if err != nil {

@@ -154,13 +154,13 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 		return 0, err
 	}
 	if p.typ != pageLeafTable {
-		return 0, Unhandledf("page %d: an interior page among the leaves", l.Page)
+		return 0, Damagedf(l.Page, "page %d: an interior page among the leaves", l.Page)
 	}
 	if p.cells == 0 && !alone {
-		return 0, Unhandledf("page %d: a leaf page without cells", l.Page)
+		return 0, Damagedf(l.Page, "page %d: a leaf page without cells", l.Page)
 	}
 	if p.cells > (f.pageSize-8)/6 {
-		return 0, Unhandledf("page %d: %d cells", l.Page, p.cells)
+		return 0, Damagedf(l.Page, "page %d: %d cells", l.Page, p.cells)
 	}
 	data := p.data
 	prev := l.Lo
@@ -171,20 +171,20 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 		}
 		size, n1 := Varint(data[pc:])
 		if n1 == 0 || n1 == 9 || size < 0 || size > 1<<30 {
-			return 0, Unhandledf("page %d: cell %d: payload size unreadable", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d: payload size unreadable", l.Page, i)
 		}
 		rowid, n2 := Varint(data[pc+n1:])
 		if n2 == 0 {
-			return 0, Unhandledf("page %d: cell %d: rowid unreadable", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d: rowid unreadable", l.Page, i)
 		}
 		if rowid <= prev || rowid > l.Hi {
-			return 0, Unhandledf("page %d: rowids out of order", l.Page)
+			return 0, Damagedf(l.Page, "page %d: rowids out of order", l.Page)
 		}
 		prev = rowid
 		off := pc + n1 + n2
 		local := f.localPayload(size)
 		if off+local > len(data) {
-			return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d runs past the page", l.Page, i)
 		}
 		pay := data[off : off+local]
 		keep, ok := false, false
@@ -195,11 +195,14 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 			var ovfl uint32
 			if int64(local) < size {
 				if off+local+4 > len(data) {
-					return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+					return 0, Damagedf(l.Page, "page %d: cell %d runs past the page", l.Page, i)
 				}
 				ovfl = binary.BigEndian.Uint32(data[off+local:])
 			}
 			if keep, err = d.record(pay, ovfl, size); err != nil {
+				if IsDamaged(err) {
+					return 0, Damagedf(l.Page, "page %d: cell %d: %v", l.Page, i, err)
+				}
 				return 0, Unhandledf("page %d: cell %d: %v", l.Page, i, err)
 			}
 		}
@@ -297,7 +300,7 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 	}
 	hs, n := Varint(pay)
 	if n == 0 || hs < int64(n) || hs > 98307 || hs > size {
-		return false, Unhandledf("record header of %d bytes", hs)
+		return false, Damagedf(0, "record header of %d bytes", hs)
 	}
 	if err := need(hs); err != nil {
 		return false, err
@@ -310,7 +313,7 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 	for nf < d.nfield && int64(at) < hs {
 		t, m := Varint(pay[at:hs])
 		if m == 0 {
-			return false, Unhandledf("record header unreadable")
+			return false, Damagedf(0, "record header unreadable")
 		}
 		at += m
 		d.types[nf] = uint64(t)
@@ -318,11 +321,11 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		body += serialLen(uint64(t))
 		nf++
 		if body > size {
-			return false, Unhandledf("record body does not match its header")
+			return false, Damagedf(0, "record body does not match its header")
 		}
 	}
 	if body > size || (int64(at) >= hs && (int64(at) > hs || body != size)) {
-		return false, Unhandledf("record body does not match its header")
+		return false, Damagedf(0, "record body does not match its header")
 	}
 	c := d.c
 	v := d.v
