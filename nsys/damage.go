@@ -121,3 +121,8 @@ func confirmDamage(ctx context.Context, path string, td *tableDamage) (warning e
 	return fmt.Errorf("%s: the direct reader found damage (%s) but %s: the table is read through SQLite, as SQLite reads it; check its numbers",
 		td.table, td.err, DamageFallbackText), nil
 }
+
+// testDamage, set by tests only, is damage to report in the B-tree of a table the direct
+// reader plans to read (nil: none): the damage SQLite's quick_check does not confirm,
+// which no real damage tried here gives.
+var testDamage func(table string) error

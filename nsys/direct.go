@@ -176,6 +176,9 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string, error) {
 		return nil, "more than 62 columns", nil
 	}
 	t, err := r.shared.file.Table(uint32(ti.root))
+	if err == nil && testDamage != nil {
+		err = testDamage(q.table)
+	}
 	if err != nil {
 		if dmg := damageIn(q.table, err); dmg != nil {
 			return nil, "", dmg
