@@ -26,31 +26,23 @@ var directTables = []string{
 // The direct reader must find what it does not handle and leave the read to SQLite; a
 // panic, a hang or a different answer fails. Damage it finds is not left to SQLite
 // silently (issue 34): a *nsys.DamageError, which SQLite's quick_check of the table must
-// confirm, or SQLite's reading with a warning (DamageFallbackText) where it does not. Inputs: a base export (fuzzBaseNames), a
-// program of SQL mutations (mutateSQL: mistyped values, NULLs, added columns with
+// confirm, or SQLite's reading with a warning (DamageFallbackText) where it does not.
+// Inputs: a base export (fuzzBaseNames), a program of SQL mutations (mutateSQL: mistyped values, NULLs, added columns with
 // defaults, dropped or renamed columns...), and a program of leaf-page mutations
 // (mutateLeaves: flip bytes of a leaf page of a table read directly, in its header, cell
 // pointers or cells; truncate the file inside one; copy a leaf over another; rewrite a
 // page type), then of byte mutations anywhere (mutateBytes, the same program read again).
 //
-// The seeds (run by plain go test) are every base unmutated, plus the programs in
-// testdata/fuzz/FuzzDirect at the repository root: among them the damages of issue 34 (a
-// kernel child pointer redirected to a runtime leaf, two child pointers to one leaf, a
-// cell pointer past the page).
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzDirect (where go test -fuzz writes a failing input): among
+// them the damages of issue 34 (a kernel child pointer redirected to a runtime leaf, two
+// child pointers to one leaf, a cell pointer past the page).
 func FuzzDirect(f *testing.F) {
 	bases := fuzzBases(f)
 	for i := range bases {
 		f.Add(uint8(i), []byte(nil), []byte(nil))
 	}
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzDirect")) {
-		base, ok1 := vals[0].(uint8)
-		sqlProg, ok2 := vals[1].([]byte)
-		leafProg, ok3 := vals[2].([]byte)
-		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
-			f.Fatalf("FuzzDirect corpus entry %v: want (byte, []byte, []byte)", vals)
-		}
-		f.Add(base, sqlProg, leafProg)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, base uint8, sqlProg, leafProg []byte) {
 		b := bases[int(base)%len(bases)]
 		dir := t.TempDir()

@@ -70,7 +70,7 @@ func TestPlanLimiterIsACause(t *testing.T) {
 	for _, gz := range files {
 		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
 		fr := findings.Of(captureReport(t, name, breakdown.Options{}))
-		seen := map[string]bool{}
+		seen := map[findings.ID]bool{}
 		for _, g := range fr.Groups() {
 			if seen[g.ID] {
 				t.Errorf("%s: %s grouped twice", name, g.ID)

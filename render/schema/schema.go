@@ -1,15 +1,9 @@
-package render
-
-import (
-	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
-)
-
-// This file holds the JSON contracts stepstat writes, one struct per object: report
+// Package schema holds the JSON contracts stepstat writes, one struct per object: report
 // (stepstat.report.v1, with its ranks and speed-of-light objects), diff
-// (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). The
-// builders and writers are beside the text and HTML of each command (report.go, ranks.go,
-// diff.go, info.go, classify.go).
+// (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). A Go
+// program decodes stepstat's JSON into these types with encoding/json; the package imports
+// only the standard library. Field names are fixed: fields are added, never renamed or
+// removed. The builders and writers are in package render (the *_json.go files).
 //
 // The contracts are v1 and additive: a field is never renamed or removed; new fields are
 // documented on their types. Times are integer nanoseconds; every step, decode summary,
@@ -56,6 +50,7 @@ import (
 // `stepstat classify --format json` (`"schema": "stepstat.classify.v1"`): `path`,
 // `total_ns`, `other_share`, `kernels` (`name`, `category`, `rule`, `count`, `total_ns`,
 // `share`), unmatched names first.
+package schema
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
 const ReportSchema = "stepstat.report.v1"
@@ -197,10 +192,10 @@ type StepJSON struct {
 	Gaps          GapsJSON           `json:"gaps"`
 }
 
-// StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals
-// as a JSON object keyed by category id in sorted order, as a map would, without building
-// a map per step (reports of long traces have tens of thousands of steps).
-type StepCategoriesJSON [kernelclass.NumCategories]StepCatJSON
+// StepCategoriesJSON holds a step's categories, keyed by category id (every category,
+// idle included). render writes a report's steps without building this map (reports of
+// long traces have tens of thousands of steps), in the bytes encoding/json gives for it.
+type StepCategoriesJSON map[string]StepCatJSON
 
 // StepCatJSON is one category in one step. Gaps is set for idle only.
 type StepCatJSON struct {
@@ -223,20 +218,20 @@ type GapsJSON struct {
 	APINS APIJSON `json:"api_ns"`
 }
 
-// APIJSON holds idle time per API group; it marshals as an object keyed by
-// breakdown.APIGroupKeys in sorted order.
-type APIJSON [breakdown.NumAPIGroups]int64
+// APIJSON holds idle time per API group, keyed by breakdown.APIGroupKeys (launch,
+// graph_launch, sync, copy, memory, module_load, other_api, none).
+type APIJSON map[string]int64
 
 // OutliersJSON describes the steps a summary left out: longer than outlier_factor times
 // the phase's median step (breakdown.Outliers).
 type OutliersJSON struct {
-	Steps        []int    `json:"steps"` // their index, as in "steps"
-	Factor       int      `json:"outlier_factor"`
-	MedianNS     int64    `json:"phase_median_ns"` // outliers included
-	WallNS       int64    `json:"wall_ns"`         // summed
-	IdleNS       int64    `json:"idle_ns"`         // summed
-	LongestGapNS int64    `json:"longest_gap_ns"`
-	LongestGap   *APIJSON `json:"longest_gap_api_ns"` // what the host did in it
+	Steps        []int   `json:"steps"` // their index, as in "steps"
+	Factor       int     `json:"outlier_factor"`
+	MedianNS     int64   `json:"phase_median_ns"` // outliers included
+	WallNS       int64   `json:"wall_ns"`         // summed
+	IdleNS       int64   `json:"idle_ns"`         // summed
+	LongestGapNS int64   `json:"longest_gap_ns"`
+	LongestGap   APIJSON `json:"longest_gap_api_ns"` // what the host did in it
 }
 
 // StallJSON is the recurring long gap of the summarised steps (breakdown.Stall).
@@ -247,13 +242,12 @@ type StallJSON struct {
 	APINS   APIJSON `json:"api_ns"`
 }
 
-// GapSizesJSON holds one number per gap size class; it marshals as an object keyed by the
-// class names (<10us, 10-100us, 100us-1ms, >1ms) in sorted order, as a map would.
-type GapSizesJSON [breakdown.NumGapSizes]int64
+// GapSizesJSON holds one number per gap size class, keyed by the class names
+// (breakdown.GapSizeNames: <10us, 10-100us, 100us-1ms, >1ms).
+type GapSizesJSON map[string]int64
 
-// HostJSON holds idle time per host activity; it marshals as an object keyed by sync,
-// copy, launch and none in sorted order.
-type HostJSON [breakdown.NumHostActivities]int64
+// HostJSON holds idle time per host activity, keyed by sync, copy, launch and none.
+type HostJSON map[string]int64
 
 // SummaryJSON summarises the steps of one phase (decode unless asked otherwise).
 type SummaryJSON struct {
@@ -667,4 +661,59 @@ type OutsideCatJSON struct {
 	NS      int64 `json:"ns"`
 	BusyNS  int64 `json:"busy_ns"`
 	Kernels int   `json:"kernels"`
+}
+
+// ConfigChangeJSON is one knob that differs between the sides of a diff; null for unset.
+type ConfigChangeJSON struct {
+	Name string  `json:"name"`
+	Base *string `json:"base"`
+	New  *string `json:"new"`
+}
+
+// RunJSON is the top-level "run" of a report of several files (one per node or process);
+// absent for one file.
+type RunJSON struct {
+	// Clock is "collectives" when at least one file's offset was refined from collectives
+	// matched across ranks, "wall_clock" when the files are placed by their session starts
+	// only (cross-rank timing as exact as the hosts' clocks).
+	Clock     string        `json:"clock"`
+	Reference int           `json:"reference"` // index into files: the file whose clock is the run's
+	Passes    int           `json:"passes"`    // summaries made (1 + refinements)
+	Files     []RunFileJSON `json:"files"`
+}
+
+// RunFileJSON is one file of the run. Its timestamps plus offset_ns are on the run's
+// clock: offset_ns = wall_offset_ns (the session starts' difference) + correction_ns (from
+// the collectives, ± uncertainty_ns, when refined).
+type RunFileJSON struct {
+	Path string `json:"path"`
+	// SessionStartNS is the UTC time of the file's timestamp 0 in ns since the Unix epoch
+	// (TARGET_INFO_SESSION_START_TIME); 0 when the export has none.
+	SessionStartNS int64  `json:"session_start_utc_ns"`
+	Program        string `json:"program,omitempty"`
+	// Rank and LocalRank are RANK and LOCAL_RANK of the recorded environment, when set.
+	Rank          *int  `json:"rank,omitempty"`
+	LocalRank     *int  `json:"local_rank,omitempty"`
+	Devices       []int `json:"devices"` // the report's device ids
+	WallOffsetNS  int64 `json:"wall_offset_ns"`
+	OffsetNS      int64 `json:"offset_ns"`
+	CorrectionNS  int64 `json:"correction_ns"`
+	UncertaintyNS int64 `json:"uncertainty_ns"`
+	Refined       bool  `json:"refined"`
+	MatchedCalls  int   `json:"matched_calls"`
+	// DriftNS is how much the matched calls' end differences change over DriftSpanNS (a
+	// rate difference of the hosts' clocks; one offset is exact at mid-capture); 0 when not
+	// above the spread around it and 1 µs.
+	DriftNS     int64 `json:"drift_ns"`
+	DriftSpanNS int64 `json:"drift_span_ns"`
+}
+
+// DeviceSourceJSON says where a device of a run of several files comes from (per device
+// "source"; absent for one file).
+type DeviceSourceJSON struct {
+	File       int    `json:"file"` // index into run.files
+	Path       string `json:"path"`
+	PID        int64  `json:"pid"`
+	CUDADevice int    `json:"cuda_device"` // the CUDA device ordinal in its file
+	Label      string `json:"label"`       // file, pid, device and RANK/LOCAL_RANK
 }
