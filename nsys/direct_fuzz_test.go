@@ -27,8 +27,9 @@ var directTables = []string{
 // panic, a hang or a different answer fails. Damage it finds is not left to SQLite
 // silently (issue 34): a *nsys.DamageError, which SQLite's quick_check of the table must
 // confirm, or SQLite's reading with a warning (DamageFallbackText) where it does not.
-// Inputs: a base export (fuzzBaseNames), a program of SQL mutations (mutateSQL: mistyped values, NULLs, added columns with
-// defaults, dropped or renamed columns...), and a program of leaf-page mutations
+// Inputs: a base export (fuzzBaseNames), a program of SQL mutations (mutateSQL: mistyped
+// values, NULLs, added columns with defaults, dropped or renamed columns...), and a
+// program of leaf-page mutations
 // (mutateLeaves: flip bytes of a leaf page of a table read directly, in its header, cell
 // pointers or cells; truncate the file inside one; copy a leaf over another; rewrite a
 // page type), then of byte mutations anywhere (mutateBytes, the same program read again).
