@@ -40,16 +40,6 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 	if len(ws) == 0 {
 		return nil
 	}
-	type key struct {
-		src  uint8
-		name nsys.NameID
-		mem  nsys.MemKind
-		cat  kernelclass.Category
-	}
-	type acc struct {
-		n     int
-		total time.Duration
-	}
 	if split == nil {
 		split = splitSteps
 	}
@@ -59,10 +49,10 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 	if !slices.IsSortedFunc(ws, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) }) {
 		firsts = firsts[:1]
 	}
-	pers := make([]map[key]*acc, len(firsts))
+	pers := make([]map[kernelKey]*kernelAcc, len(firsts))
 	last := ws[len(ws)-1].End
 	inPieces(firsts, len(ws), func(p, lo, hi int) {
-		per := map[key]*acc{}
+		per := map[kernelKey]*kernelAcc{}
 		from, until := nsys.Time(math.MinInt64), last
 		if lo > 0 {
 			from = ws[lo].Start
@@ -74,23 +64,11 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 			if a.start >= until {
 				return false
 			}
-			// The first window that ends after the activity starts.
-			j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
-			var d time.Duration
-			counted := false
-			for ; j < len(ws) && ws[j].Start < a.end; j++ {
-				s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
-				if e > s {
-					d += e.Sub(s)
-				}
-				if a.start >= ws[j].Start && a.start < ws[j].End {
-					counted = true
-				}
-			}
+			d, counted := inWindows(ws, a)
 			if d == 0 && !counted {
 				return true
 			}
-			k := key{src: a.src, cat: a.cat}
+			k := kernelKey{src: a.src, cat: a.cat}
 			switch a.src {
 			case srcKernel:
 				k.name = a.name
@@ -99,7 +77,7 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 			}
 			x := per[k]
 			if x == nil {
-				x = &acc{}
+				x = &kernelAcc{}
 				per[k] = x
 			}
 			if counted {
@@ -121,6 +99,43 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 			}
 		}
 	}
+	return windowKernelStats(t, per)
+}
+
+// kernelKey is a StepKernels row: a kernel name, a memory operation kind or graph replays,
+// with its category.
+type kernelKey struct {
+	src  uint8
+	name nsys.NameID
+	mem  nsys.MemKind
+	cat  kernelclass.Category
+}
+
+// kernelAcc is a row's count and time.
+type kernelAcc struct {
+	n     int
+	total time.Duration
+}
+
+// inWindows returns the activity's time inside the windows (in start order, each
+// clipped) and whether it starts in one of them.
+func inWindows(ws []Span, a *activity) (d time.Duration, counted bool) {
+	// The first window that ends after the activity starts.
+	j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
+	for ; j < len(ws) && ws[j].Start < a.end; j++ {
+		s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
+		if e > s {
+			d += e.Sub(s)
+		}
+		if a.start >= ws[j].Start && a.start < ws[j].End {
+			counted = true
+		}
+	}
+	return d, counted
+}
+
+// windowKernelStats turns the rows into KernelStats, named and sorted.
+func windowKernelStats(t *nsys.Trace, per map[kernelKey]*kernelAcc) []KernelStat {
 	out := make([]KernelStat, 0, len(per))
 	for k, x := range per {
 		ks := KernelStat{Category: k.cat, Count: x.n, Total: x.total}
