@@ -219,27 +219,7 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 		title = fmt.Sprintf("Device %d (%s): prefill steps, on their own scale", d.Device, gpuName(d.GPU))
 		id = fmt.Sprintf("prefill-%d", d.Device)
 	}
-	sub := g.note() + "; bars stack to the step's wall time"
-	if g.bucketed() {
-		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
-	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
-		sub += "; prefill steps' indices in orange"
-	}
-	if n := len(d.Summary.Outliers.Steps); n > 0 && !prefill {
-		sub += fmt.Sprintf("; %d outlier step%s (over %gx the median, left out of the summary) marked in red", n, plural(n), float64(breakdown.OutlierFactor))
-	}
-	if prefillApart > 0 {
-		if prefillApart == 1 {
-			for i := range d.Steps {
-				if d.Steps[i].Phase == breakdown.Prefill {
-					sub += fmt.Sprintf("; the prefill step (step %d, %s) is left out: the step table has it", d.Steps[i].Index, breakdown.FormatDuration(int64(d.Steps[i].Wall())))
-					break
-				}
-			}
-		} else {
-			sub += fmt.Sprintf("; the %d prefill steps are on their own scale in the next chart", prefillApart)
-		}
-	}
+	sub := stepsSubtitle(d, steps, g, prefillApart, prefill)
 	bar := charts.NewBar()
 	b := chartBlock{ID: id, Title: title, Height: 440, Wide: true, Units: "time"}
 	if prefill {
@@ -288,23 +268,56 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 		bar.AddSeries(c.String(), data, so...)
 	}
 	if g.bucketed() {
-		lines := charts.NewLine()
-		minD := make([]opts.LineData, g.count())
-		maxD := make([]opts.LineData, g.count())
-		for b := range minD {
-			_, lo, hi := g.bucketStat(steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Wall()) })
-			minD[b].Value, maxD[b].Value = lo, hi
-		}
-		lines.AddSeries("shortest step", minD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
-			charts.WithItemStyleOpts(opts.ItemStyle{Color: "#333333"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Type: "dashed"}))
-		lines.AddSeries("longest step", maxD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
-			charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000000"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1}))
-		bar.Overlap(lines)
+		bar.Overlap(minMaxLines(g, steps))
 	}
 	if !g.bucketed() {
 		b.Kind = "stack"
 	}
 	return newChart(b, bar)
+}
+
+// stepsSubtitle is the steps chart's subtitle: how steps are grouped and what is marked
+// or left out.
+func stepsSubtitle(d *breakdown.DeviceReport, steps []breakdown.Step, g stepGroups, prefillApart int, prefill bool) string {
+	sub := g.note() + "; bars stack to the step's wall time"
+	if g.bucketed() {
+		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
+	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
+		sub += "; prefill steps' indices in orange"
+	}
+	if n := len(d.Summary.Outliers.Steps); n > 0 && !prefill {
+		sub += fmt.Sprintf("; %d outlier step%s (over %gx the median, left out of the summary) marked in red", n, plural(n), float64(breakdown.OutlierFactor))
+	}
+	if prefillApart > 0 {
+		if prefillApart == 1 {
+			for i := range d.Steps {
+				if d.Steps[i].Phase == breakdown.Prefill {
+					sub += fmt.Sprintf("; the prefill step (step %d, %s) is left out: the step table has it", d.Steps[i].Index, breakdown.FormatDuration(int64(d.Steps[i].Wall())))
+					break
+				}
+			}
+		} else {
+			sub += fmt.Sprintf("; the %d prefill steps are on their own scale in the next chart", prefillApart)
+		}
+	}
+	return sub
+}
+
+// minMaxLines is the bucketed steps chart's lines: the shortest and longest step of each
+// bucket.
+func minMaxLines(g stepGroups, steps []breakdown.Step) *charts.Line {
+	lines := charts.NewLine()
+	minD := make([]opts.LineData, g.count())
+	maxD := make([]opts.LineData, g.count())
+	for b := range minD {
+		_, lo, hi := g.bucketStat(steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Wall()) })
+		minD[b].Value, maxD[b].Value = lo, hi
+	}
+	lines.AddSeries("shortest step", minD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: "#333333"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Type: "dashed"}))
+	lines.AddSeries("longest step", maxD, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: "#000000"}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1}))
+	return lines
 }
 
 // outlierMarks are the pins of the outlier steps in a step chart: at the top of the step's
