@@ -48,8 +48,22 @@ func (c *validity) device(what string, i int, d DeviceID) error {
 }
 
 func (c *validity) proc(what string, i int, p ProcID) error {
-	if int(p) >= len(c.t.Procs) {
-		return fmt.Errorf("%s %d: proc %d out of range (%d procs)", what, i, p, len(c.t.Procs))
+	return inRange(what, i, "proc", int(p), len(c.t.Procs))
+}
+
+// onDevice checks an activity's device and process.
+func (c *validity) onDevice(what string, i int, d DeviceID, p ProcID) error {
+	if err := c.device(what, i, d); err != nil {
+		return err
+	}
+	return c.proc(what, i, p)
+}
+
+// inRange checks that index v of the field (name, site, caller, text, proc) of the i-th
+// what is below n, the length of the list it points into.
+func inRange(what string, i int, field string, v, n int) error {
+	if v >= n {
+		return fmt.Errorf("%s %d: %s %d out of range (%d %ss)", what, i, field, v, n, field)
 	}
 	return nil
 }
@@ -63,13 +77,10 @@ func span(what string, i int, s, e Time) error {
 
 func (c *validity) sites() error {
 	for i, st := range c.t.Sites {
-		if int(st.Name) >= len(c.t.Names) {
-			return fmt.Errorf("site %d: name %d out of range (%d names)", i, st.Name, len(c.t.Names))
-		}
-		if err := c.device("site", i, st.Device); err != nil {
+		if err := inRange("site", i, "name", int(st.Name), len(c.t.Names)); err != nil {
 			return err
 		}
-		if err := c.proc("site", i, st.Proc); err != nil {
+		if err := c.onDevice("site", i, st.Device, st.Proc); err != nil {
 			return err
 		}
 	}
@@ -82,8 +93,8 @@ func (c *validity) kernels() error {
 		if err := span("kernel", i, k.Start, k.End); err != nil {
 			return err
 		}
-		if int(k.Site) >= len(t.Sites) {
-			return fmt.Errorf("kernel %d: site %d out of range (%d sites)", i, k.Site, len(t.Sites))
+		if err := inRange("kernel", i, "site", int(k.Site), len(t.Sites)); err != nil {
+			return err
 		}
 		if i > 0 && kernelOrder(t.Sites)(t.Kernels[i-1], k) > 0 {
 			return fmt.Errorf("kernel %d: not sorted by start, device, stream", i)
@@ -105,10 +116,7 @@ func checkOnDevices[T any](c *validity, what string, xs []T, get func(*T) (start
 			return fmt.Errorf("%s %d: not sorted by start", what, i)
 		}
 		last = s
-		if err := c.device(what, i, d); err != nil {
-			return err
-		}
-		if err := c.proc(what, i, p); err != nil {
+		if err := c.onDevice(what, i, d, p); err != nil {
 			return err
 		}
 	}
@@ -134,8 +142,8 @@ func (c *validity) apiCalls() error {
 		if i > 0 && t.APICalls[i-1].Start > a.Start {
 			return fmt.Errorf("API call %d: not sorted by start", i)
 		}
-		if int(a.Caller) >= len(t.Callers) {
-			return fmt.Errorf("API call %d: caller %d out of range (%d callers)", i, a.Caller, len(t.Callers))
+		if err := inRange("API call", i, "caller", int(a.Caller), len(t.Callers)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -143,8 +151,8 @@ func (c *validity) apiCalls() error {
 
 func (c *validity) callers() error {
 	for i, w := range c.t.Callers {
-		if int(w.Name) >= len(c.t.APINames) {
-			return fmt.Errorf("caller %d: name %d out of range (%d names)", i, w.Name, len(c.t.APINames))
+		if err := inRange("caller", i, "name", int(w.Name), len(c.t.APINames)); err != nil {
+			return err
 		}
 		if w.Kind == APIOther {
 			return fmt.Errorf("caller %d: kind %v is not kept", i, w.Kind)
@@ -162,8 +170,8 @@ func (c *validity) ranges() error {
 		if i > 0 && t.Ranges[i-1].Start > r.Start {
 			return fmt.Errorf("range %d: not sorted by start", i)
 		}
-		if int(r.Text) >= len(t.RangeTexts) {
-			return fmt.Errorf("range %d: text %d out of range (%d texts)", i, r.Text, len(t.RangeTexts))
+		if err := inRange("range", i, "text", int(r.Text), len(t.RangeTexts)); err != nil {
+			return err
 		}
 		if r.Depth < 0 {
 			return fmt.Errorf("range %d: negative depth %d", i, r.Depth)
