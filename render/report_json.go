@@ -22,47 +22,28 @@ import (
 // appendStep appends step s as encoding/json writes its schema.StepJSON (stepJSON's
 // value), without building that value: the writer of a report's steps.
 func appendStep(b []byte, s *breakdown.Step) []byte {
-	b = append(b, `{"index":`...)
-	b = strconv.AppendInt(b, int64(s.Index), 10)
+	b = appendInt(b, `{"index":`, int64(s.Index))
 	b = append(b, `,"phase":`...)
 	b = appendString(b, s.Phase.String())
 	if s.Label != "" {
 		b = append(b, `,"label":`...)
 		b = appendString(b, s.Label)
 	}
-	b = append(b, `,"start_ns":`...)
-	b = strconv.AppendInt(b, int64(s.Start), 10)
-	b = append(b, `,"end_ns":`...)
-	b = strconv.AppendInt(b, int64(s.End), 10)
-	b = append(b, `,"launches":`...)
-	b = strconv.AppendInt(b, int64(s.Launches), 10)
-	if s.DraftForwards != 0 {
-		b = append(b, `,"draft_forwards":`...)
-		b = strconv.AppendInt(b, int64(s.DraftForwards), 10)
-	}
-	if s.Batch != 0 {
-		b = append(b, `,"batch":`...)
-		b = strconv.AppendInt(b, int64(s.Batch), 10)
-	}
+	b = appendInt(b, `,"start_ns":`, int64(s.Start))
+	b = appendInt(b, `,"end_ns":`, int64(s.End))
+	b = appendInt(b, `,"launches":`, int64(s.Launches))
+	b = appendNonZero(b, `,"draft_forwards":`, int64(s.DraftForwards))
+	b = appendNonZero(b, `,"batch":`, int64(s.Batch))
 	b = append(b, `,"cut_by":`...)
 	b = appendString(b, s.CutBy)
 	b = append(b, `,"phase_evidence":`...)
 	b = appendString(b, s.PhaseEvidence)
-	if s.DraftDepth != 0 {
-		b = append(b, `,"draft_depth":`...)
-		b = strconv.AppendInt(b, int64(s.DraftDepth), 10)
-	}
-	if s.VerifyDepth != 0 {
-		b = append(b, `,"verify_depth":`...)
-		b = strconv.AppendInt(b, int64(s.VerifyDepth), 10)
-	}
+	b = appendNonZero(b, `,"draft_depth":`, int64(s.DraftDepth))
+	b = appendNonZero(b, `,"verify_depth":`, int64(s.VerifyDepth))
 	if s.GraphCapture {
 		b = append(b, `,"graph_capture":true`...)
 	}
-	if s.CaptureHost != 0 {
-		b = append(b, `,"capture_host_ns":`...)
-		b = strconv.AppendInt(b, int64(s.CaptureHost), 10)
-	}
+	b = appendNonZero(b, `,"capture_host_ns":`, int64(s.CaptureHost))
 	b = append(b, `,"categories":`...)
 	b = appendStepCategories(b, s)
 	b = append(b, `,"gaps":`...)
@@ -80,15 +61,11 @@ func appendStepCategories(b []byte, s *breakdown.Step) []byte {
 		}
 		b = append(b, '"')
 		b = append(b, cat.String()...)
-		b = append(b, `":{"ns":`...)
-		b = strconv.AppendInt(b, int64(s.Exclusive[cat]), 10)
-		b = append(b, `,"busy_ns":`...)
-		b = strconv.AppendInt(b, int64(s.Busy[cat]), 10)
-		b = append(b, `,"kernels":`...)
-		b = strconv.AppendInt(b, int64(s.Kernels[cat]), 10)
+		b = appendInt(b, `":{"ns":`, int64(s.Exclusive[cat]))
+		b = appendInt(b, `,"busy_ns":`, int64(s.Busy[cat]))
+		b = appendInt(b, `,"kernels":`, int64(s.Kernels[cat]))
 		if cat == kernelclass.Idle {
-			b = append(b, `,"gaps":`...)
-			b = strconv.AppendInt(b, int64(s.Gaps.Count), 10)
+			b = appendInt(b, `,"gaps":`, int64(s.Gaps.Count))
 		}
 		b = append(b, '}')
 	}
@@ -97,10 +74,8 @@ func appendStepCategories(b []byte, s *breakdown.Step) []byte {
 
 // appendGaps appends the gaps as encoding/json writes their schema.GapsJSON (gapsJSON's).
 func appendGaps(b []byte, g *breakdown.Gaps) []byte {
-	b = append(b, `{"count":`...)
-	b = strconv.AppendInt(b, int64(g.Count), 10)
-	b = append(b, `,"total_ns":`...)
-	b = strconv.AppendInt(b, int64(g.Total), 10)
+	b = appendInt(b, `{"count":`, int64(g.Count))
+	b = appendInt(b, `,"total_ns":`, int64(g.Total))
 	b = append(b, `,"sizes":`...)
 	b = appendSorted(b, gapSizeKeys, g.Sizes[:])
 	b = append(b, `,"size_ns":`...)
@@ -110,6 +85,19 @@ func appendGaps(b []byte, g *breakdown.Gaps) []byte {
 	b = append(b, `,"api_ns":`...)
 	b = appendSorted(b, apiKeys, g.API[:])
 	return append(b, '}')
+}
+
+// appendInt appends the field's key (with its comma, as in `,"batch":`) and v.
+func appendInt(b []byte, key string, v int64) []byte {
+	return strconv.AppendInt(append(b, key...), v, 10)
+}
+
+// appendNonZero appends the field as appendInt does unless v is 0: an omitempty field.
+func appendNonZero(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return appendInt(b, key, v)
 }
 
 // sortedCategories lists the categories by id, the key order of a JSON object from a map.
