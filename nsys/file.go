@@ -149,6 +149,20 @@ var compressions = []struct {
 // errNotRegular is the error of a path that is not a regular file.
 var errNotRegular = errors.New("is not a regular file")
 
+// regularOnly returns f when it is a regular file, checked on the open file itself;
+// otherwise it closes f and returns the error.
+func regularOnly(f *os.File) (*os.File, error) {
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
 // when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or
 // SHM files beside the input.

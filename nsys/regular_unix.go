@@ -16,13 +16,5 @@ func OpenRegular(path string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = errNotRegular
-	}
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil // O_NONBLOCK means nothing to a regular file's reads
+	return regularOnly(f) // O_NONBLOCK means nothing to a regular file's reads
 }
