@@ -288,6 +288,19 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 		}
 	}
 	med, gemmMed := Quantile(walls, 0.5), Quantile(gemms, 0.5)
+	// Decode steps that replay a CUDA graph (a launch for several kernels): an eager step
+	// between replays runs what the graphs do not cover (prompt chunks of other shapes).
+	replays := func(s *Step) bool { return s.Launches > 0 && 4*s.Launches <= s.TotalKernels() }
+	eager := func(s *Step) bool { return s.Launches > 0 && 2*s.Launches >= s.TotalKernels() }
+	decodeReplays, firstReplay := false, -1
+	for i, sh := range shapes {
+		if sh.sig == modal && replays(&steps[i]) {
+			decodeReplays = true
+			if firstReplay < 0 {
+				firstReplay = i
+			}
+		}
+	}
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue
@@ -310,11 +323,16 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 				why = "attention kernels the decode steps never run"
 			}
 		}
+		between := llm && decodeReplays && i > firstReplay && eager(s)
+		if between && why == "" {
+			why = "eager between the decode steps' graph replays, another kernel mix"
+		}
 		prefill := why != ""
 		// A multi-token decode inside the request (a verify forward) runs the decode
 		// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
-		// on many more rows, for several times as long.
-		if prefill && !starts[i] && s.Kernels[kernelclass.GEMM] == decodeGEMM {
+		// on many more rows, for several times as long, and an eager step between graph
+		// replays is not the decode loop's.
+		if prefill && !starts[i] && !between && s.Kernels[kernelclass.GEMM] == decodeGEMM {
 			if !llm || s.Busy[kernelclass.GEMM] < promptGEMM*gemmMed {
 				prefill = false
 				why = "the decode steps' GEMMs in their time, other attention: a multi-token decode"

@@ -267,6 +267,6 @@ func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
 	if len(none) == 0 {
 		return nil
 	}
-	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): each is one forward, called decode; prefill and mixed steps among them are not told apart: steps %v",
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): they are called decode, and prefill or mixed steps among them are not told apart: steps %v",
 		dev, len(none), len(steps), none[:min(len(none), 5)])}
 }
