@@ -47,6 +47,19 @@ type timeline struct {
 	ctx *contextCats
 	// procSet caches procs().
 	procSet []bool
+	// done, when closed, stops every pass over the timeline within a few thousand
+	// activities (Summarize's context); nil never stops.
+	done <-chan struct{}
+}
+
+// cancelled reports whether done is closed.
+func (tl *timeline) cancelled() bool {
+	select {
+	case <-tl.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // each calls fn for every activity of the device in start order; fn returns false to stop.
@@ -62,7 +75,10 @@ func (tl *timeline) eachFrom(from nsys.Time, fn func(a *activity) bool) {
 		k = sort.Search(len(gs), func(k int) bool { return gs[k].Start >= from })
 	}
 	var a activity
-	for {
+	for n := 1; ; n++ {
+		if n&(1<<14-1) == 0 && tl.cancelled() {
+			return
+		}
 		// Advance each source to its next activity on this device.
 		for i < len(ks) && sites[ks[i].Site].Device != tl.dev {
 			i++

@@ -1,6 +1,10 @@
 package breakdown
 
 import (
+	"cmp"
+	"math"
+	"slices"
+	"sort"
 	"sync/atomic"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -65,19 +69,52 @@ type ctxKernel struct {
 }
 
 // classifyContext runs the context rules over each of the device's steps and windows
-// outside steps (over each forward of a speculative round).
-func classifyContext(tl *timeline, det *detection, c *contextCats) {
+// outside steps (over each forward of a speculative round). Long timelines are read in
+// pieces of steps at once (split: where, nil for splitSteps); each step is read whole
+// by one piece, so the result is the same whatever the pieces.
+func classifyContext(tl *timeline, det *detection, c *contextCats, split func(steps, kernels int) []int) {
+	if split == nil {
+		split = splitSteps
+	}
+	firsts := pieceFirsts(split(len(det.bounds), len(tl.t.Kernels)), len(det.bounds))
+	if !slices.IsSorted(det.forwards) || !slices.IsSortedFunc(det.bounds, func(a, b boundary) int { return cmp.Compare(a.start, b.start) }) {
+		firsts = firsts[:1]
+	}
+	var moved atomic.Bool
+	inPieces(firsts, len(det.bounds), func(_, lo, hi int) {
+		if classifySteps(tl, det, c, lo, hi) {
+			moved.Store(true)
+		}
+	})
+	if moved.Load() {
+		c.moved.Store(true) // once per device: devices run their passes at once
+	}
+}
+
+// classifySteps is classifyContext for the steps [lo, hi) of det; it reports whether it
+// moved any kernel.
+func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (moved bool) {
 	var buf []ctxKernel
-	moved := false
 	bi := -1 // the boundary the activity falls in
 	fi := 0  // the next forward end (det.forwards) at or after the activity
+	from, until := nsys.Time(math.MinInt64), nsys.Time(math.MaxInt64)
+	if lo > 0 {
+		bi, from = lo-1, det.bounds[lo].start
+		fi = sort.Search(len(det.forwards), func(i int) bool { return det.forwards[i] >= from })
+	}
+	if hi < len(det.bounds) {
+		until = det.bounds[hi].start
+	}
 	flush := func() {
 		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
 			moved = true
 		}
 		buf = buf[:0]
 	}
-	tl.each(func(a *activity) bool {
+	tl.eachFrom(from, func(a *activity) bool {
+		if a.start >= until {
+			return false
+		}
 		for bi+1 < len(det.bounds) && det.bounds[bi+1].start <= a.start {
 			flush()
 			bi++
@@ -101,9 +138,7 @@ func classifyContext(tl *timeline, det *detection, c *contextCats) {
 		return true
 	})
 	flush()
-	if moved {
-		c.moved.Store(true) // once per device: devices run their passes at once
-	}
+	return moved
 }
 
 // step applies the rules to one step's kernels, in order, and reports whether it moved any.

@@ -27,7 +27,10 @@
 //  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
-//     sol.go: the speed-of-light view.
+//     sol.go: the speed-of-light view. run.go: a run given as several files
+//     (nsys.MergeRun) is summarised on one clock: each file's offset checked against the
+//     matched collectives' ends and refined (a second summary) where they disagree;
+//     runmatch.go places the files by those ends before any step is found.
 //  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
 //     HTML report's step timeline (one step's rows per device).
 //

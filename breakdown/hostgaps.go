@@ -117,6 +117,10 @@ func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
 	return g
 }
 
+// skipTo starts the attribution at call i: the calls before it end before the first gap
+// (callsRunningFrom).
+func (g *hostGaps) skipTo(i int) { g.next = max(g.next, i) }
+
 // admit sees the calls that start at or before at, keeping those that count and run past it.
 func (g *hostGaps) admit(at nsys.Time) {
 	for ; g.next < len(g.calls) && g.calls[g.next].Start <= at; g.next++ {

@@ -43,8 +43,12 @@ type Options struct {
 	// NoContext turns context classification off: kernels keep the category of their name
 	// (and NVTXCategories), whatever their place in the step.
 	NoContext bool
-	// split, when not nil, replaces splitAt for account (tests of the split sweep).
-	split func(steps, kernels int) int
+	// split, when not nil, replaces splitSteps for the passes run in pieces of steps
+	// (tests of the split passes).
+	split func(steps, kernels int) []int
+	// clockPass is set on the passes of summarizeRun (run.go): the trace's files are on
+	// the clock as they are.
+	clockPass bool
 }
 
 // A PhaseSelection says which steps a summary covers.
@@ -145,6 +149,16 @@ type ExcludesOption struct{ Other Option }
 
 func (e *ExcludesOption) Error() string { return "exclusive with " + e.Other.String() }
 
+// ErrFloorRange is wrapped by the OptionError of a bandwidth that gives a speed-of-light
+// floor outside 1 ns to MaxFloor.
+var ErrFloorRange = errors.New("the floor must be 1ns to 24h")
+
+// MaxFloor is the longest speed-of-light floor: far past any step, within a Duration.
+const MaxFloor = 24 * time.Hour
+
+// floorFits reports whether a floor of ns nanoseconds rounds to 1 ns to MaxFloor.
+func floorFits(ns float64) bool { return ns >= 0.5 && ns <= float64(MaxFloor) }
+
 // CheckSOL checks the speed-of-light options (not the trace): none negative, the bandwidth
 // finite, one floor at most, the bandwidth only with a bytes floor and the batch only with a
 // floor. Summarize calls it; a front end may call it before reading a trace.
@@ -162,6 +176,10 @@ func CheckSOL(opt Options) error {
 		return &OptionError{OptBandwidth, errors.New("must be a finite number")}
 	case opt.Bandwidth > 0 && opt.SOLBytes == 0:
 		return &OptionError{OptBandwidth, &NeedsOption{[]Option{OptSOLBytes}}}
+	case opt.SOLBytes > 0 && opt.Bandwidth > 0 && !floorFits(float64(opt.SOLBytes)/opt.Bandwidth*1e9):
+		// 1e-300 GB/s made the floor overflow to a negative duration.
+		return &OptionError{OptBandwidth, fmt.Errorf("%g GB/s gives %.4g GB a floor of %.3g s, out of range (%w)",
+			opt.Bandwidth/1e9, float64(opt.SOLBytes)/1e9, float64(opt.SOLBytes)/opt.Bandwidth, ErrFloorRange)}
 	case opt.Batch < 0:
 		return &OptionError{OptBatch, ErrNegative}
 	case opt.Batch > 0 && opt.SOLStep == 0 && opt.SOLBytes == 0:

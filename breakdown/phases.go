@@ -16,7 +16,10 @@ import (
 // account fills it in its one pass.
 type stepShape struct {
 	sig  uint64
-	attn []nsys.NameID // distinct
+	attn []nsys.NameID // distinct, in first-seen order
+	// attnSet holds attn once it is past shortSet names, so that add stays linear in the
+	// step's kernels whatever the number of distinct names (a file can name 320,000).
+	attnSet map[nsys.NameID]struct{}
 	// first is the step's first kernel (a forward's embedding), lastGEMM its last GEMM (the
 	// lm_head): the recurring pattern of a forward, counted by foldedPatternCheck.
 	first, lastGEMM nsys.NameID
@@ -25,14 +28,38 @@ type stepShape struct {
 
 func (s *stepShape) add(a *activity) {
 	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention && !slices.Contains(s.attn, a.name) {
-		s.attn = append(s.attn, a.name)
+	if a.cat == kernelclass.Attention {
+		s.addAttn(a.name)
 	}
 	if !s.started {
 		s.first, s.started = a.name, true
 	}
 	if a.cat == kernelclass.GEMM {
 		s.lastGEMM = a.name
+	}
+}
+
+// shortSet is the most names a linear scan looks through before a set takes over.
+const shortSet = 16
+
+// addAttn adds n to the step's distinct attention names.
+func (s *stepShape) addAttn(n nsys.NameID) {
+	if s.attnSet == nil {
+		if slices.Contains(s.attn, n) {
+			return
+		}
+		s.attn = append(s.attn, n)
+		if len(s.attn) > shortSet {
+			s.attnSet = make(map[nsys.NameID]struct{}, 2*len(s.attn))
+			for _, m := range s.attn {
+				s.attnSet[m] = struct{}{}
+			}
+		}
+		return
+	}
+	if _, ok := s.attnSet[n]; !ok {
+		s.attnSet[n] = struct{}{}
+		s.attn = append(s.attn, n)
 	}
 }
 

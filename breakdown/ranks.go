@@ -62,6 +62,8 @@ type RankDevice struct {
 	Wait, Transfer time.Duration
 	// LastArrivals counts the matched calls at which this rank arrived last.
 	LastArrivals int
+	// Kernels counts the rank's collective kernels in the aligned steps, matched or not.
+	Kernels int
 	// WaitFor splits Wait by the rank that arrived last at each call, indexed like
 	// RankReport.Devices. A rank never waits for itself.
 	WaitFor []time.Duration
@@ -163,6 +165,9 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 		dr := &rep.Devices[d]
 		rd := &rr.Devices[d]
 		rd.Device, rd.GPU = dr.Device, dr.GPU
+		for g := range groups {
+			rd.Kernels += len(refs[d][g])
+		}
 		rd.WaitFor = make([]time.Duration, n)
 		rd.AllReduce.WaitFor = make([]time.Duration, n)
 		rd.Collective.WaitFor = make([]time.Duration, n)

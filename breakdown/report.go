@@ -315,6 +315,9 @@ type Report struct {
 	// Timelines are the median and the slowest summarised step as they ran (timeline.go),
 	// for the HTML report; bounded to one step's rows per device.
 	Timelines []StepTimeline
+	// Run says how the files of a run given as several files were put on one clock
+	// (run.go); nil for one file.
+	Run *RunClock
 }
 
 // NVTXCategory maps kernels launched inside NVTX ranges whose text matches Match to Category.

@@ -6,6 +6,8 @@ import (
 	"math"
 	"regexp"
 	"time"
+
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // This file holds the speed-of-light view of a trace's limits: the measured step against a
@@ -84,6 +86,27 @@ func DatasheetBandwidth(gpu string) (bytesPerSec float64, assumption string, ok 
 	return 0, "", false
 }
 
+// floorAboveWarning says that the floor is above the measured step, which a floor cannot
+// be (it is the shortest step the hardware allows), and names the likely unit mistake.
+func floorAboveWarning(dev nsys.DeviceID, s *SOL) error {
+	msg := fmt.Sprintf("device %d: the speed-of-light floor %s is above the measured median step %s (%s \"efficient\"), and a floor is the shortest step the hardware allows: ",
+		dev, FormatDuration(int64(s.Floor)), FormatDuration(int64(s.Measured)), FormatPercent(s.Efficiency))
+	switch s.Source {
+	case SourceBandwidth:
+		gbs := s.Bandwidth / 1e9
+		msg += fmt.Sprintf("the bandwidth given is %.4g GB/s", gbs)
+		if gbs < 100 {
+			msg += fmt.Sprintf(", a value in TB/s? (%.4g TB/s is %.4g GB/s)", gbs, gbs*1000)
+		}
+		msg += fmt.Sprintf("; or the %s per step counts bits, or more than one GPU's bytes", fmt.Sprintf("%.4g GB", float64(s.Bytes)/1e9))
+	case SourceDatasheet:
+		msg += fmt.Sprintf("check the %s per step (bytes, not bits; one GPU's share under tensor parallelism, not the whole model's)", fmt.Sprintf("%.4g GB", float64(s.Bytes)/1e9))
+	default:
+		msg += "check the floor's unit (µs or ms) and that it is one step's, not a run's"
+	}
+	return errors.New(msg)
+}
+
 // deviceSOL computes the speed-of-light view of one device; nil without a floor.
 func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 	s := &SOL{Batch: opt.Batch}
@@ -104,7 +127,12 @@ func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 			}
 			s.Bandwidth, s.Source, s.Datasheet = bw, SourceDatasheet, what
 		}
-		s.Floor = time.Duration(math.Round(float64(s.Bytes) / s.Bandwidth * 1e9))
+		ns := float64(s.Bytes) / s.Bandwidth * 1e9
+		if !floorFits(ns) { // a datasheet bandwidth with bytes past any step
+			return nil, &OptionError{OptSOLBytes, fmt.Errorf("%.4g GB over the %s give a floor of %.3g s, out of range (%w)",
+				float64(s.Bytes)/1e9, s.Datasheet, ns/1e9, ErrFloorRange)}
+		}
+		s.Floor = time.Duration(math.Round(ns))
 	default:
 		return nil, nil
 	}
@@ -112,6 +140,9 @@ func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 	if s.Measured > 0 && s.Floor > 0 {
 		s.Ratio = float64(s.Measured) / float64(s.Floor)
 		s.Efficiency = float64(s.Floor) / float64(s.Measured)
+	}
+	if s.Measured > 0 && s.Floor > s.Measured {
+		dr.Warnings = append(dr.Warnings, floorAboveWarning(dr.Device, s))
 	}
 	if s.Measured > 0 {
 		s.TokensPerSec = 1e9 / float64(s.Measured)

@@ -40,23 +40,31 @@ func TestAccountSplit(t *testing.T) {
 		g := randomTimeline(t, seed)
 		ins = append(ins, input{fmt.Sprintf("generated %d (%s)", seed, g.desc), g.t, g.opt})
 	}
-	points := map[string]func(int) int{
-		"half":  func(n int) int { return n / 2 },
-		"first": func(n int) int { return 1 },
-		"last":  func(n int) int { return n - 1 },
-		"third": func(n int) int { return n / 3 },
+	points := map[string]func(int) []int{
+		"half":   func(n int) []int { return []int{n / 2} },
+		"first":  func(n int) []int { return []int{1} },
+		"last":   func(n int) []int { return []int{n - 1} },
+		"third":  func(n int) []int { return []int{n / 3} },
+		"thirds": func(n int) []int { return []int{n / 3, 2 * n / 3} },
+		"every step": func(n int) []int {
+			var cuts []int
+			for i := 1; i < n; i++ {
+				cuts = append(cuts, i)
+			}
+			return cuts
+		},
 	}
 	for _, in := range ins {
 		one := in.opt
-		one.split = func(int, int) int { return 0 }
+		one.split = func(int, int) []int { return nil }
 		want := mustSummarize(t, in.tr, one)
 		for pname, p := range points {
 			two := in.opt
-			two.split = func(steps, _ int) int {
+			two.split = func(steps, _ int) []int {
 				if steps >= 4 {
 					return p(steps)
 				}
-				return 0
+				return nil
 			}
 			got := mustSummarize(t, in.tr, two)
 			for d := range want.Devices {

@@ -1,6 +1,9 @@
 package breakdown
 
 import (
+	"cmp"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -34,7 +37,7 @@ func summarisedWindows(steps []Step, opt Options, sum *Summary) []Span {
 // windows' busy time of every category but idle), counting an activity in the window it
 // starts in (as Step.Kernels). Kernels are rows by name; memory operations by kind ("[CUDA
 // memcpy HtoD]"); graph replays traced at graph level one row, GraphReplayName.
-func stepKernels(t *nsys.Trace, tl *timeline, ws []Span) []KernelStat {
+func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kernels int) []int) []KernelStat {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -48,46 +51,77 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span) []KernelStat {
 		n     int
 		total time.Duration
 	}
-	per := map[key]*acc{}
+	if split == nil {
+		split = splitSteps
+	}
+	// Long timelines are read in pieces at once, by the activities' start (from window
+	// starts on), and the pieces' counts and times summed: the same whatever the pieces.
+	firsts := pieceFirsts(split(len(ws), len(t.Kernels)), len(ws))
+	if !slices.IsSortedFunc(ws, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) }) {
+		firsts = firsts[:1]
+	}
+	pers := make([]map[key]*acc, len(firsts))
 	last := ws[len(ws)-1].End
-	tl.each(func(a *activity) bool {
-		if a.start >= last {
-			return false
+	inPieces(firsts, len(ws), func(p, lo, hi int) {
+		per := map[key]*acc{}
+		from, until := nsys.Time(math.MinInt64), last
+		if lo > 0 {
+			from = ws[lo].Start
 		}
-		// The first window that ends after the activity starts.
-		j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
-		var d time.Duration
-		counted := false
-		for ; j < len(ws) && ws[j].Start < a.end; j++ {
-			s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
-			if e > s {
-				d += e.Sub(s)
-			}
-			if a.start >= ws[j].Start && a.start < ws[j].End {
-				counted = true
-			}
+		if hi < len(ws) {
+			until = min(until, ws[hi].Start)
 		}
-		if d == 0 && !counted {
+		tl.eachFrom(from, func(a *activity) bool {
+			if a.start >= until {
+				return false
+			}
+			// The first window that ends after the activity starts.
+			j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
+			var d time.Duration
+			counted := false
+			for ; j < len(ws) && ws[j].Start < a.end; j++ {
+				s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
+				if e > s {
+					d += e.Sub(s)
+				}
+				if a.start >= ws[j].Start && a.start < ws[j].End {
+					counted = true
+				}
+			}
+			if d == 0 && !counted {
+				return true
+			}
+			k := key{src: a.src, cat: a.cat}
+			switch a.src {
+			case srcKernel:
+				k.name = a.name
+			case srcMemop:
+				k.mem = a.memKind
+			}
+			x := per[k]
+			if x == nil {
+				x = &acc{}
+				per[k] = x
+			}
+			if counted {
+				x.n++
+			}
+			x.total += d
 			return true
-		}
-		k := key{src: a.src, cat: a.cat}
-		switch a.src {
-		case srcKernel:
-			k.name = a.name
-		case srcMemop:
-			k.mem = a.memKind
-		}
-		x := per[k]
-		if x == nil {
-			x = &acc{}
-			per[k] = x
-		}
-		if counted {
-			x.n++
-		}
-		x.total += d
-		return true
+		})
+		pers[p] = per
 	})
+	per := pers[0]
+	for _, o := range pers[1:] {
+		for k, x := range o {
+			if y := per[k]; y != nil {
+				y.n += x.n
+				y.total += x.total
+			} else {
+				per[k] = x
+			}
+		}
+	}
 	out := make([]KernelStat, 0, len(per))
 	for k, x := range per {
 		ks := KernelStat{Category: k.cat, Count: x.n, Total: x.total}

@@ -1,7 +1,9 @@
 package breakdown
 
 import (
+	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -14,6 +16,24 @@ import (
 // kernels (each distinct name once), finds steps on each device, and accounts every step's
 // wall time to categories.
 func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
+	return SummarizeContext(context.Background(), t, opt)
+}
+
+// SummarizeContext is Summarize, stopped by ctx: it checks ctx between stages, per device
+// and within every pass over a device's activities (every 16,384 of them, so per range of
+// steps), and once ctx is done returns ctx.Err() and no report.
+func SummarizeContext(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
+	rep, err := summarize1(ctx, t, opt)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return rep, err
+}
+
+func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
+	if t.Run != nil && !opt.clockPass {
+		return summarizeRun(t, opt) // several files: their clocks first (run.go)
+	}
 	if !t.HasGPUActivity() {
 		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
 	}
@@ -47,25 +67,31 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ctx *contextCats
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var cc *contextCats
 	if !opt.NoContext {
-		ctx = newContextCats(t, h, cats)
+		cc = newContextCats(t, h, cats)
 	}
 	tls := map[nsys.DeviceID]*timeline{}
 	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: ctx}
+		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: cc, done: ctx.Done()}
 	}
 	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
-	if rep.Devices, err = deviceReports(t, h, devs, tls, nvtx, method, opt); err != nil {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if rep.Devices, err = deviceReports(ctx, t, h, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
 		return nil, err
 	}
-	rep.Kernels = contextKernelStats(t, <-kernelsDone, ctx)
+	rep.Kernels = contextKernelStats(t, <-kernelsDone, cc)
 	tabs := make([][]KernelStat, len(rep.Devices))
 	for i := range rep.Devices {
 		tabs[i] = rep.Devices[i].StepKernels
@@ -78,6 +104,9 @@ func Summarize(t *nsys.Trace, opt Options) (*Report, error) {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
 	rep.Warnings = append(rep.Warnings, rankChecks(rep.Devices)...)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
@@ -133,16 +162,28 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 }
 
 // deviceReports runs deviceReport for each device; devices are independent once NVTX
-// ranges are matched: one goroutine each.
-func deviceReports(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
+// ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
+func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
+	// At most GOMAXPROCS devices at a time: hundreds of runnable goroutines kept the
+	// signal handler's goroutine waiting for seconds (192 devices: SIGINT took 7 s).
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, dev := range devs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
 			drs[i], errs[i] = deviceReport(t, h, tls[dev], nvtx[dev], method, opt)
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+			}
 		}()
 	}
 	wg.Wait()
@@ -170,9 +211,15 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	dr.Method, dr.MethodDetail = det.method, det.detail
 	if tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(tl, det, tl.ctx) // the whole trace as one step has no place in a step
+		classifyContext(tl, det, tl.ctx, opt.split) // the whole trace as one step has no place in a step
+	}
+	if tl.cancelled() {
+		return dr, context.Canceled
 	}
 	steps, shapes := account(t, h, tl, det, opt.split)
+	if tl.cancelled() {
+		return dr, context.Canceled // the sweep stopped part-way
+	}
 	starts := requestStarts(det)
 	if det.method != MethodWhole {
 		markCaptures(steps, det.bounds, graphCalls(t, tl))
@@ -181,6 +228,9 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	fwds := det.forwards
 	if fwds == nil && det.method != MethodWhole {
 		fwds = deviceForwards(t, h, tl)
+	}
+	if tl.cancelled() {
+		return dr, context.Canceled
 	}
 	countStepForwards(steps, fwds)
 	if det.method != MethodWhole {
@@ -207,7 +257,7 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if err != nil {
 		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
 	}
-	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary))
+	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary), opt.split)
 	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
 		dr.Summary.Stall.Name = t.Names[k]
 	}

@@ -3,6 +3,8 @@ package breakdown
 import (
 	"math"
 	"math/bits"
+	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -64,32 +66,40 @@ func (h *endHeap[T]) pop() ending[T] {
 
 // account sweeps the device's activities once and fills the steps' exclusive and busy time,
 // kernel and launch counts, and idle gaps. Step i covers [bound i, bound i+1); the last step
-// ends at the last end of the activities that start in it. Long timelines are swept in two
-// halves at once, split at a step boundary (see accountSplit); split says where (nil:
-// splitAt).
-func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, split func(steps, kernels int) int) ([]Step, []stepShape) {
+// ends at the last end of the activities that start in it. Long timelines are swept in
+// pieces at once, split at step boundaries (see accountPieces); split says where (nil:
+// splitSteps).
+func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
 	if split == nil {
-		split = splitAt
+		split = splitSteps
 	}
-	return accountSplit(t, h, tl, det, split(len(det.bounds), len(t.Kernels)))
+	return accountPieces(t, h, tl, det, split(len(det.bounds), len(t.Kernels)))
 }
 
-// splitAt returns the step where a second sweep starts, for steps steps over kernels
-// kernels: the middle step from 2^20 kernels and 4 steps on, else 0 (one sweep).
-func splitAt(steps, kernels int) int {
-	if steps >= 4 && kernels >= 1<<20 {
-		return steps / 2
+// splitSteps returns the steps where the pieces of a parallel pass start, for steps steps
+// over kernels kernels: from 2^20 kernels and 4 steps on, one piece per core Go may use
+// (GOMAXPROCS, at least 2) of about as many steps each, at least 2 steps a piece; else
+// none (one piece). The result of every pass is the same whatever the pieces.
+func splitSteps(steps, kernels int) []int {
+	if steps < 4 || kernels < 1<<20 {
+		return nil
 	}
-	return 0
+	n := min(max(2, runtime.GOMAXPROCS(0)), steps/2)
+	cuts := make([]int, 0, n-1)
+	for i := 1; i < n; i++ {
+		cuts = append(cuts, steps*i/n)
+	}
+	return cuts
 }
 
-// accountSplit is account with the steps from m on swept on their own goroutine (m = 0:
-// one sweep). The second half starts at B, the start of step m, knowing the activities
-// still running then, so that it gives every instant the owner one sweep would; the first
-// half stops at B and hands over the busy time of activities that run past it. Graph
-// launches whose kernels fall on both sides are counted once, in the first half, as one
-// sweep would. The result is the same as one sweep's, to the nanosecond (TestAccountSplit).
-func accountSplit(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, m int) ([]Step, []stepShape) {
+// accountPieces is account with steps [0, cuts[0]), [cuts[0], cuts[1]), ... swept each on
+// its own goroutine (no cuts: one sweep). A piece after the first starts at B, the start
+// of its first step, knowing the activities still running then, so that it gives every
+// instant the owner one sweep would; a piece before the last stops at the next piece's B
+// and hands over the busy time of activities that run past it. Graph launches whose
+// kernels fall in several pieces are counted once, in the first, as one sweep would. The
+// result is the same as one sweep's, to the nanosecond (TestAccountSplit).
+func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cuts []int) ([]Step, []stepShape) {
 	steps := make([]Step, len(det.bounds))
 	shapes := make([]stepShape, len(det.bounds))
 	for i, b := range det.bounds {
@@ -104,37 +114,71 @@ func accountSplit(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, m i
 	}
 	last := &steps[len(steps)-1]
 	last.End = last.Start
-	if m <= 0 || m >= len(steps) {
+	firsts := pieceFirsts(cuts, len(steps))
+	if len(firsts) == 1 {
 		w := newSweep(t, h, tl, steps, shapes, 0, len(steps))
 		tl.each(w.add)
 		w.finish(math.MaxInt64)
 		return steps, shapes
 	}
-	b := steps[m].Start
-	tl.procs() // built once, before two goroutines read it
-	first := newSweep(t, h, tl, steps, shapes, 0, m)
-	second := newSweep(t, h, tl, steps, shapes, m, len(steps))
+	tl.procs() // built once, before the goroutines read it
+	long := longest(t)
+	callsFrom := callsRunningFrom(t.APICalls)
+	ws := make([]*sweep, len(firsts))
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tl.each(func(a *activity) bool { return a.start < b && first.add(a) })
-		first.finish(b)
-	}()
-	second.startAt(b, tl.runningAt(b, longest(t)))
-	tl.eachFrom(b, second.add)
-	second.finish(math.MaxInt64)
-	wg.Wait()
-	for _, x := range first.beyond {
-		steps[x.step].Busy[x.cat] += x.d
+	for p, lo := range firsts {
+		hi, until := len(steps), nsys.Time(math.MaxInt64)
+		if p+1 < len(firsts) {
+			hi, until = firsts[p+1], steps[firsts[p+1]].Start
+		}
+		ws[p] = newSweep(t, h, tl, steps, shapes, lo, hi)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := ws[p]
+			if p == 0 {
+				tl.each(func(a *activity) bool { return a.start < until && w.add(a) })
+			} else {
+				b := steps[lo].Start
+				w.host.skipTo(callsFrom(b))
+				w.startAt(b, tl.runningAt(b, long))
+				tl.eachFrom(b, func(a *activity) bool { return a.start < until && w.add(a) })
+			}
+			w.finish(until)
+		}()
 	}
-	last.End = max(last.End, first.lastEnd)
-	for _, g := range second.counted {
-		if first.graphSeen[g.key] {
-			steps[g.step].Launches-- // counted at its first kernel, in the first half
+	wg.Wait()
+	for p, w := range ws {
+		for _, x := range w.beyond {
+			steps[x.step].Busy[x.cat] += x.d
+		}
+		last.End = max(last.End, w.lastEnd)
+		if p == 0 {
+			continue
+		}
+		for _, g := range w.counted {
+			for _, e := range ws[:p] {
+				if e.graphSeen[g.key] {
+					steps[g.step].Launches-- // counted at its first kernel, in an earlier piece
+					break
+				}
+			}
 		}
 	}
 	return steps, shapes
+}
+
+// callsRunningFrom returns a function that gives, for a time b, an index of calls (sorted
+// by start) before which no call runs past b: the calls that start a longest call's
+// duration before b or earlier end by then.
+func callsRunningFrom(calls []nsys.APICall) func(b nsys.Time) int {
+	var longest nsys.Time
+	for i := range calls {
+		longest = max(longest, calls[i].End-calls[i].Start)
+	}
+	return func(b nsys.Time) int {
+		return sort.Search(len(calls), func(i int) bool { return calls[i].Start >= b-longest })
+	}
 }
 
 // longest returns the longest duration of any kernel, memory operation or graph execution.

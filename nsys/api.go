@@ -108,14 +108,14 @@ func (r *reader) planAPI() error {
 		return nil
 	}
 	p.idList = strings.Join(ids, ",")
-	r.api = p
+	r.shared.api = p
 	return nil
 }
 
 // planCalls plans the runtime table's read: its launch, synchronize, memcpy and memset
 // calls into Trace.APICalls, in time order, in rowid parts like the kernel table.
 func (r *reader) planCalls() (*job, error) {
-	p := r.api
+	p := r.shared.api
 	if p == nil {
 		return nil, nil
 	}
@@ -248,3 +248,63 @@ func apiOrder(callers []Caller) func(a, b APICall) int {
 }
 
 func sortCalls(cs []APICall, callers []Caller) { sortUnlessSorted(cs, apiOrder(callers)) }
+
+// dropSharedCorrelations drops the CUDA API calls whose correlation id was given to an
+// earlier call of the same thread that had ended when the call started. CUPTI gives every
+// call its own id (a runtime call and the driver call it makes inside it share one, and
+// overlap); two calls one after the other with one id is a file that links every kernel
+// of that id to two calls (a file with every id equal made 801 steps of a 13-step
+// capture). Every call of a shared id is dropped, so kernels of it link to none; the
+// warning says how many. O(n): one pass in time order with the last call of each thread.
+func (r *reader) dropSharedCorrelations() {
+	calls := r.t.APICalls
+	if len(calls) < 2 {
+		return
+	}
+	threadOf := make([]int32, len(r.t.Callers)) // caller -> thread number
+	threads := map[int64]int32{}
+	for i, c := range r.t.Callers {
+		n, ok := threads[c.Thread]
+		if !ok {
+			n = int32(len(threads))
+			threads[c.Thread] = n
+		}
+		threadOf[i] = n
+	}
+	type last struct {
+		corr uint32
+		end  Time
+		ok   bool
+	}
+	lasts := make([]last, len(threads))
+	type key struct {
+		proc ProcID
+		corr uint32
+	}
+	var shared map[key]bool
+	for _, c := range calls {
+		l := &lasts[threadOf[c.Caller]]
+		if l.ok && l.corr == c.Correlation && c.Start >= l.end {
+			if shared == nil {
+				shared = map[key]bool{}
+			}
+			shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] = true
+		}
+		if !l.ok || c.Correlation != l.corr || c.End > l.end {
+			*l = last{c.Correlation, c.End, true}
+		}
+	}
+	if shared == nil {
+		return
+	}
+	out := calls[:0]
+	for _, c := range calls {
+		if !shared[key{r.t.Callers[c.Caller].Proc, c.Correlation}] {
+			out = append(out, c)
+		}
+	}
+	n := len(calls) - len(out)
+	r.t.APICalls = out
+	r.warnf("dropped %d of %d CUDA API rows of %s (%.3g%%): %d sharing %d correlation ids with an earlier call of their thread (the kernels they launched are not linked to a call)",
+		n, len(calls), runtimeTable, 100*float64(n)/float64(len(calls)), n, len(shared))
+}

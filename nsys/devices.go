@@ -67,3 +67,24 @@ func (r *reader) readDevices() error {
 	}
 	return nil
 }
+
+// MaxDevices is the most devices with GPU activity a trace may have: the cross-rank
+// analysis keeps, per device, a wait split by every other device (devices² numbers), so a
+// file of a few MB naming 10,000 device ids took gigabytes. 1024 is far past any single
+// capture (an NVL72 rack has 72 GPUs). Past it Open fails with one line.
+const MaxDevices = 1024
+
+// countSeen returns how many flags are set, and the first and last set index.
+func countSeen(seen []bool) (n, lo, hi int) {
+	lo = -1
+	for i, ok := range seen {
+		if ok {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i
+			n++
+		}
+	}
+	return n, lo, hi
+}

@@ -2,6 +2,7 @@ package nsys
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -120,11 +121,11 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if r.opt.SQLiteOnly {
 		return nil, "asked for (Options.SQLiteOnly)"
 	}
-	if r.file == nil {
-		return nil, r.fileWhy
+	if r.shared.file == nil {
+		return nil, r.shared.fileWhy
 	}
-	ti, ok := r.infos[q.table]
-	if !ok || ti.root <= 0 || ti.root > int64(r.file.Pages()) {
+	ti, ok := r.schema.infos[q.table]
+	if !ok || ti.root <= 0 || ti.root > int64(r.shared.file.Pages()) {
 		return nil, "not a table with a B-tree of its own"
 	}
 	if strings.Contains(strings.ToUpper(ti.sql), "WITHOUT ROWID") {
@@ -136,7 +137,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1}
 	nfield := 0
 	if q.text != "" {
-		ci, has := ti.cols[q.text]
+		ci, has := ti.cols[strings.ToLower(q.text)]
 		if !has || ci.alias || ci.dflt || ci.special {
 			return nil, "text column " + q.text + " missing, a rowid alias, with a default or generated"
 		}
@@ -144,7 +145,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 		nfield = ci.field + 1
 	}
 	for i, col := range q.cols {
-		ci, has := ti.cols[col.name]
+		ci, has := ti.cols[strings.ToLower(col.name)]
 		field, def, null := -1, col.def, !col.opt
 		switch {
 		case col.name == "" || (col.opt && !has):
@@ -170,7 +171,7 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 	if nfield > sqlitefile.MaxFields || len(c.Fields) > sqlitefile.MaxColumns {
 		return nil, "more than 62 columns"
 	}
-	t, err := r.file.Table(uint32(ti.root))
+	t, err := r.shared.file.Table(uint32(ti.root))
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -212,8 +213,8 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 		return whole, 0, nil
 	}
 	span := last + 1 - first
-	if first < 1 || span > r.size/16+1 || span > 1<<31 {
-		return whole, int(min(int64(len(leaves))*int64(r.file.Usable()/16), 1<<24)), nil
+	if first < 1 || span > r.schema.size/16+1 || span > 1<<31 {
+		return whole, int(min(int64(len(leaves))*int64(r.shared.file.Usable()/16), 1<<24)), nil
 	}
 	var ps []part
 	lo, la := first, 0
@@ -239,6 +240,60 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 type readLog struct {
 	mu    sync.Mutex
 	reads []TableRead
+	lost  map[string]string // "table.column" of optional columns absent: what is lost
+}
+
+// lostWarnings returns a warning per optional column a table lacks, naming what is lost,
+// sorted.
+func (l *readLog) lostWarnings() []error {
+	keys := make([]string, 0, len(l.lost))
+	for k := range l.lost {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]error, len(keys))
+	for i, k := range keys {
+		out[i] = errors.New(l.lost[k])
+	}
+	return out
+}
+
+// lostWhat says what is lost when a table lacks an optional column ("table.column", or
+// "*.column" for every table), for the warning.
+var lostWhat = map[string]string{
+	kernelTable + ".correlationId":  "kernels are not linked to the host calls that launched them: steps from NVTX ranges and host syncs, launches per step and what the host did in idle gaps are lost",
+	runtimeTable + ".correlationId": "host calls are not linked to the GPU work they launched: steps from NVTX ranges and host syncs, launches per step and what the host did in idle gaps are lost",
+	runtimeTable + ".globalTid":     "host calls have no thread: NVTX ranges cannot be mapped to the GPU work they launched",
+	"*.correlationId":               "its rows are not linked to the host calls that made them",
+	"*.globalPid":                   "every row is taken as one process's (correlation ids are per process)",
+	"*.globalTid":                   "every range is taken as one thread's",
+	"*.bytes":                       "sizes read as 0 (copies' sizes are evidence of a step's phase)",
+	"*.copyKind":                    "copy directions are unknown",
+	"*.textId":                      "ranges named by registered strings have no name",
+	"*.domainId":                    "ranges of every NVTX domain are taken as the default domain's",
+}
+
+// noteLost records the optional columns of q that its table lacks.
+func (r *reader) noteLost(q *tableQuery) {
+	for _, c := range q.cols {
+		if c.name == "" || !c.opt || !r.has(q.table) || r.hasCol(q.table, c.name) {
+			continue
+		}
+		what, ok := lostWhat[q.table+"."+c.name]
+		if !ok {
+			what = lostWhat["*."+c.name]
+		}
+		msg := fmt.Sprintf("%s has no column %s, read as %d", q.table, c.name, c.def)
+		if what != "" {
+			msg += ": " + what
+		}
+		r.shared.reads.mu.Lock()
+		if r.shared.reads.lost == nil {
+			r.shared.reads.lost = map[string]string{}
+		}
+		r.shared.reads.lost[q.table+"."+c.name] = msg
+		r.shared.reads.mu.Unlock()
+	}
 }
 
 func (l *readLog) add(tr TableRead) {
@@ -255,8 +310,9 @@ func (l *readLog) sorted() []TableRead {
 // direct plans the direct read of q and logs how the table is read: it returns nil
 // when the table is read through SQLite.
 func (r *reader) direct(q *tableQuery) *directTable {
+	r.noteLost(q)
 	d, why := r.planDirect(q)
-	r.reads.add(TableRead{Table: q.table, Direct: d != nil, Why: why})
+	r.shared.reads.add(TableRead{Table: q.table, Direct: d != nil, Why: why})
 	return d
 }
 

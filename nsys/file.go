@@ -87,11 +87,11 @@ func CheckFile(path string) error {
 	case fi.IsDir():
 		return &Error{path, errors.New("is a directory, not an nsys SQLite export")}
 	case !fi.Mode().IsRegular():
-		return &Error{path, errors.New("is not a regular file")}
+		return &Error{path, errNotRegular}
 	case fi.Size() == 0:
 		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
 	}
-	f, err := os.Open(path)
+	f, err := OpenRegular(path)
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
@@ -146,6 +146,9 @@ var compressions = []struct {
 	{"bzip2", []byte("BZh"), "bunzip2 -k"},
 }
 
+// errNotRegular is the error of a path that is not a regular file.
+var errNotRegular = errors.New("is not a regular file")
+
 // dsn returns a read-only, immutable SQLite URI for path. go-sqlite3 honours mode=ro only
 // when the DSN starts with "file:"; immutable=1 keeps SQLite from creating journal, WAL or
 // SHM files beside the input.
@@ -168,4 +171,64 @@ func sqliteHint(err error) error {
 		return fmt.Errorf(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)
 	}
 	return err
+}
+
+// warnSidecars warns when a -wal or a hot -journal file sits beside the trace. SQLite
+// looks for them beside the file a symbolic link names, so the link is resolved first.
+// The reader opens the file immutably (it never changes the input or creates files beside
+// it), so neither is applied: a WAL's frames are committed changes not yet in the file,
+// and a hot journal holds the rollback of a write left unfinished (the file may hold part
+// of it). A WAL without frames and a journal with a zeroed header hold nothing.
+func warnSidecars(t *Trace, path string) {
+	real := resolveLinks(path)
+	via := ""
+	if real != path && filepath.Base(real) != filepath.Base(path) {
+		via = " (the file " + filepath.Base(path) + " links to)"
+	}
+	if walFrames(real) {
+		t.Warnings = append(t.Warnings, fmt.Errorf("%s-wal sits beside the trace%s: it holds committed changes not yet written into the file, and the trace is read without them (open it once with sqlite3 to apply them)", filepath.Base(real), via))
+	}
+	if hotJournal(real) {
+		t.Warnings = append(t.Warnings, fmt.Errorf("%s-journal sits beside the trace%s: a hot journal holds the rollback of a write left unfinished, and the trace is read as it is on disk, which may hold part of that write (open it once with sqlite3 to roll it back)", filepath.Base(real), via))
+	}
+}
+
+// resolveLinks returns path with its symbolic links resolved, or path when they cannot be.
+func resolveLinks(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	return path
+}
+
+// walFrames reports whether path-wal holds frames: a WAL header (32 bytes, its magic
+// 0x377f0682 or 0x377f0683) and more. SQLite ignores a WAL of another magic.
+func walFrames(path string) bool {
+	h, size := sidecarHead(path+"-wal", 4)
+	m := binary.BigEndian.Uint32(append(h, 0, 0, 0, 0))
+	return size > 32 && (m == 0x377f0682 || m == 0x377f0683)
+}
+
+// hotJournal reports whether path-journal can be hot: it is not empty and its header is
+// not zeroed (SQLite's hasHotJournal reads the first byte; a committed journal of
+// journal_mode=PERSIST has its header zeroed).
+func hotJournal(path string) bool {
+	h, _ := sidecarHead(path+"-journal", 1)
+	return len(h) == 1 && h[0] != 0
+}
+
+// sidecarHead returns up to the first n bytes of the regular file at path and its size.
+func sidecarHead(path string, n int) ([]byte, int64) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0
+	}
+	b := make([]byte, n)
+	k, _ := io.ReadFull(f, b)
+	return b[:k], fi.Size()
 }

@@ -59,16 +59,7 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 	nl := max(1, runtime.GOMAXPROCS(0))
 	lanes := make(chan reader, nl)
 	for i := 0; i < nl; i++ {
-		l := *r
-		if i > 0 && r.batch != nil {
-			b, err := openBatch(r.uri)
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			l.batch = b
-		}
-		lanes <- l
+		lanes <- *r
 	}
 	var g errgroup.Group
 	g.SetLimit(nl)
@@ -158,7 +149,7 @@ func (r *reader) proc(global int64) ProcID {
 			return c.id[i]
 		}
 	}
-	pt := r.procs
+	pt := r.shared.procs
 	pt.mu.Lock()
 	p, ok := pt.ids[global]
 	if !ok {
@@ -177,12 +168,12 @@ func (r *reader) proc(global int64) ProcID {
 
 // renumberProcs orders Trace.Procs by globalPid and rewrites every ProcID to match.
 func (r *reader) renumberProcs() {
-	pids := slices.Clone(r.procs.pid)
+	pids := slices.Clone(r.shared.procs.pid)
 	slices.Sort(pids)
 	r.t.Procs = pids
 	remap := make([]ProcID, len(pids))
 	sorted := true
-	for old, g := range r.procs.pid {
+	for old, g := range r.shared.procs.pid {
 		n, _ := slices.BinarySearch(pids, g)
 		remap[old] = ProcID(n)
 		sorted = sorted && old == n

@@ -5,6 +5,7 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).
@@ -179,7 +180,8 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	if r.hasCol(nvtxTable, "end") {
 		d = r.direct(q)
 	} else {
-		r.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
+		r.noteLost(q)
+		r.shared.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
 	}
 	if d != nil {
 		var nr nvtxRow
@@ -225,6 +227,11 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	var n int64
 	kind := func(v any, typ string) (int64, valueKind) {
 		x, ok := v.(int64)
+		if f, isF := v.(float64); isF && typ == "real" {
+			if x, ok := integralFloat(f); ok {
+				return x, valueInt
+			}
+		}
 		switch {
 		case typ == "integer" && ok:
 			return x, valueInt
@@ -249,4 +256,98 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 		return fmt.Errorf("reading %s: %w", nvtxTable, err)
 	}
 	return nil
+}
+
+// dropUnclosed drops the ranges that were never closed (NULL end) although a later range
+// of the same name (digits aside: "decode 7" and "decode 8" are one name) and domain
+// starts on the same thread. A range open at the end of the capture is one that was
+// still running when it stopped; one followed by the next of its kind is a bad row, and
+// read as open it would swallow the rest of the thread's ranges (every later step nested
+// in it). O(n) in the ranges.
+func dropUnclosed(rs []Range, texts []string, d *dropCounter) []Range {
+	anyOpen := false
+	for i := range rs {
+		if rs[i].Open() {
+			anyOpen = true
+			break
+		}
+	}
+	if !anyOpen {
+		return rs
+	}
+	shapeOf := make([]int32, len(texts)) // 1 + the shape's number; 0: not yet
+	shapes := map[string]int32{}
+	shape := func(text uint32) int32 {
+		if text >= uint32(len(texts)) {
+			return -1
+		}
+		if shapeOf[text] == 0 {
+			k := digitless(texts[text])
+			id, ok := shapes[k]
+			if !ok {
+				id = int32(len(shapes))
+				shapes[k] = id
+			}
+			shapeOf[text] = id + 1
+		}
+		return shapeOf[text] - 1
+	}
+	type key struct {
+		thread int64
+		domain uint32
+		shape  int32
+	}
+	last := map[key]Time{} // the latest start of each name on each thread
+	for i := range rs {
+		k := key{rs[i].Thread, rs[i].Domain, shape(rs[i].Text)}
+		if t, ok := last[k]; !ok || rs[i].Start > t {
+			last[k] = rs[i].Start
+		}
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r.Open() && last[key{r.Thread, r.Domain, shape(r.Text)}] > r.Start {
+			d.unclosed++
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// digitless returns s with each run of digits replaced by one '#'.
+func digitless(s string) string {
+	if !strings.ContainsAny(s, "0123456789") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	inRun := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			if !inRun {
+				b.WriteByte('#')
+			}
+			inRun = true
+			continue
+		}
+		inRun = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// endHeap is a min-heap of the ends of the ranges open on one thread.
+type endHeap []Time
+
+func (h endHeap) Len() int           { return len(h) }
+func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)        { *h = append(*h, x.(Time)) }
+func (h *endHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -38,25 +38,33 @@ type Options struct {
 	directFailed string
 }
 
-// A reader holds the open database during Open.
+// A reader holds the open database during Open. Each lane has its own copy (its
+// warnings, its cache); schema and shared are the same for all.
 type reader struct {
-	ctx     context.Context
-	db      *sql.DB
-	batch   *batchDB // nil when unavailable
-	uri     string   // SQLite URI of the file, for more connections
-	warns   []error  // this lane's warnings
-	cache   procCache
+	ctx    context.Context
+	db     *sql.DB
+	t      *Trace
+	opt    Options
+	warns  []error // this lane's warnings
+	cache  procCache
+	schema *schema
+	shared *shared
+}
+
+// A schema is what the reader knows of the file's tables.
+type schema struct {
+	cols  map[string]map[string]bool // table -> column set
+	infos map[string]*tableInfo
+	size  int64 // of the file: bounds the rows a table can hold
+}
+
+// shared is what the lanes of one read share.
+type shared struct {
 	api     *apiPlan         // the runtime-table scan, planned before the lanes start
 	file    *sqlitefile.File // the file, for the direct reader; nil when it does not handle it
 	fileWhy string           // why file is nil
-	infos   map[string]*tableInfo
 	reads   *readLog
-	t       *Trace
-	opt     Options
-	cols    map[string]map[string]bool // table -> column set
-	size    int64                      // of the file: bounds the rows a table can hold
 	procs   *procTable
-	counts  map[string]int64
 }
 
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
@@ -80,22 +88,21 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	return t, err
 }
 
-// openDB opens the export at path read-only through go-sqlite3 and returns its DSN too;
-// errors name the file.
-func openDB(path string) (*sql.DB, string, error) {
+// openDB opens the export at path read-only through go-sqlite3; errors name the file.
+func openDB(path string) (*sql.DB, error) {
 	d, err := dsn(path)
 	if err != nil {
-		return nil, "", &Error{path, err}
+		return nil, &Error{path, err}
 	}
 	db, err := sql.Open("sqlite3", d)
 	if err != nil {
-		return nil, "", &Error{path, err}
+		return nil, &Error{path, err}
 	}
-	return db, d, nil
+	return db, nil
 }
 
 func open(ctx context.Context, path string, opt Options) (*Trace, error) {
-	db, d, err := openDB(path)
+	db, err := openDB(path)
 	if err != nil {
 		return nil, err
 	}
@@ -104,28 +111,21 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	if err != nil {
 		return nil, &Error{path, err}
 	}
-	r := &reader{ctx: ctx, db: db, size: fi.Size(), t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
-		cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, procs: &procTable{ids: map[int64]ProcID{}},
-		reads: &readLog{}}
+	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
+		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: fi.Size()},
+		shared: &shared{procs: &procTable{ids: map[int64]ProcID{}}, reads: &readLog{}}}
 	if !opt.SQLiteOnly {
 		// The -wal beside the file a link names is the one SQLite would apply.
 		f, err := sqlitefile.Open(resolveLinks(path))
 		switch {
 		case err == nil:
-			r.file = f
+			r.shared.file = f
 			defer f.Close()
 		case sqlitefile.IsUnhandled(err):
-			r.fileWhy = err.Error()
+			r.shared.fileWhy = err.Error()
 		default:
 			return nil, &Error{path, err}
 		}
-	}
-	// Large tables are scanned through a second, C-level connection many rows per call;
-	// database/sql remains the fallback.
-	r.uri = strings.TrimSuffix(d, "&_query_only=1")
-	if b, err := openBatch(r.uri); err == nil {
-		r.batch = b
-		defer b.Close()
 	}
 	if err := r.read(); err != nil {
 		if sqlitefile.IsUnhandled(err) {
@@ -133,8 +133,9 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		}
 		return nil, &Error{path, sqliteHint(err)}
 	}
-	r.t.Reads = r.reads.sorted()
+	r.t.Reads = r.shared.reads.sorted()
 	r.t.Warnings = append(r.t.Warnings, r.warns...)
+	r.t.Warnings = append(r.t.Warnings, r.shared.reads.lostWarnings()...)
 	warnSidecars(r.t, path)
 	return r.t, nil
 }
@@ -152,6 +153,7 @@ func (r *reader) read() error {
 	if err := r.readConfig(); err != nil {
 		return err
 	}
+	r.readOrigin()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {
@@ -182,9 +184,11 @@ func (r *reader) read() error {
 	return r.readDevices()
 }
 
-func (r *reader) has(table string) bool { _, ok := r.cols[table]; return ok }
+func (r *reader) has(table string) bool { _, ok := r.schema.cols[table]; return ok }
 
-func (r *reader) hasCol(table, col string) bool { return r.cols[table][col] }
+// hasCol reports whether table has the column col, matched as SQLite matches column
+// names: in any letter case (ASCII), so a correlationId spelled CorrelationID is read.
+func (r *reader) hasCol(table, col string) bool { return r.schema.cols[table][strings.ToLower(col)] }
 
 func (r *reader) warnf(format string, args ...any) {
 	r.warns = append(r.warns, fmt.Errorf(format, args...))
@@ -237,6 +241,7 @@ func (r *reader) readTables() error {
 				cr.Close()
 				return err
 			}
+			c = strings.ToLower(c) // SQLite matches column names in any letter case
 			if hidden == 0 {
 				cols[c] = true
 			}
@@ -264,8 +269,8 @@ func (r *reader) readTables() error {
 			ci.alias = true
 			ti.cols[intPK] = ci
 		}
-		r.infos[n] = &ti
-		r.cols[n] = cols
+		r.schema.infos[n] = &ti
+		r.schema.cols[n] = cols
 		tb := Table{Name: n, Rows: -1}
 		if r.opt.CountRows {
 			if err := r.db.QueryRowContext(r.ctx, `SELECT count(*) FROM "`+n+`"`).Scan(&tb.Rows); err != nil {

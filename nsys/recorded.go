@@ -41,7 +41,7 @@ func ReadRecorded(ctx context.Context, path string) (*Recorded, error) {
 	if err := CheckFile(path); err != nil {
 		return nil, err
 	}
-	db, _, err := openDB(path)
+	db, err := openDB(path)
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,13 @@ package nsys
 import (
 	"database/sql"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
@@ -56,26 +60,6 @@ func (p *tableProgress) add(n int64, last bool) {
 func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []int64)) error {
 	var n int64 // rows not yet reported
 	defer func() { p.add(n, true) }()
-	if r.batch != nil {
-		err := r.batch.scan(query, ncol, func(rows []int64, k int) error {
-			w := ncol + 1
-			for i := 0; i < k; i++ {
-				fn(rows[i*w : (i+1)*w : (i+1)*w])
-			}
-			if n += int64(k); n >= 1<<20 {
-				if err := r.ctx.Err(); err != nil {
-					return err
-				}
-				p.add(n, false)
-				n = 0
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", p.table, err)
-		}
-		return nil
-	}
 	rows, err := r.db.QueryContext(r.ctx, query)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p.table, err)
@@ -94,6 +78,9 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 		v[ncol] = 0
 		for i, x := range raw {
 			iv, ok := x.(int64)
+			if f, isF := x.(float64); isF {
+				iv, ok = integralFloat(f)
+			}
 			if !ok && i < 63 {
 				v[ncol] |= 1 << i
 			}
@@ -109,6 +96,16 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 		return fmt.Errorf("reading %s: %w", p.table, err)
 	}
 	return nil
+}
+
+// integralFloat returns f as an int64 when it is a whole number within int64: how both
+// readers take a REAL (a column of REAL affinity returns its integers as REALs), so that
+// they agree whatever the column's declared type. Other REALs hold no INTEGER.
+func integralFloat(f float64) (int64, bool) {
+	if !(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // A part is a range [lo, hi) of a table's rowids, read on its own while other parts are.
@@ -273,28 +270,40 @@ func readParts[T any, P any, PP interface {
 }
 
 // renumber replaces the part-local id of each row (id) with a global one: global(d, local)
-// gives it, called once per local id a part's rows use, in row order. rows are the parts'
-// rows joined in part order; n(d) is the size of part d's local table.
+// gives it, called once per local id a part's rows use, in the order the rows first use
+// them. rows are the parts' rows joined in part order; n(d) is the size of part d's local
+// table. A part numbers its local ids in the order its rows first use them (each is made
+// for the row that needs it), so the global ids are given part by part, local id by local
+// id, and the rows rewritten, part by part at once.
 func renumber[T any, P any, PP interface {
 	*P
 	tablePart[T]
 }, ID ~uint32](rows []T, parts []P, id func(*T) *ID, n func(PP) int, global func(PP, ID) ID) {
-	at := 0
+	remaps := make([][]ID, len(parts))
 	for i := range parts {
 		d := PP(&parts[i])
 		remap := make([]ID, n(d))
 		for k := range remap {
-			remap[k] = ^ID(0)
+			remap[k] = global(d, ID(k))
 		}
-		for k := at; k < at+len(d.out().rows); k++ {
-			p := id(&rows[k])
-			if remap[*p] == ^ID(0) {
-				remap[*p] = global(d, *p)
-			}
-			*p = remap[*p]
-		}
-		at += len(d.out().rows)
+		remaps[i] = remap
 	}
+	var g errgroup.Group
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
+	at := 0
+	for i := range parts {
+		part := rows[at : at+len(PP(&parts[i]).out().rows)]
+		at += len(part)
+		remap := remaps[i]
+		g.Go(func() error {
+			for k := range part {
+				p := id(&part[k])
+				*p = remap[*p]
+			}
+			return nil
+		})
+	}
+	g.Wait()
 }
 
 // defaultPartRows is about the number of rows of a part: small enough that the two lanes
@@ -309,7 +318,7 @@ const directPartRows = 1 << 19
 // to be read concurrently, and returns the number of slots they index (hi-lo of the
 // whole): a part's rows can be stored at their rowid's offset without knowing how many
 // rows the other parts hold. It returns the whole table as one part, and an upper bound of
-// its row count, when the batch reader is unavailable, the table is small, or its rowids
+// its row count, when the table is small, or its rowids
 // are too sparse to index.
 func (r *reader) parts(table string) ([]part, int) {
 	partRows := r.opt.partRows
@@ -318,7 +327,7 @@ func (r *reader) parts(table string) ([]part, int) {
 	}
 	whole := []part{{}}
 	bound := r.maxRowid(table)
-	if r.batch == nil || bound < 2*partRows {
+	if bound < 2*partRows {
 		return whole, bound
 	}
 	var lo, hi sql.NullInt64 // one query each: SQLite finds a lone min or max in O(log n)
@@ -330,7 +339,7 @@ func (r *reader) parts(table string) ([]part, int) {
 	span := hi.Int64 + 1 - lo.Int64
 	// A row takes more than 16 bytes of the file: more slots than that means rowids with
 	// gaps, and slots that would cost memory for nothing.
-	if span > r.size/16 || span > 1<<31 {
+	if span > r.schema.size/16 || span > 1<<31 {
 		return whole, bound
 	}
 	n := int((span + int64(partRows) - 1) / int64(partRows))
@@ -350,13 +359,36 @@ func (r *reader) maxRowid(table string) int {
 	if err := r.db.QueryRowContext(r.ctx, `SELECT max(rowid) FROM "`+table+`"`).Scan(&n); err != nil || !n.Valid {
 		return 0
 	}
-	return int(max(0, min(n.Int64, r.size/8, 1<<31)))
+	return int(max(0, min(n.Int64, r.schema.size/8, 1<<31)))
 }
 
 // sortUnlessSorted sorts s by cmp; tables come sorted most of the time, and checking costs
-// a fraction of sorting.
+// a fraction of sorting (checked in pieces at once: large tables are tens of millions of
+// rows).
 func sortUnlessSorted[T any](s []T, cmp func(a, b T) int) {
-	if !slices.IsSortedFunc(s, cmp) {
+	if !isSorted(s, cmp) {
 		slices.SortFunc(s, cmp)
 	}
+}
+
+// isSorted is slices.IsSortedFunc, in pieces at once from 2^20 elements on.
+func isSorted[T any](s []T, cmp func(a, b T) int) bool {
+	const piece = 1 << 19
+	if len(s) < 2*piece {
+		return slices.IsSortedFunc(s, cmp)
+	}
+	var g errgroup.Group
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
+	var unsorted atomic.Bool
+	for lo := 0; lo < len(s); lo += piece {
+		hi := min(lo+piece+1, len(s)) // one past: the pieces overlap by an element
+		g.Go(func() error {
+			if !unsorted.Load() && !slices.IsSortedFunc(s[lo:hi], cmp) {
+				unsorted.Store(true)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	return !unsorted.Load()
 }

@@ -230,6 +230,11 @@ type Trace struct {
 	Config []EnvVar
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
+	// Origin is where the file's clock and processes come from (origin.go).
+	Origin Origin
+	// Run says how a trace merged from several exports of one run was put together
+	// (run.go); nil for a trace read from one file.
+	Run *Run
 
 	big       *bigMaps            // memory mapped outside the Go heap, for Release
 	siteIdx   map[Site]SiteID     // for AddKernel, built on first use

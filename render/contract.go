@@ -72,6 +72,7 @@ type ReportJSON struct {
 	// Plan is the answer the text leads with: the limiter, what would lead after it, one
 	// group per rule. Added field.
 	Plan *PlanJSON `json:"plan,omitempty"`
+	Run  *RunJSON  `json:"run,omitempty"` // a run given as several files (run.go)
 }
 
 // PlanJSON is the report's answer as a plan (findings.Report.Groups, Limiter, Then).
@@ -142,6 +143,13 @@ type DeviceJSON struct {
 	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
+	// Source says which file, process and CUDA device of a run of several files the
+	// device is (run.go); absent for one file.
+	Source *DeviceSourceJSON `json:"source,omitempty"`
+	// Rounds describes the summarised steps as speculative rounds and gives the time per
+	// token where the tokens are known; absent when there are neither rounds nor tokens.
+	// Added field.
+	Rounds *RoundsJSON `json:"rounds,omitempty"`
 }
 
 // FindingJSON is one finding: a rule that holds on the device's summary (README "Findings").
@@ -422,6 +430,33 @@ type DiffJSON struct {
 	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
 	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
 	Sample string `json:"sample"`
+	// Token compares the time per token (the verdict when both sides know their tokens:
+	// --tokens, or vLLM's step NVTX); absent otherwise. Rounds describes each side's steps
+	// as speculative rounds; absent when neither side has rounds. Added fields.
+	Token *DiffRowJSON `json:"token,omitempty"`
+	// TokenMinChangeNS is the token row's threshold: min_change_ns scaled by the base's
+	// time per token over its mean step.
+	TokenMinChangeNS int64           `json:"token_min_change_ns,omitempty"`
+	Rounds           *DiffRoundsJSON `json:"rounds,omitempty"`
+}
+
+// DiffRoundsJSON is each side's rounds.
+type DiffRoundsJSON struct {
+	Base RoundsJSON `json:"base"`
+	New  RoundsJSON `json:"new"`
+}
+
+// RoundsJSON describes steps as speculative rounds and their tokens.
+type RoundsJSON struct {
+	Steps         int     `json:"steps"`
+	Rounds        int     `json:"rounds"`
+	DraftForwards float64 `json:"draft_forwards_per_round"`
+	Speculative   bool    `json:"speculative"` // at least half of the steps are rounds
+	// Tokens known (0: unknown), from "given" (--tokens) or "nvtx"; per token and per step.
+	Tokens        int     `json:"tokens"`
+	TokensFrom    string  `json:"tokens_from,omitempty"`
+	PerTokenNS    int64   `json:"per_token_ns"`
+	TokensPerStep float64 `json:"tokens_per_step"`
 }
 
 // StoryItemJSON is one line of what changed: a row name and the ranks listed under it.

@@ -143,6 +143,18 @@ func NewDiffJSON(c *compare.Comparison) *DiffJSON {
 	out.Warnings = append(out.Warnings, diffTopWarnings(c)...)
 	out.Warnings = append(out.Warnings, diffRowWarnings(c)...)
 	out.Findings = findingChangesJSON(c.Findings)
+	if c.Token != nil {
+		t := diffRowJSON(c, c.Token)
+		out.Token = &t
+		out.TokenMinChangeNS = int64(math.Round(c.TokenMinChangeNS))
+	}
+	if c.BaseRounds.Rounds+c.NewRounds.Rounds > 0 {
+		rj := func(r *compare.SideRounds) RoundsJSON {
+			return RoundsJSON{Steps: r.Steps, Rounds: r.Rounds, DraftForwards: round3(r.DraftForwards), Speculative: r.Speculative,
+				Tokens: r.Tokens, TokensFrom: r.TokensFrom, PerTokenNS: int64(r.PerToken), TokensPerStep: round3(r.TokensPerStep)}
+		}
+		out.Rounds = &DiffRoundsJSON{Base: rj(&c.BaseRounds), New: rj(&c.NewRounds)}
+	}
 	out.Ranks = diffRanksJSON(c)
 	for _, it := range c.Story() {
 		sj := StoryItemJSON{Name: it.Row.Name, Ranks: []int{}}
@@ -289,13 +301,19 @@ func rowPN(r *compare.Row) string {
 }
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
-// kernel changes, then numbered warnings. The answer (each side's step and the verdict)
-// is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
+// kernel changes, then numbered warnings. The answer (the rounds warning, each side's
+// step and the verdict) is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
 func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 	var answer, details strings.Builder
 	hw := &errWriter{w: &answer}
+	for _, l := range diffLead(c) {
+		hw.printf("%s\n", TerminalSafe(l))
+	}
 	for _, l := range diffHeadlines(c) { // the answer first (headline.go)
 		hw.printf("%s\n", TerminalSafe(l))
+	}
+	if v := tokenVerdict(c); v != "" {
+		hw.printf("%s\n", v)
 	}
 	hw.printf("%s\n", diffVerdict(c))
 	ew := &errWriter{w: &details}
@@ -441,7 +459,7 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 const maxVariantNames = 3
 
 // variantNames lists the names of a kernel family on one side that the other side lacks,
-// shortened as in the kernel tables (ShortName); at most maxVariantNames, then how many
+// elided as in the kernel tables (elideNames); at most maxVariantNames, then how many
 // more; "none" when there are none.
 func variantNames(names, other []string) string {
 	var only []string

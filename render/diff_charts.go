@@ -34,12 +34,16 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 	}
 	bar := charts.NewBar()
 	b := chartBlock{ID: "diff-cats", Title: title, Height: 400, Wide: true, Units: "time,time"}
+	legend, top := wrapLegend([]string{bl, nl}, 46)
+	legend.Data = []string{bl, nl}
+	top += 12 // room for the value axis's name
+	b.Height += top - 96
 	bar.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120", Data: []string{bl, nl}}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(
-			opts.Grid{Top: "96", Left: "8", Right: "20%", Bottom: "16", ContainLabel: opts.Bool(true)},
-			opts.Grid{Top: "96", Left: "83%", Right: "16", Bottom: "16", ContainLabel: opts.Bool(true)}),
+			opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "20%", Bottom: "16", ContainLabel: opts.Bool(true)},
+			opts.Grid{Top: strconv.Itoa(top), Left: "83%", Right: "16", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "mean/step"}),
 	)...)
@@ -117,10 +121,17 @@ func diffStepsChart(c *compare.Comparison) (chartBlock, bool, error) {
 	}
 	line := charts.NewLine()
 	b := chartBlock{ID: "diff-steps", Title: title, Height: 400, Wide: true, Units: "time"}
+	names := []string{bl, nl}
+	if g.bucketed() {
+		names = []string{bl + " median", bl + " shortest", bl + " longest", nl + " median", nl + " shortest", nl + " longest"}
+	}
+	legend, top := wrapLegend(names, 46)
+	top += 16 // room for the value axis's name
+	b.Height += top - 100
 	line.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis"}),
-		charts.WithGridOpts(opts.Grid{Top: "100", Left: "8", Right: "24", Bottom: bottom, ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "24", Bottom: bottom, ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: diffStepAxisName(c, g), NameLocation: "middle", NameGap: 28}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "step time", Scale: opts.Bool(true)}),
 	)...)

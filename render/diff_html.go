@@ -147,6 +147,10 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	out.NotComparable = notComparableTable(c)
 	out.Story = storyTable(c, bl, nl)
 	out.RankWait = diffRankWaitTable(c)
+	if tr := c.Token; tr != nil { // the verdict is per token; the step is a round
+		out.Lead = fmt.Sprintf("Time per token: mean %s → %s, %s %s; per round: %s", breakdown.FormatDurationF(tr.Mean.Base),
+			breakdown.FormatDurationF(tr.Mean.New), meanWords(c, tr), meanPN(c, tr), out.Lead)
+	}
 	out.Answer = diffAnswer(c, out.Lead)
 	cats, err := diffCatsChart(c)
 	if err != nil {
@@ -228,6 +232,9 @@ func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 		}
 		t.Rows = append(t.Rows, htmlRow{Class: class, Cells: []htmlCell{name, cellText(rank), cellNum(breakdown.FormatDurationF(r.Mean.Base)),
 			cellNum(breakdown.FormatDurationF(r.Mean.New)), cellNum(signedDuration(r.Mean.Delta)), cellNum(meanRange(c, r)), delta, cellText(meanPN(c, r))}})
+	}
+	if c.Token != nil { // the verdict: per token, before the step (a speculative round)
+		row(cellText("time per token"), "all", c.Token, "total")
 	}
 	changed := 0
 	for _, it := range c.Story() {
@@ -442,17 +449,26 @@ func changeTable(id, caption string, cs []compare.KernelChange, base bool) *html
 	}
 	t := &htmlTable{ID: id, Caption: fmt.Sprintf("%s: %d kernel families", caption, len(cs)),
 		Head: []htmlCell{cellText("category"), cellNum("count"), cellNum("total"), cellText("family"), cellText("names")}}
+	var all [][]string
+	for _, k := range cs[:min(len(cs), maxChangeRows)] {
+		if base {
+			all = append(all, k.BaseNames)
+		} else {
+			all = append(all, k.NewNames)
+		}
+	}
+	cells := namesCells(all...)
 	for i, k := range cs {
 		if i == maxChangeRows {
 			t.Note = moreNote(len(cs))
 			break
 		}
-		n, total, names := k.NewCount, k.NewTotal, k.NewNames
+		n, total := k.NewCount, k.NewTotal
 		if base {
-			n, total, names = k.BaseCount, k.BaseTotal, k.BaseNames
+			n, total = k.BaseCount, k.BaseTotal
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(n)), cellNum(breakdown.FormatDuration(int64(total))),
-			familyCell(k.Family), namesCell(names)}})
+			familyCell(k.Family), cells[i]}})
 	}
 	return t
 }
@@ -463,16 +479,21 @@ func variantTable(cs []compare.KernelChange, bl, nl string) *htmlTable {
 		return nil
 	}
 	t := &htmlTable{ID: "diff-variants",
-		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families; long names shortened (--format json has them whole)", len(cs)),
+		Caption: fmt.Sprintf("Changed variants (same kernel family, other tile or template choice): %d kernel families; long names elided to what tells them apart (hover for the whole name; --format json has them whole)", len(cs)),
 		Head: []htmlCell{cellText("category"), cellNum(bl + " count"), cellNum(nl + " count"), cellText("family"),
 			cellText(bl + " names"), cellText(nl + " names")}}
+	var all [][]string
+	for _, k := range cs[:min(len(cs), maxChangeRows)] {
+		all = append(all, k.BaseNames, k.NewNames)
+	}
+	cells := namesCells(all...)
 	for i, k := range cs {
 		if i == maxChangeRows {
 			t.Note = moreNote(len(cs))
 			break
 		}
 		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{catCell(k.Category), cellNum(strconv.Itoa(k.BaseCount)), cellNum(strconv.Itoa(k.NewCount)),
-			familyCell(k.Family), namesCell(k.BaseNames), namesCell(k.NewNames)}})
+			familyCell(k.Family), cells[2*i], cells[2*i+1]}})
 	}
 	return t
 }
@@ -483,22 +504,28 @@ func moreNote(n int) string {
 
 func familyCell(f string) htmlCell { return htmlCell{Text: f, Class: "name family"} }
 
-// namesCell holds kernel names one a line, each shortened to its head and tail (template
-// names run to thousands of characters; the family beside them is whole, and the JSON has
-// every name whole).
-func namesCell(names []string) htmlCell {
-	short := make([]string, len(names))
-	for i, n := range names {
-		short[i] = shortVariant(n)
+// namesCells returns one cell per list of kernel names, the names one a line. Long names
+// (template names run to thousands of characters) are elided by what tells them apart
+// from the table's other names (elideNames: what rows share goes, what differs stays);
+// the whole names are the cell's title, shown on hover (and whole in the JSON).
+func namesCells(lists ...[]string) []htmlCell {
+	var flat []string
+	for _, l := range lists {
+		flat = append(flat, l...)
 	}
-	return htmlCell{Text: strings.Join(short, "\n"), Class: "name names"}
+	short := elideNames(flat, maxHTMLName)
+	out := make([]htmlCell, len(lists))
+	k := 0
+	for i, l := range lists {
+		c := htmlCell{Text: strings.Join(short[k:k+len(l)], "\n"), Class: "name names"}
+		if c.Text != strings.Join(l, "\n") {
+			c.Title = strings.Join(l, "\n")
+		}
+		out[i] = c
+		k += len(l)
+	}
+	return out
 }
 
-// shortVariant keeps the first 64 and the last 32 characters of a name longer than 100.
-func shortVariant(s string) string {
-	r := []rune(s)
-	if len(r) <= 100 {
-		return s
-	}
-	return string(r[:64]) + " … " + string(r[len(r)-32:])
-}
+// maxHTMLName is the longest kernel name a diff table shows whole.
+const maxHTMLName = 100

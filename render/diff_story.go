@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
@@ -18,6 +19,9 @@ import (
 func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	verdict := fmt.Sprintf("permutation test on the difference of means, ± its %g%% interval; verdict at p < %g and at least %s/step",
 		100*c.Options.Confidence, c.Options.Alpha, breakdown.FormatDurationF(c.MinChangeNS))
+	if c.Token != nil {
+		verdict += fmt.Sprintf(" (%s/token)", breakdown.FormatDurationF(c.TokenMinChangeNS))
+	}
 	if !c.Tested {
 		verdict = "no verdict: too few samples to test"
 	}
@@ -26,6 +30,9 @@ func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	nameW := 12
 	for _, it := range story {
 		nameW = max(nameW, len(it.Row.Name))
+	}
+	if c.Token != nil { // the verdict: per token, before the step (a speculative round)
+		ew.printf("  %s\n", strings.Replace(storyLine(c, c.Token, fmt.Sprintf("%-*s", nameW, "per token")), "/step", "/token", 1))
 	}
 	changed := 0
 	for _, it := range story {

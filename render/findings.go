@@ -1,11 +1,8 @@
 package render
 
 import (
-	"fmt"
 	"math"
-	"strings"
 
-	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
@@ -31,13 +28,6 @@ func findingsJSON(fs []findings.Finding) []FindingJSON {
 			StepNS: int64(f.Step), Evidence: ev, Suggestion: findingSuggestion(&f), Kind: findingKind(&f), Minor: f.Minor()})
 	}
 	return out
-}
-
-// findingHeadline is a finding's first line: id, severity and the time at stake, e.g.
-// "launch_bound [high]: 1.779ms of a 2.200ms step (80.9%)".
-func findingHeadline(f *findings.Finding) string {
-	return fmt.Sprintf("%s [%s]: %s of a %s step (%s) at stake", f.ID, f.Severity, breakdown.FormatDuration(int64(f.AtStake)),
-		breakdown.FormatDuration(int64(f.Step)), breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
 }
 
 // findingSuggestion is the finding's suggestion, with the stepstat flags that act on it
@@ -73,9 +63,7 @@ func planJSON(r *findings.Report) *PlanJSON {
 	}
 	g, ok := r.Limiter()
 	if !ok {
-		if l := limiterLine(r); strings.HasPrefix(l, "Limiter: no rule holds; ") {
-			out.LargestPart = strings.TrimPrefix(l, "Limiter: no rule holds; ")
-		}
+		out.LargestPart = largestPart(r)
 		return out
 	}
 	d, f := g.Members[0].Dev, g.Top()

@@ -33,6 +33,20 @@ func deviceHeadline(d *breakdown.DeviceReport) string {
 		breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)), sm.Steps, plural(sm.Steps))
 }
 
+// perTokenHeadline is deviceHeadline with the time per token where the tokens are known:
+// "..., 25 steps; 18.52ms/token (60 tokens, --tokens)".
+func perTokenHeadline(r *findings.Report, d int) string {
+	h := deviceHeadline(&r.Devices[d])
+	if rd := findings.RoundsOf(r, d); rd.PerToken > 0 {
+		from := "--tokens"
+		if rd.TokensFrom == findings.TokensNVTX {
+			from = "from the steps' NVTX"
+		}
+		h += fmt.Sprintf("; %s/token (%d tokens, %s)", breakdown.FormatDuration(int64(rd.PerToken)), rd.Tokens, from)
+	}
+	return h
+}
+
 // rankWords names the devices a group holds on, by device id, out of the report's
 // devices: "" with one device, "rank 1 of 8", "ranks 0-1", "ranks 0, 2-3 of 8".
 func rankWords(r *findings.Report, g *findings.Group) string {
@@ -131,6 +145,16 @@ func limiterLine(r *findings.Report) string {
 			breakdown.FormatDuration(int64(f.AtStake)), breakdown.FormatDuration(int64(f.Step)), phaseWhat(&d.Summary),
 			breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
 	}
+	if p := largestPart(r); p != "" {
+		return "Limiter: no rule holds; " + p
+	}
+	return "Limiter: no steps to summarise"
+}
+
+// largestPart names the largest category of the first summarised device's mean step:
+// "the largest part of the mean decode step is gemm, 34.46ms of 66.66ms (51.7%)"; "" when
+// no device has steps to summarise.
+func largestPart(r *findings.Report) string {
 	for i := range r.Devices {
 		sm := &r.Devices[i].Summary
 		if sm.Steps == 0 {
@@ -142,11 +166,11 @@ func limiterLine(r *findings.Report) string {
 				big = c
 			}
 		}
-		return fmt.Sprintf("Limiter: no rule holds; the largest part of the mean %s is %s, %s of %s (%s)",
-			phaseWhat(sm), big, breakdown.FormatDuration(int64(sm.Categories[big].Mean)), breakdown.FormatDuration(int64(sm.Mean)),
+		return fmt.Sprintf("the largest part of the mean %s is %s, %s of %s (%s)", phaseWhat(sm), big,
+			breakdown.FormatDuration(int64(sm.Categories[big].Mean)), breakdown.FormatDuration(int64(sm.Mean)),
 			breakdown.FormatPercent(sm.Categories[big].Share))
 	}
-	return "Limiter: no steps to summarise"
+	return ""
 }
 
 // thenLine says what would lead once the limiter is fixed: "then: launch_bound, ~13.61ms
@@ -183,6 +207,16 @@ func minorLine(r *findings.Report, gs []findings.Group) string {
 		return ""
 	}
 	return fmt.Sprintf("minor (under %g%% of the step): %s", 100*findings.MinorShare, strings.Join(parts, ", "))
+}
+
+// solNote says where far_from_sol is listed when it is: after the causes.
+func solNote(gs []findings.Group) string {
+	for i := range gs {
+		if gs[i].ID == findings.FarFromSOL {
+			return "; far_from_sol after the causes: the distance from the floor, which they explain"
+		}
+	}
+	return ""
 }
 
 // listed reports whether a group is one of the findings listed in full (not minor).
@@ -235,7 +269,7 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 		ew.printf("%s\n", TerminalSafe(l))
 	}
 	for i := range r.Devices {
-		ew.printf("%s\n", TerminalSafe(capitalize(deviceHeadline(&r.Devices[i]))))
+		ew.printf("%s\n", TerminalSafe(capitalize(perTokenHeadline(r, i))))
 	}
 	ew.printf("%s\n", limiterLine(r))
 	if t := thenLine(r); t != "" {
@@ -249,7 +283,7 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 			continue
 		}
 		if n == 0 {
-			ew.printf("Findings (means per step, most time at stake first):\n")
+			ew.printf("Findings (means per step, most time at stake first%s):\n", solNote(gs))
 		}
 		n++
 		ew.printf("  %d. %s\n", n, groupHeadline(r, g))
@@ -312,6 +346,7 @@ type htmlAnswer struct {
 type mixRow struct {
 	Label string
 	Parts []mixPart
+	mean  time.Duration // the row's mean step: oneScale draws every row on one time scale
 }
 
 type mixPart struct {
@@ -321,11 +356,40 @@ type mixPart struct {
 
 // newMixRow is the stacked bar of a mean step.
 func newMixRow(label string, sm *breakdown.Summary) mixRow {
-	row := mixRow{Label: label}
+	row := mixRow{Label: label, mean: sm.Mean}
 	for _, p := range stepParts(sm) {
 		row.Parts = append(row.Parts, mixPart{p, template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct, p.Color))})
 	}
 	return row
+}
+
+// oneScale draws the rows on one time scale: the longest mean step fills the bar, a
+// shorter one its share of it (two sides of a diff, 91 ms and 3.4 ms, looked the same
+// at full width each). It returns the scale's length for the title.
+func oneScale(rows []mixRow) time.Duration {
+	var longest time.Duration
+	for _, r := range rows {
+		longest = max(longest, r.mean)
+	}
+	if longest <= 0 {
+		return 0
+	}
+	for i := range rows {
+		f := float64(rows[i].mean) / float64(longest)
+		for j := range rows[i].Parts {
+			p := &rows[i].Parts[j]
+			p.Style = template.CSS(fmt.Sprintf("width:%.2f%%;background:%s", p.Pct*f, p.Color))
+		}
+	}
+	return longest
+}
+
+// scaleTitle says what the bars' full width is, when there are several rows.
+func scaleTitle(rows []mixRow, longest time.Duration) string {
+	if len(rows) < 2 || longest <= 0 {
+		return ""
+	}
+	return "; one time scale, the full bar " + breakdown.FormatDuration(int64(longest))
 }
 
 // mixLegend lists the categories of the rows once, largest first in the first row.
@@ -348,11 +412,14 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 	a := &htmlAnswer{Limiter: limiterLine(r)}
 	for i := range r.Devices {
 		d := &r.Devices[i]
-		a.Lines = append(a.Lines, capitalize(deviceHeadline(d)))
+		a.Lines = append(a.Lines, capitalize(perTokenHeadline(r, i)))
 		if d.Summary.Steps > 0 {
 			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
-			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time)"
+			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time"
 		}
+	}
+	if a.MixTitle != "" {
+		a.MixTitle += scaleTitle(a.Mix, oneScale(a.Mix)) + ")"
 	}
 	a.Legend = mixLegend(a.Mix)
 	a.Then, a.Lead = thenLine(r), leadWarnings(r)
@@ -422,7 +489,7 @@ const maxAnswerChanges = 12
 // by category.
 func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	bl, nl := sideNames(c)
-	a := &htmlAnswer{Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
+	a := &htmlAnswer{Lead: diffLead(c), Lines: diffHeadlines(c), Limiter: lead, ChangesTitle: "What changed (the mean per step; significant changes, biggest first)"}
 	for _, it := range c.Story() { // the significant changes of the mean, biggest first
 		if it.Row == &c.Step || it.Row.NotComparable != "" {
 			continue
@@ -450,15 +517,60 @@ func diffAnswer(c *compare.Comparison, lead string) *htmlAnswer {
 	}
 	a.NoFindings = len(a.Findings) == 0
 	a.NoneText = noChangeLine(c) + "."
-	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time)"
 	if c.Base.Steps > 0 {
 		a.Mix = append(a.Mix, meansRow(bl+": "+breakdown.FormatDuration(int64(c.Base.MeanStep)), &c.Base.Means, c.Base.MeanStep))
 	}
 	if c.New.Steps > 0 {
 		a.Mix = append(a.Mix, meansRow(nl+": "+breakdown.FormatDuration(int64(c.New.MeanStep)), &c.New.Means, c.New.MeanStep))
 	}
+	a.MixTitle = "Mean " + c.Phase.String() + " step by category (hover a segment for its time" + scaleTitle(a.Mix, oneScale(a.Mix)) + ")"
 	a.Legend = mixLegend(a.Mix)
 	return a
+}
+
+// diffLead are the lines a diff leads with, before its headlines: that steps are
+// speculative rounds on a side (time per round is not time per token), with each side's
+// rounds, draft forwards per round and time per token where known.
+func diffLead(c *compare.Comparison) []string {
+	if !c.BaseRounds.Speculative && !c.NewRounds.Speculative {
+		return nil
+	}
+	bl, nl := sideNames(c)
+	side := func(label string, r *compare.SideRounds) string {
+		if r.Rounds == 0 {
+			return fmt.Sprintf("%s: no rounds", label)
+		}
+		s := fmt.Sprintf("%s: %d of %d %s steps are rounds, %.1f draft forwards per round", label, r.Rounds, r.Steps, c.Phase, r.DraftForwards)
+		switch r.TokensFrom {
+		case "given":
+			s += fmt.Sprintf(", %d tokens (--tokens): %.2f tokens/step, %s/token", r.Tokens, r.TokensPerStep, breakdown.FormatDuration(int64(r.PerToken)))
+		case "nvtx":
+			s += fmt.Sprintf(", %d tokens (the steps' NVTX: scheduled, drafts included): %.2f tokens/step, %s/token", r.Tokens, r.TokensPerStep, breakdown.FormatDuration(int64(r.PerToken)))
+		}
+		return s
+	}
+	l := RoundsWarning + " (" + side(bl, &c.BaseRounds) + "; " + side(nl, &c.NewRounds) + ")"
+	if c.Token == nil {
+		l += "; tokens unknown on a side: --tokens BASE,NEW (the tokens each capture generated) gives the verdict per token; the one below is per round"
+	}
+	return []string{l + "."}
+}
+
+// tokenVerdict is the text diff's line on the time per token when both sides know their
+// tokens: "Time per token: 18.52ms -> 35.48ms, +91.59%, p=0.000, n=25+39"; "" otherwise.
+func tokenVerdict(c *compare.Comparison) string {
+	r := c.Token
+	if r == nil {
+		return ""
+	}
+	test := "no test: n=" + meanN(&r.Mean)
+	if r.NotComparable != "" {
+		test = "not comparable"
+	} else if c.Tested && r.Mean.Tested {
+		test = fmt.Sprintf("p=%.3f, n=%s", r.Mean.P, meanN(&r.Mean))
+	}
+	return fmt.Sprintf("Time per token: %s -> %s, %s, %s (the verdict; per round below)", breakdown.FormatDurationF(r.Mean.Base),
+		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), test)
 }
 
 // diffVerdict is the text diff's line on the step time, the change of the mean per step
@@ -476,6 +588,47 @@ func diffVerdict(c *compare.Comparison) string {
 		breakdown.FormatDurationF(r.Mean.New), meanWords(c, r), test)
 }
 
+// RoundsWarning is what a report or diff of speculative rounds leads with.
+const RoundsWarning = "Steps are speculative rounds: time per round is not time per token"
+
 // leadWarnings are the lines a report leads with, before its headline: that steps are
-// speculative rounds (time per round is not time per token).
-func leadWarnings(r *findings.Report) []string { return nil }
+// speculative rounds (time per round is not time per token), with the rounds, the draft
+// forwards per round and the time per token where the tokens are known.
+func leadWarnings(r *findings.Report) []string {
+	var parts []string
+	for d := range r.Devices {
+		rd := findings.RoundsOf(r, d)
+		if !rd.Speculative {
+			continue
+		}
+		p := fmt.Sprintf("%s%d of %d %ss are rounds, %.1f draft forwards and a verify forward per round; %s", devicePrefix(r, d), rd.Rounds, rd.Steps,
+			phaseWhat(&r.Devices[d].Summary), rd.DraftForwards, tokenWords(&rd))
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return []string{RoundsWarning + " (" + strings.Join(parts, "; ") + ")."}
+}
+
+// devicePrefix is "device 1: " with several devices, "" with one.
+func devicePrefix(r *findings.Report, d int) string {
+	if len(r.Devices) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("device %d: ", r.Devices[d].Device)
+}
+
+// tokenWords says a device's time per token: "60 tokens (given): 2.31 tokens/step,
+// 18.52ms/token", or how to get it.
+func tokenWords(rd *findings.Rounds) string {
+	switch rd.TokensFrom {
+	case findings.TokensGiven:
+		return fmt.Sprintf("%d tokens (--tokens) over %d steps of the phase: %.2f tokens/step, %s/token", rd.Tokens, rd.PhaseSteps, rd.TokensPerStep,
+			breakdown.FormatDuration(int64(rd.PerToken)))
+	case findings.TokensNVTX:
+		return fmt.Sprintf("%d tokens (the steps' NVTX: scheduled, drafts included): %.2f tokens/step, %s/token", rd.Tokens, rd.TokensPerStep,
+			breakdown.FormatDuration(int64(rd.PerToken)))
+	}
+	return "tokens unknown: --tokens N (the tokens the capture generated) gives the time per token"
+}

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // TestTextHeadlineGolden pins the answer the text report starts with (one line per device,
@@ -101,5 +103,83 @@ func TestTextUnits(t *testing.T) {
 				t.Errorf("%s: idle line without the time per gap size: %q", filepath.Base(gz), line)
 			}
 		}
+	}
+}
+
+// TestRoundsLead: the report of assisted decoding (serve-assisted: 4 draft forwards per
+// verify forward) leads with the rounds warning, the rounds and draft forwards per round,
+// and how to get time per token; with the tokens given, the time per token in the warning
+// and the device line. A diff of it leads with the same warning. A capture without rounds
+// has no such line.
+func TestRoundsLead(t *testing.T) {
+	r := findings.Of(traceReport(t, filepath.Join("..", "testdata", "traces", "serve-assisted.sqlite.gz"), breakdown.Options{}))
+	text := func(r *findings.Report) string {
+		var b bytes.Buffer
+		ew := &errWriter{w: &b}
+		textHeadline(ew, r)
+		return b.String()
+	}
+	s := text(r)
+	if !strings.HasPrefix(s, RoundsWarning+" (") || !strings.Contains(strings.SplitN(s, "\n", 2)[0], "draft forwards and a verify forward per round; tokens unknown: --tokens N") {
+		t.Errorf("serve-assisted report does not lead with the rounds:\n%s", s)
+	}
+	r.Tokens = 40
+	rd := findings.RoundsOf(r, 0)
+	s = text(r)
+	tok := breakdown.FormatDuration(int64(rd.PerToken)) + "/token"
+	if lines := strings.SplitN(s, "\n", 3); !strings.Contains(lines[0], "40 tokens (--tokens)") || !strings.Contains(lines[0], tok) ||
+		!strings.HasSuffix(lines[1], "; "+tok+" (40 tokens, --tokens)") {
+		t.Errorf("with --tokens 40 (%s): %s", tok, s)
+	}
+	c := compare.Compare(compare.Side{Label: "a", Reports: []*findings.Report{r}}, compare.Side{Label: "b", Reports: []*findings.Report{r}}, breakdown.Decode, compare.Options{})
+	var b bytes.Buffer
+	if err := DiffText(&b, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), RoundsWarning+" (a: ") || !strings.Contains(b.String(), "\nTime per token: ") {
+		t.Errorf("diff of rounds does not lead with them:\n%s", firstLines(b.String(), 6))
+	}
+	d := findings.Of(traceReport(t, filepath.Join("..", "testdata", "traces", "dense-eager.sqlite.gz"), breakdown.Options{}))
+	if s := text(d); strings.Contains(s, RoundsWarning) {
+		t.Errorf("dense-eager: %s", firstLines(s, 2))
+	}
+}
+
+func firstLines(s string, n int) string {
+	ls := strings.SplitN(s, "\n", n+1)
+	return strings.Join(ls[:min(n, len(ls))], "\n")
+}
+
+// TestRankWords names the ranks a rule holds on by device id, as ranges, out of the
+// report's devices.
+func TestRankWords(t *testing.T) {
+	r := &findings.Report{Report: &breakdown.Report{Devices: make([]breakdown.DeviceReport, 8)}}
+	for i := range r.Devices {
+		r.Devices[i].Device = nsys.DeviceID(i)
+	}
+	f := &findings.Finding{ID: findings.LaunchBound}
+	group := func(devs ...int) *findings.Group {
+		g := &findings.Group{ID: f.ID}
+		for _, d := range devs {
+			g.Members = append(g.Members, findings.Member{Dev: d, F: f})
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		devs []int
+		want string
+	}{
+		{[]int{1}, "rank 1 of 8"},
+		{[]int{0, 1, 2, 3, 4, 5, 6, 7}, "ranks 0-7"},
+		{[]int{3, 0, 2}, "ranks 0, 2-3 of 8"},
+		{[]int{7, 5}, "ranks 5, 7 of 8"},
+	} {
+		if got := rankWords(r, group(tc.devs...)); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.devs, got, tc.want)
+		}
+	}
+	one := &findings.Report{Report: &breakdown.Report{Devices: make([]breakdown.DeviceReport, 1)}}
+	if got := rankWords(one, group(0)); got != "" {
+		t.Errorf("one device: %q", got)
 	}
 }

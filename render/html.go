@@ -113,10 +113,12 @@ type htmlRow struct {
 	Cells []htmlCell
 }
 
-// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text.
+// htmlCell is a table cell; Class "num" right-aligns numbers, "name" marks free text (the
+// only cells that wrap). Title, when set, is shown on hover (the whole of an elided name).
 type htmlCell struct {
 	Text  string
 	Class string
+	Title string
 }
 
 func cellNum(s string) htmlCell  { return htmlCell{Text: s, Class: "num"} }
@@ -253,7 +255,9 @@ type htmlReport struct {
 	// RankWait (several devices with matched collectives): wait vs transfer per rank.
 	RankWait  *htmlTable
 	RankLines []string // alignment, spread and straggler lines
-	Kernels   *htmlTable
+	// RunTable (a run given as several files): each file's devices and clock offset.
+	RunTable *htmlTable
+	Kernels  *htmlTable
 }
 
 // htmlDevice is one device's section.
@@ -300,7 +304,7 @@ func deviceOverview(r *breakdown.Report) *htmlTable {
 			cellNum(strconv.Itoa(d.Skipped)),
 			cellText(d.Method.String()),
 			cellName(d.MethodDetail),
-			cellText(outsideText(&d.Outside)),
+			cellName(outsideText(&d.Outside)),
 		}})
 	}
 	return t
@@ -353,6 +357,7 @@ func newHTMLReport(r *findings.Report, opt HTMLOptions) (*htmlReport, error) {
 		}
 		out.Ranks = ranks
 		out.RankTable = rankTable(r.Devices)
+		out.RunTable = runTable(r.Run)
 	}
 	if rr := r.Ranks; rr != nil {
 		out.RankLines = rankLines(rr)

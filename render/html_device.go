@@ -114,8 +114,16 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 		t.Head = append(t.Head, cellText("label"))
 	}
 	t0 := d.Steps[0].Start
+	outliers := d.Summary.Outliers.Steps
+	if len(outliers) > 0 {
+		t.Caption += fmt.Sprintf("; outlier steps (over %gx the median %s, left out of the summary) marked", float64(breakdown.OutlierFactor), breakdown.FormatDuration(int64(d.Summary.Outliers.Median)))
+	}
 	row := func(s *breakdown.Step) htmlRow {
-		cells := []htmlCell{cellNum(strconv.Itoa(s.Index)), cellText(s.Phase.String()), cellNum(breakdown.FormatDuration(int64(s.Start - t0))), cellNum(breakdown.FormatDuration(int64(s.Wall())))}
+		phase, class := s.Phase.String(), s.Phase.String()
+		if slices.Contains(outliers, s.Index) {
+			phase, class = phase+" · outlier", class+" outlier"
+		}
+		cells := []htmlCell{cellNum(strconv.Itoa(s.Index)), cellText(phase), cellNum(breakdown.FormatDuration(int64(s.Start - t0))), cellNum(breakdown.FormatDuration(int64(s.Wall())))}
 		for _, c := range cats {
 			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
@@ -124,7 +132,7 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 		if hasLabel {
 			cells = append(cells, cellName(s.Label))
 		}
-		return htmlRow{Class: s.Phase.String(), Cells: cells}
+		return htmlRow{Class: class, Cells: cells}
 	}
 	n := len(d.Steps)
 	if n <= maxTableSteps {
@@ -148,6 +156,9 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 }
 
 const prefillColor = "#d4572a"
+
+// outlierColor marks outlier steps (Summary.Outliers) in the step chart and table.
+const outlierColor = "#c62828"
 
 // stepGroups splits n steps into buckets of k consecutive steps for the charts: k is 1 up
 // to maxChartSteps steps, else chosen for about chartBuckets buckets.
@@ -183,13 +194,17 @@ func (g stepGroups) note() string {
 
 // xLabels returns the category-axis data: step indices (prefill steps in colour), or the
 // index ranges of buckets.
-func (g stepGroups) xLabels(steps []breakdown.Step) []any {
+func (g stepGroups) xLabels(steps []breakdown.Step, outliers []int) []any {
 	out := make([]any, 0, g.count())
 	for b := range g.count() {
 		lo, hi := g.bounds(b)
 		if !g.bucketed() {
 			s := &steps[lo]
 			label := strconv.Itoa(s.Index)
+			if slices.Contains(outliers, s.Index) {
+				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": outlierColor, "fontWeight": "bold"}})
+				continue
+			}
 			if s.Phase == breakdown.Prefill {
 				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": prefillColor, "fontWeight": "bold"}})
 				continue
@@ -314,6 +329,9 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
 		sub += "; prefill steps' indices in orange"
 	}
+	if n := len(d.Summary.Outliers.Steps); n > 0 && !prefill {
+		sub += fmt.Sprintf("; %d outlier step%s (over %gx the median, left out of the summary) marked in red", n, plural(n), float64(breakdown.OutlierFactor))
+	}
 	if prefillApart > 0 {
 		if prefillApart == 1 {
 			for i := range d.Steps {
@@ -331,10 +349,19 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	if prefill {
 		b.Height = 340
 	}
+	var names []string
+	for _, c := range cats {
+		names = append(names, c.String())
+	}
+	if g.bucketed() {
+		names = append(names, "shortest step", "longest step")
+	}
+	legend, top := wrapLegend(names, 46)
+	b.Height += top - 84
 	bar.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "24", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
 			AxisLabel: categoryLabels(g.count())}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value"}),
@@ -342,7 +369,8 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	if dz := dataZooms(g.count()); dz != nil {
 		bar.SetGlobalOptions(charts.WithDataZoomOpts(dz...))
 	}
-	bar.SetXAxis(g.xLabels(steps))
+	outliers := d.Summary.Outliers.Steps
+	bar.SetXAxis(g.xLabels(steps, outliers))
 	for _, c := range cats {
 		data := make([]opts.BarData, g.count())
 		for b := range data {
@@ -353,8 +381,15 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 			med, _, _ := g.bucketStat(steps, b, func(s *breakdown.Step) float64 { return chartUS(s.Exclusive[c]) })
 			data[b].Value = med
 		}
-		bar.AddSeries(c.String(), data, charts.WithBarChartOpts(opts.BarChart{Stack: "step"}),
-			charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[c]}))
+		so := []charts.SeriesOpts{charts.WithBarChartOpts(opts.BarChart{Stack: "step"}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: categoryColors[c]})}
+		if marks := outlierMarks(g, steps, outliers); len(marks) > 0 && c == cats[len(cats)-1] {
+			// A red pin over each outlier step (or bucket holding one), on the stack's top.
+			so = append(so, charts.WithMarkPointNameCoordItemOpts(marks...),
+				charts.WithMarkPointStyleOpts(opts.MarkPointStyle{Symbol: []string{"pin"}, SymbolSize: 36,
+					Label: &opts.Label{Show: opts.Bool(true), Formatter: "!", Color: "#ffffff"}}))
+		}
+		bar.AddSeries(c.String(), data, so...)
 	}
 	if g.bucketed() {
 		lines := charts.NewLine()
@@ -374,6 +409,27 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 		b.Kind = "stack"
 	}
 	return newChart(b, bar)
+}
+
+// outlierMarks are the pins of the outlier steps in a step chart: at the top of the step's
+// (or its bucket's longest step's) bar.
+func outlierMarks(g stepGroups, steps []breakdown.Step, outliers []int) []opts.MarkPointNameCoordItem {
+	var out []opts.MarkPointNameCoordItem
+	for b := range g.count() {
+		lo, hi := g.bounds(b)
+		var top float64
+		found := false
+		for i := lo; i < hi; i++ {
+			if slices.Contains(outliers, steps[i].Index) {
+				found = true
+			}
+			top = max(top, chartUS(steps[i].Wall()))
+		}
+		if found {
+			out = append(out, opts.MarkPointNameCoordItem{Name: "outlier step", Coordinate: []interface{}{b, top}})
+		}
+	}
+	return out
 }
 
 func hasPhase(steps []breakdown.Step, p breakdown.Phase) bool {
@@ -412,7 +468,7 @@ func gridBottom(n int) string {
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	title := "Share of the mean " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps; log scale", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps; log scale, bars from the axis origin, labelled", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
@@ -424,10 +480,13 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	})
 	labels := make([]string, len(cats))
 	data := make([]opts.BarData, len(cats))
+	values := make([]barValue, len(cats))
 	for i, c := range cats {
 		labels[i] = c.String()
-		data[i] = opts.BarData{Value: chartRound2(100 * sm.Categories[c].Share), ItemStyle: &opts.ItemStyle{Color: categoryColors[c]}}
+		values[i] = logValue(chartRound2(100 * sm.Categories[c].Share))
+		data[i] = opts.BarData{Value: values[i], ItemStyle: &opts.ItemStyle{Color: categoryColors[c]}}
 	}
+	floor := logFloor(barValues(values))
 	bar := charts.NewBar()
 	b := chartBlock{ID: fmt.Sprintf("share-%d", d.Device), Title: title, Height: 80 + 34*max(len(cats), 4), Units: "pct"}
 	bar.SetGlobalOptions(append(b.globalOpts(sub),
@@ -442,7 +501,7 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	bar.AddSeries("share", data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "25%"}),
 		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "right", Formatter: "{c}%"}))
 	b.Height = max(b.Height, 340)
-	return newChart(b, bar)
+	return newChart(b, bar, logAxisFrom("xAxis", floor)) // the bars from the axis origin
 }
 
 // gapsChart: the idle-gap histogram per summarised step (left), and what the host was
@@ -552,7 +611,7 @@ func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart i
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
 		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "96", Bottom: gridBottom(g.count()), ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: g.xLabels(steps), Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
+		charts.WithXAxisOpts(opts.XAxis{Type: "category", Data: g.xLabels(steps, d.Summary.Outliers.Steps), Name: stepAxisName(g), NameLocation: "middle", NameGap: 28,
 			SplitArea: &opts.SplitArea{Show: opts.Bool(false)}, AxisLabel: categoryLabels(g.count())}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: ylabels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 	)...)

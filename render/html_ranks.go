@@ -110,10 +110,12 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	if len(cats) > 6 {
 		catLabels.Rotate = 30
 	}
-	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale"),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+	legend, top := wrapLegendIn(labels, 46, halfLegendWidth)
+	cbBlock.Height += top - 84
+	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale, bars from the axis origin, labelled"),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: catLabels}),
 		// A log axis: idle or a collective wait of milliseconds beside kernels of
 		// microseconds would leave only the largest bars visible on a linear one.
@@ -122,17 +124,22 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	cb.SetXAxis(clabels)
 	// Each bar in its category's colour (as in every chart of the page), the devices told
 	// apart by opacity: the first solid, the others lighter; the legend's greys say which.
+	var values []barValue
 	for i := range ds {
 		alpha := float32(math.Max(0.3, 1-0.45*float64(i)))
 		data := make([]opts.BarData, len(cats))
 		for j, c := range cats {
 			data[j].Value = logValue(chartUS(ds[i].Summary.Categories[c].Mean))
 			data[j].ItemStyle = &opts.ItemStyle{Color: categoryColors[c], Opacity: opts.Float(alpha)}
+			values = append(values, data[j].Value)
 		}
 		grey := fmt.Sprintf("rgba(60,60,60,%.2f)", alpha)
-		cb.AddSeries(labels[i], data, charts.WithItemStyleOpts(opts.ItemStyle{Color: grey}))
+		// On a log axis lengths are not proportional: each bar says its value (formatted
+		// by the page as a time, like the axis).
+		cb.AddSeries(labels[i], data, charts.WithItemStyleOpts(opts.ItemStyle{Color: grey}),
+			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "top", FontSize: 10}))
 	}
-	rankcat, err := newChart(cbBlock, cb)
+	rankcat, err := newChart(cbBlock, cb, logAxisFrom("yAxis", logFloor(barValues(values))))
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 package render
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
@@ -78,62 +81,77 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 	hostData := make([][]opts.CustomData, len(hostGroups))
 	var gapData []opts.CustomData
 	var what []string
-	for li := range st.Lanes {
+	drawn := st.Lanes
+	if len(drawn) > maxTimelineDevices {
+		drawn = drawn[:maxTimelineDevices]
+	}
+	for li := range drawn {
 		l := &st.Lanes[li]
 		dev := fmt.Sprintf("dev %d", l.Device)
 		w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
 		if l.Truncated {
 			w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
 		}
-		what = append(what, w)
 		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
-		// Host lanes: one per thread with calls, in thread order.
-		var threads []int64
+		// Host lanes: one per thread with calls the chart draws (a thread whose calls are
+		// all of other kinds would be an empty row), the busiest maxHostLanes in thread
+		// order, the others folded into one row.
+		threadBusy := map[int64]time.Duration{}
 		for _, c := range l.Calls {
-			if !slices.Contains(threads, c.Thread) {
-				threads = append(threads, c.Thread)
+			if hostGroup(c.Kind) >= 0 {
+				threadBusy[c.Thread] += min(c.End, l.End).Sub(max(c.Start, l.Start))
 			}
 		}
-		slices.Sort(threads)
+		threads, threadRow, foldedThreads := keepBusiest(threadBusy, maxHostLanes)
 		for _, th := range threads {
-			lane := len(lanes)
 			lanes = append(lanes, timelineLane{fmt.Sprintf("%s host %d", dev, th&0xFFFFFF), li})
-			for _, c := range l.Calls {
-				if c.Thread != th {
-					continue
-				}
-				for g := range hostGroups {
-					if slices.Contains(hostGroups[g].kinds, c.Kind) {
-						s, e := clip(c.Start, c.End)
-						hostData[g] = append(hostData[g], opts.CustomData{Value: []any{lane, s, e, name(c.Name)}})
-					}
-				}
+		}
+		if foldedThreads > 0 {
+			lanes = append(lanes, timelineLane{fmt.Sprintf("%s host: %d other threads", dev, foldedThreads), li})
+		}
+		firstHost := len(lanes) - len(threads) - min(foldedThreads, 1)
+		// The calls thread by thread, in thread order (the order of the rows).
+		byThread := slices.Clone(l.Calls)
+		slices.SortStableFunc(byThread, func(a, b breakdown.TimelineCall) int { return cmp.Compare(a.Thread, b.Thread) })
+		for _, c := range byThread {
+			if g := hostGroup(c.Kind); g >= 0 {
+				s, e := clip(c.Start, c.End)
+				hostData[g] = append(hostData[g], opts.CustomData{Value: []any{firstHost + threadRow[c.Thread], s, e, name(c.Name)}})
 			}
 		}
-		// Stream lanes, by stream id.
-		var streams []nsys.StreamID
+		// Stream lanes, by stream id: the busiest maxStreamLanes, the others folded.
+		streamBusy := map[int64]time.Duration{}
 		for _, a := range l.Activities {
-			if !slices.Contains(streams, a.Stream) {
-				streams = append(streams, a.Stream)
-			}
+			streamBusy[int64(a.Stream)] += min(a.End, l.End).Sub(max(a.Start, l.Start))
 		}
-		slices.Sort(streams)
+		streams, streamRow, foldedStreams := keepBusiest(streamBusy, maxStreamLanes)
 		first := len(lanes)
 		for _, sid := range streams {
 			lanes = append(lanes, timelineLane{fmt.Sprintf("%s stream %d", dev, sid), li})
 		}
+		if foldedStreams > 0 {
+			lanes = append(lanes, timelineLane{fmt.Sprintf("%s: %d other streams", dev, foldedStreams), li})
+		}
 		for _, a := range l.Activities {
-			lane := first + slices.Index(streams, a.Stream)
+			lane := first + streamRow[int64(a.Stream)]
 			s, e := clip(a.Start, a.End)
 			catData[a.Category] = append(catData[a.Category], opts.CustomData{Value: []any{lane, s, e, name(a.Name)}})
 		}
-		if len(streams) > 0 {
+		if n := len(lanes) - first; n > 0 {
 			for _, g := range l.Gaps {
 				s, e := clip(g.Start, g.End)
 				// [first lane, start, end, last lane]: drawn across the device's streams.
-				gapData = append(gapData, opts.CustomData{Value: []any{first, s, e, first + len(streams) - 1}})
+				gapData = append(gapData, opts.CustomData{Value: []any{first, s, e, first + n - 1}})
 			}
 		}
+		if foldedStreams > 0 || foldedThreads > 0 {
+			w += fmt.Sprintf(", %s folded into one row (the busiest %d streams and %d host threads drawn)",
+				joinWords(nonEmpty(countOf(foldedStreams, "stream"), countOf(foldedThreads, "host thread"))), maxStreamLanes, maxHostLanes)
+		}
+		what = append(what, w)
+	}
+	if len(st.Lanes) > len(drawn) {
+		what = append(what, fmt.Sprintf("the first %d of %d devices drawn", len(drawn), len(st.Lanes)))
 	}
 	labels := make([]string, len(lanes))
 	for i, l := range lanes {
@@ -146,12 +164,27 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		title += fmt.Sprintf(", %d ranks on one clock", len(st.Lanes))
 	}
 	sub := joinWords(what) + "; bars: GPU work on its stream by category; grey: device idle; host rows: CUDA calls in flight"
-	b := chartBlock{ID: id, Title: title, Height: max(240, 150+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
+	var series []string // the legend's items, in the order of the series below
+	if len(gapData) > 0 {
+		series = append(series, "idle")
+	}
+	for _, cat := range kernelclass.Order {
+		if len(catData[cat]) > 0 {
+			series = append(series, cat.String())
+		}
+	}
+	for g := range hostGroups {
+		if len(hostData[g]) > 0 {
+			series = append(series, "host: "+hostGroups[g].name)
+		}
+	}
+	legend, top := wrapLegend(series, 46)
+	b := chartBlock{ID: id, Title: title, Height: max(240, top+66+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
 	c := charts.NewCustom()
 	c.SetGlobalOptions(append(b.globalOpts(sub),
-		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(true), Type: "scroll", Top: "46", Left: "8", Right: "120"}),
+		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
-		charts.WithGridOpts(opts.Grid{Top: "84", Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
+		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
 		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "time from the step's start", NameLocation: "middle", NameGap: 26, Min: 0}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: labels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 11}}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "slider", Start: 0, End: 100, XAxisIndex: 0, FilterMode: "weakFilter"},
@@ -174,6 +207,71 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		c.AddSeries("host: "+hostGroups[g].name, hostData[g], enc, charts.WithItemStyleOpts(opts.ItemStyle{Color: hostGroups[g].color}))
 	}
 	return newChart(b, c, func(option map[string]interface{}) { option["names"] = names })
+}
+
+// Timeline lanes drawn per device, and devices drawn: 30,000 streams made a chart of
+// 40,000 rows, 1.12 M px tall (browsers stop drawing near 32 k). The busiest lanes of the
+// step are drawn, the rest folded into one row each for streams and host threads (and
+// said in the chart's subtitle).
+const (
+	maxStreamLanes     = 32
+	maxHostLanes       = 8
+	maxTimelineDevices = 64
+)
+
+// keepBusiest returns the ids of busy kept, at most max of them, the busiest (ties: the
+// lower id), in id order; the row of every id (kept ones by their place, the others the
+// folded row after them); and how many were folded.
+func keepBusiest(busy map[int64]time.Duration, max int) (kept []int64, row map[int64]int, folded int) {
+	ids := make([]int64, 0, len(busy))
+	for id := range busy {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b int64) int {
+		if c := cmp.Compare(busy[b], busy[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	kept = ids[:min(max, len(ids))]
+	slices.Sort(kept)
+	row = make(map[int64]int, len(ids))
+	for i, id := range kept {
+		row[id] = i
+	}
+	for _, id := range ids[len(kept):] {
+		row[id] = len(kept)
+	}
+	return kept, row, len(ids) - len(kept)
+}
+
+// countOf is "n words" ("1 word"), or "" for none.
+func countOf(n int, word string) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s%s", n, word, plural(n))
+}
+
+// nonEmpty returns the strings of xs that are not empty.
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// hostGroup returns the index in hostGroups of a call's kind, -1 for kinds not drawn.
+func hostGroup(k nsys.APIKind) int {
+	for g := range hostGroups {
+		if slices.Contains(hostGroups[g].kinds, k) {
+			return g
+		}
+	}
+	return -1
 }
 
 // joinWords joins a list as "a, b and c".

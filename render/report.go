@@ -105,6 +105,7 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 	ew.printf("\n")
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
 	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
+	textRun(ew, r.Report)
 	if s := configLine(r.Config); s != "" {
 		ew.printf("%s\n", TerminalSafe(s))
 	}

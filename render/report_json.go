@@ -251,6 +251,8 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		dj.Outside = outsideJSON(&d.Outside)
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
+		dj.Source = deviceSource(r.Run, int(d.Device))
+		dj.Rounds = roundsJSON(r, di)
 		out.Devices = append(out.Devices, dj)
 	}
 	for _, k := range r.Kernels {
@@ -265,6 +267,7 @@ func NewReportJSON(r *findings.Report) *ReportJSON {
 		out.Warnings = append(out.Warnings, warningText(w))
 	}
 	out.Ranks = ranksJSON(r.Ranks)
+	out.Run = runJSON(r.Run)
 	out.Plan = planJSON(r)
 	return out
 }
@@ -283,6 +286,9 @@ func JSON(w io.Writer, r *findings.Report) error {
 	cp := *r
 	cp.Report = stepless(r.Report)
 	head := NewReportJSON(&cp)
+	for di := range head.Devices { // the rounds are counted over the steps
+		head.Devices[di].Rounds = roundsJSON(r, di)
+	}
 	s := &jsonStream{bw: bufio.NewWriterSize(w, 256<<10)}
 	s.object(reflect.ValueOf(head).Elem(), func(name string) bool {
 		if name != "devices" {
@@ -412,4 +418,14 @@ func stepless(r *breakdown.Report) *breakdown.Report {
 		out.Devices[i].Steps = nil
 	}
 	return &out
+}
+
+// roundsJSON is device d's rounds; nil when it has neither rounds nor tokens.
+func roundsJSON(r *findings.Report, d int) *RoundsJSON {
+	rd := findings.RoundsOf(r, d)
+	if rd.Rounds == 0 && rd.Tokens == 0 {
+		return nil
+	}
+	return &RoundsJSON{Steps: rd.Steps, Rounds: rd.Rounds, DraftForwards: round3(rd.DraftForwards), Speculative: rd.Speculative,
+		Tokens: rd.Tokens, TokensFrom: rd.TokensFrom, PerTokenNS: int64(rd.PerToken), TokensPerStep: round3(rd.TokensPerStep)}
 }

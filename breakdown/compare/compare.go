@@ -183,10 +183,15 @@ type Comparison struct {
 	// SamplesNeeded(Alpha)); Untested then says so, and no row has a verdict.
 	Tested   bool
 	Untested string
+	// BaseRounds and NewRounds describe each side's compared steps as speculative rounds
+	// and their tokens (rounds.go).
+	BaseRounds, NewRounds SideRounds
 	// Token compares the time per token (speculative rounds make tokens per step vary):
 	// each side's samples are its steps' walls over their tokens; nil unless both sides
-	// know their tokens (rounds.go).
-	Token *Row
+	// know their tokens (rounds.go). TokenMinChangeNS is its threshold: MinChangeNS scaled
+	// by the base's time per token over its mean step.
+	Token            *Row
+	TokenMinChangeNS float64
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
@@ -210,6 +215,10 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	th := benchmath.DefaultThresholds
 	th.CompareAlpha = opt.Alpha
 	c.Step, c.Categories = compareSteps(bsteps, nsteps, bs.MeanStep, ns.MeanStep, bs.Means, ns.Means, opt, &th)
+	var bper, nper map[*breakdown.Step]float64
+	c.BaseRounds, bper = sideRounds(base, bsteps)
+	c.NewRounds, nper = sideRounds(new, nsteps)
+	c.Token = tokenRow(bsteps, nsteps, bper, nper, opt, &th)
 	c.Appeared, c.Vanished, c.Variants = kernelChanges(base, new)
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
@@ -357,24 +366,35 @@ func compareRow(name string, base, new [][]tagged, value func(s *breakdown.Step)
 // is significant when the row is comparable, the samples can be tested, p < Alpha and the
 // change is at least MinChangeNS per step.
 func (c *Comparison) verdicts() {
-	each := func(r *Row) {
+	each := func(r *Row, th float64) {
 		ok := r.NotComparable == "" && c.Tested && r.Mean.Tested && r.Base.N > 0 && r.New.N > 0
 		r.Significant = ok && r.P < c.Options.Alpha && r.Base.Center != r.New.Center &&
-			math.Abs(r.New.Center-r.Base.Center) >= c.MinChangeNS
-		r.Mean.Significant = ok && r.Mean.P < c.Options.Alpha && r.Mean.Delta != 0 && math.Abs(r.Mean.Delta) >= c.MinChangeNS
+			math.Abs(r.New.Center-r.Base.Center) >= th
+		r.Mean.Significant = ok && r.Mean.P < c.Options.Alpha && r.Mean.Delta != 0 && math.Abs(r.Mean.Delta) >= th
 		r.Why = ""
 		if ok && (r.Significant != r.Mean.Significant || (r.Significant && (r.New.Center > r.Base.Center) != (r.Mean.Delta > 0))) {
 			r.Why = c.why(r)
 		}
 	}
-	each(&c.Step)
+	each(&c.Step, c.MinChangeNS)
+	if c.Token != nil {
+		if c.Token.NotComparable == "" {
+			c.Token.NotComparable = c.Step.NotComparable
+		}
+		// The threshold per step, as time per token: scaled by the base's time per token
+		// over its mean step (--min-change 1% is 1% of the base's time per token).
+		if c.Base.MeanStep > 0 {
+			c.TokenMinChangeNS = c.MinChangeNS * c.Token.Mean.Base / float64(c.Base.MeanStep)
+		}
+		each(c.Token, c.TokenMinChangeNS)
+	}
 	for i := range c.Categories {
-		each(&c.Categories[i])
+		each(&c.Categories[i], c.MinChangeNS)
 	}
 	for i := range c.Ranks {
-		each(&c.Ranks[i].Step)
+		each(&c.Ranks[i].Step, c.MinChangeNS)
 		for j := range c.Ranks[i].Categories {
-			each(&c.Ranks[i].Categories[j])
+			each(&c.Ranks[i].Categories[j], c.MinChangeNS)
 		}
 	}
 }

@@ -1,14 +1,21 @@
 package compare_test
 
 import (
+	"context"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // TestAlignedSamples: a 2-GPU diff does not pool ranks. tp2-moe-eager and tp2-moe-graph
@@ -124,5 +131,124 @@ func TestRegression(t *testing.T) {
 	opt.MinChange = 10
 	if c := compare.Compare(side("base", g), side("new", e), breakdown.Decode, opt); func() bool { s, _ := c.Regression(); return s }() {
 		t.Error("a change under --min-change is a regression")
+	}
+}
+
+// truthReport summarises one held-out capture (../shared/traces/truth of the main
+// checkout, or STEPSTAT_TRUTH), decompressed with xz; the test skips without it.
+func truthReport(t *testing.T, name string) *findings.Report {
+	t.Helper()
+	dir := os.Getenv("STEPSTAT_TRUTH")
+	if dir == "" {
+		dir = "../../../shared/traces/truth"
+	}
+	src := filepath.Join(dir, name+".sqlite.xz")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("%s: %v", src, err)
+	}
+	path := filepath.Join(t.TempDir(), name+".sqlite")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("xz", "-dc", src)
+	cmd.Stdout = f
+	err = cmd.Run()
+	f.Close()
+	if err != nil {
+		t.Skipf("xz -dc %s: %v", src, err)
+	}
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := breakdown.Summarize(tr, breakdown.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Release()
+	return findings.Of(rep)
+}
+
+// TestRoundsPerToken: assisted decoding with drafts accepted (spec_decode: 60 tokens in 25
+// decode rounds) against the same with every draft rejected (spec_reject: 40 in 39). Per
+// round the accepting run is slower (44.4 -> 36.4 ms: the rejecting run looks 18% faster);
+// per token it is about twice as fast. Without tokens there is no per-token row and the
+// regression verdict is per round; with them (--tokens 60,40) the verdict is per token:
+// the rejecting side is a significant regression, the reverse is not.
+func TestRoundsPerToken(t *testing.T) {
+	acc, rej := truthReport(t, "spec_decode"), truthReport(t, "spec_reject")
+	side := func(l string, r *findings.Report) compare.Side {
+		return compare.Side{Label: l, Reports: []*findings.Report{r}}
+	}
+	c := compare.Compare(side("accept", acc), side("reject", rej), breakdown.Decode, defaults)
+	if !c.BaseRounds.Speculative || !c.NewRounds.Speculative || c.Token != nil {
+		t.Fatalf("rounds %+v / %+v, token row %v; want both speculative, no token row", c.BaseRounds, c.NewRounds, c.Token)
+	}
+	if c.BaseRounds.Steps != 25 || c.NewRounds.Steps != 39 || !c.Step.Mean.Significant || c.Step.Mean.Delta >= 0 {
+		t.Fatalf("per round: %d and %d rounds, change %.0f ns (significant %v); want 25 and 39, faster", c.BaseRounds.Steps, c.NewRounds.Steps,
+			c.Step.Mean.Delta, c.Step.Mean.Significant)
+	}
+	if slower, _ := c.Regression(); slower {
+		t.Error("per round, the rejecting side is faster: no regression")
+	}
+	acc.Tokens, rej.Tokens = 60, 40
+	c = compare.Compare(side("accept", acc), side("reject", rej), breakdown.Decode, defaults)
+	tr := c.Token
+	if tr == nil {
+		t.Fatal("no per-token row with the tokens known")
+	}
+	var wa, wr time.Duration
+	for _, w := range c.BaseSteps[0] {
+		wa += w
+	}
+	for _, w := range c.NewSteps[0] {
+		wr += w
+	}
+	if got, want := tr.Mean.Base, float64(wa)/60; math.Abs(got-want) > 1 {
+		t.Errorf("accept per token %.0f ns; want the rounds' %v over 60 tokens = %.0f", got, wa, want)
+	}
+	if got, want := tr.Mean.New, float64(wr)/40; math.Abs(got-want) > 1 {
+		t.Errorf("reject per token %.0f ns; want %.0f", got, want)
+	}
+	if ratio := tr.Mean.New / tr.Mean.Base; ratio < 1.7 || ratio > 2.3 || !tr.Mean.Significant {
+		t.Errorf("per token reject/accept %.2f (significant %v); want about 2x", ratio, tr.Mean.Significant)
+	}
+	if slower, what := c.Regression(); !slower || !strings.Contains(what, "per token") {
+		t.Errorf("regression %v (%s); want per token, slower", slower, what)
+	}
+	r := compare.Compare(side("reject", rej), side("accept", acc), breakdown.Decode, defaults)
+	if slower, what := r.Regression(); slower {
+		t.Errorf("reverse: regression %s", what)
+	}
+}
+
+// TestTokensFromNVTX: with vLLM-style step NVTX (crafted on serve-assisted's steps:
+// execute_context_0(0)_generation_1(k)), each step's time per token is its wall over its
+// k tokens; the same steps with twice the tokens per step are twice as fast per token
+// and the same per round.
+func TestTokensFromNVTX(t *testing.T) {
+	label := func(r *findings.Report, k int) *findings.Report {
+		cp := *r.Report
+		cp.Devices = slices.Clone(r.Devices)
+		cp.Devices[0].Steps = slices.Clone(r.Devices[0].Steps)
+		for i := range cp.Devices[0].Steps {
+			cp.Devices[0].Steps[i].Label = "execute_context_0(0)_generation_1(" + strconv.Itoa(k) + ")"
+		}
+		return findings.Of(&cp)
+	}
+	r := captureReport(t, "serve-assisted")
+	one, two := label(r, 1), label(r, 2)
+	c := compare.Compare(compare.Side{Label: "one", Reports: []*findings.Report{one}}, compare.Side{Label: "two", Reports: []*findings.Report{two}},
+		breakdown.Decode, defaults)
+	if c.Token == nil || c.BaseRounds.TokensFrom != "nvtx" || c.NewRounds.Tokens != 2*c.BaseRounds.Tokens {
+		t.Fatalf("token row %v, rounds %+v / %+v; want tokens from the NVTX", c.Token, c.BaseRounds, c.NewRounds)
+	}
+	if math.Abs(c.Token.Mean.New-c.Token.Mean.Base/2) > 1 || !c.Token.Mean.Significant || c.Step.Mean.Delta != 0 {
+		t.Errorf("per token %.0f -> %.0f (significant %v), per round change %.0f; want half, significant, no change per round",
+			c.Token.Mean.Base, c.Token.Mean.New, c.Token.Mean.Significant, c.Step.Mean.Delta)
+	}
+	if slower, what := c.Regression(); slower {
+		t.Errorf("twice the tokens per round is a regression: %s", what)
 	}
 }

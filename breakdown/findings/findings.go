@@ -120,8 +120,11 @@ type Report struct {
 	Findings [][]Finding
 	// Then holds, per device, what would lead once the device's top cause is fixed (ThenOf);
 	// nil where the device has no cause.
-	Then  []*Then
-	knobs map[string]string // the recorded knobs, clipped
+	Then []*Then
+	// Tokens is the number of tokens the capture generated, when the user gave it (0:
+	// unknown): RoundsOf spreads it over the steps of the summarised phase.
+	Tokens int
+	knobs  map[string]string // the recorded knobs, clipped
 }
 
 // Of applies the rules to every device of r, with the run's recorded knobs (r.Config) for

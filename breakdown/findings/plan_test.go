@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +304,104 @@ func configValue(cfg []nsys.EnvVar, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestRounds: serve-assisted is assisted decoding (4 draft forwards before each verify
+// forward): its decode steps are speculative rounds. Without tokens the time per token is
+// unknown; with the tokens given it is every decode step's time over them; with vLLM-style
+// step NVTX (crafted here on the capture's steps: execute_context_0(0)_generation_1(k)),
+// the steps' own tokens. A capture without drafts (dense-eager) has no rounds.
+func TestRounds(t *testing.T) {
+	rep := captureReport(t, "serve-assisted", breakdown.Options{})
+	fr := findings.Of(rep)
+	rd := findings.RoundsOf(fr, 0)
+	sm := &rep.Devices[0].Summary
+	if !rd.Speculative || rd.Rounds < sm.Steps-1 || rd.Steps != sm.Steps || rd.DraftForwards < 3 || rd.DraftForwards > 4 {
+		t.Fatalf("serve-assisted rounds %+v (%d summarised steps); want speculative, ~4 draft forwards a round", rd, sm.Steps)
+	}
+	if rd.Tokens != 0 || rd.PerToken != 0 || rd.TokensFrom != "" {
+		t.Errorf("tokens known without tokens: %+v", rd)
+	}
+	var wall time.Duration
+	n := 0
+	for i := range rep.Devices[0].Steps {
+		if st := &rep.Devices[0].Steps[i]; st.Phase == sm.Phase {
+			wall += st.Wall()
+			n++
+		}
+	}
+	fr.Tokens = 3 * n
+	rd = findings.RoundsOf(fr, 0)
+	if rd.TokensFrom != findings.TokensGiven || rd.Tokens != 3*n || rd.PerToken != wall/time.Duration(3*n) || rd.TokensPerStep != 3 {
+		t.Errorf("given %d tokens over %d steps (%v): %+v", 3*n, n, wall, rd)
+	}
+	// vLLM-style step NVTX: k tokens a step, 1..3 in turn.
+	nv := *rep
+	nv.Devices = append([]breakdown.DeviceReport(nil), rep.Devices...)
+	nv.Devices[0].Steps = append([]breakdown.Step(nil), rep.Devices[0].Steps...)
+	tokens := 0
+	wall = 0
+	for i := range nv.Devices[0].Steps {
+		st := &nv.Devices[0].Steps[i]
+		k := 1 + i%3
+		st.Label = "execute_context_0(0)_generation_1(" + strconv.Itoa(k) + ")"
+		if st.Phase == sm.Phase && !slices.Contains(sm.Outliers.Steps, st.Index) {
+			tokens += k
+			wall += st.Wall()
+		}
+	}
+	rd = findings.RoundsOf(findings.Of(&nv), 0)
+	if rd.TokensFrom != findings.TokensNVTX || rd.Tokens != tokens || rd.PerToken != wall/time.Duration(tokens) {
+		t.Errorf("NVTX tokens %d over %v: %+v", tokens, wall, rd)
+	}
+	if d := findings.RoundsOf(findings.Of(captureReport(t, "dense-eager", breakdown.Options{})), 0); d.Speculative || d.Rounds != 0 {
+		t.Errorf("dense-eager rounds %+v", d)
+	}
+}
+
+// TestPlanLimiterPublic: on every public trace (../shared/traces/public of the main
+// checkout, or STEPSTAT_PUBLIC) that summarises, the limiter is a cause with time at stake,
+// never a warning; without one, no cause above the minor share holds on any device.
+func TestPlanLimiterPublic(t *testing.T) {
+	dir := os.Getenv("STEPSTAT_PUBLIC")
+	if dir == "" {
+		dir = "../../../shared/traces/public"
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.sqlite"))
+	if len(files) == 0 {
+		t.Skipf("no public traces in %s", dir)
+	}
+	summarised := 0
+	defer func() {
+		if summarised < len(files)/2 {
+			t.Errorf("%d of %d public traces summarised", summarised, len(files))
+		}
+	}()
+	for _, path := range files {
+		tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+		if err != nil {
+			continue // the corpus holds exports without GPU work: their error is tested elsewhere
+		}
+		rep, err := breakdown.Summarize(tr, breakdown.Options{})
+		tr.Release()
+		if err != nil {
+			continue
+		}
+		fr := findings.Of(rep)
+		summarised++
+		g, ok := fr.Limiter()
+		if ok {
+			if f := g.Top(); !f.Cause() || f.AtStake <= 0 || f.Warning() {
+				t.Errorf("%s: limiter %s with %v at stake", filepath.Base(path), f.ID, f.AtStake)
+			}
+			continue
+		}
+		for _, fs := range fr.Findings {
+			for k := range fs {
+				if fs[k].Cause() && !fs[k].Minor() {
+					t.Errorf("%s: no limiter, but %s holds", filepath.Base(path), fs[k].ID)
+				}
+			}
+		}
+	}
 }

@@ -59,7 +59,7 @@ var classifyCmd = &command{
 			if *byName {
 				ks = breakdown.KernelStats(t, opt)
 			} else {
-				rep, err := breakdown.Summarize(t, opt)
+				rep, err := breakdown.SummarizeContext(ctx, t, opt)
 				if err != nil {
 					return err
 				}

@@ -96,7 +96,7 @@ func commandUsage(w io.Writer, c *command) {
 // run is the whole program; it returns the exit status: 0 success, 1 runtime error, 2 usage
 // error, 3 a regression (diff --fail-on-regression).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop, caught := catchSignals()
+	ctx, stop, caught := catchSignals(stderr)
 	defer stop()
 	if len(args) == 0 {
 		mainUsage(stderr)

@@ -311,6 +311,9 @@ func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) erro
 		if err := fn(&buf); err != nil {
 			return err
 		}
+		if signalled.Load() {
+			return context.Canceled // nothing written after SIGINT or SIGTERM
+		}
 		_, err := stdout.Write(buf.Bytes())
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ var diffCmd = &command{
 		alpha := fs.Float64("alpha", 0.05, "significance level of both tests (permutation test of the means, Mann-Whitney U of the medians)")
 		conf := fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 		minChange := fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
+		tokens := fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
 		failOnRegression := fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
 		unit := fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 		af.register(fs)
@@ -46,12 +48,20 @@ var diffCmd = &command{
 				}
 			}
 			var inputs []string
+			runs := make([][]diffRun, 2)
 			for i, a := range args {
-				_, files := splitSide(a, i)
-				if len(files) == 0 {
+				_, items := splitSide(a, i)
+				if len(items) == 0 {
 					return usagef("diff", "%s side %q names no file", [...]string{"base", "new"}[i], a)
 				}
-				inputs = append(inputs, files...)
+				for _, it := range items {
+					files, name, err := runFiles("diff", runItems(it))
+					if err != nil {
+						return err
+					}
+					runs[i] = append(runs[i], diffRun{files, name})
+					inputs = append(inputs, files...)
+				}
 			}
 			if err := checkOutputs("diff", []string{*output, *html}, inputs); err != nil {
 				return err
@@ -74,6 +84,10 @@ var diffCmd = &command{
 			if *format == "html" && (*output == "" || *output == "-") && isTerminal(o.out) {
 				return usagef("diff", "refusing to write HTML to a terminal; use -o diff.html")
 			}
+			tok, err := parseTokens(*tokens, [2]int{len(runs[0]), len(runs[1])})
+			if err != nil {
+				return usagef("diff", "--tokens: %v", err)
+			}
 			opt, err := af.options("diff")
 			if err != nil {
 				return err
@@ -81,24 +95,26 @@ var diffCmd = &command{
 			phase := opt.Phase.Phase()
 			sides := make([]compare.Side, 2)
 			for i, arg := range args {
-				label, files := splitSide(arg, i)
+				label, _ := splitSide(arg, i)
 				sides[i].Label = label
-				for _, f := range files {
-					t, err := openTrace(ctx, f, o, af.progress, af.cache)
+				for _, r := range runs[i] {
+					t, err := openRun(ctx, r.files, r.name, o, af.progress, af.cache, opt.Classifier)
 					if err != nil {
 						return err
 					}
 					o.phase("read")
-					rep, err := breakdown.Summarize(t, opt)
+					rep, err := breakdown.SummarizeContext(ctx, t, opt)
 					if err != nil {
-						return optionUsage("diff", err)
+						return notOneRun(optionUsage("diff", err))
 					}
-					if err := skipLeavesSteps(f, opt.Skip, rep); err != nil {
+					if err := skipLeavesSteps(r.name, opt.Skip, rep); err != nil {
 						return err
 					}
 					t.Release() // the report holds none of it
 					o.phase("summarize")
-					sides[i].Reports = append(sides[i].Reports, findings.Of(rep))
+					fr := findings.Of(rep)
+					fr.Tokens = tok[i]
+					sides[i].Reports = append(sides[i].Reports, fr)
 				}
 			}
 			if opt.Phase == breakdown.AllSteps {
@@ -165,7 +181,8 @@ func splitSide(arg string, i int) (string, []string) {
 	}
 	if label == "" {
 		if len(files) > 0 {
-			label = strings.TrimSuffix(filepath.Base(files[0]), filepath.Ext(files[0]))
+			first := runItems(files[0])[0] // a run of several files is named by its first
+			label = strings.TrimSuffix(filepath.Base(first), filepath.Ext(first))
 		} else {
 			label = [...]string{"base", "new"}[i]
 		}
@@ -173,8 +190,40 @@ func splitSide(arg string, i int) (string, []string) {
 	return label, files
 }
 
+// diffRun is one run of a diff side: its files and its name.
+type diffRun struct {
+	files []string
+	name  string
+}
+
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
+
+// parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
+// counts each side's); both zero when s is empty.
+func parseTokens(s string, runs [2]int) ([2]int, error) {
+	var out [2]int
+	if s == "" {
+		return out, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) != 2 {
+		return out, fmt.Errorf("want the tokens of each side, BASE,NEW (got %q)", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 {
+			return out, fmt.Errorf("want two positive counts, BASE,NEW (got %q)", s)
+		}
+		out[i] = n
+	}
+	for i, n := range runs {
+		if n != 1 {
+			return out, fmt.Errorf("counts the tokens of one run a side (the %s side has %d runs)", [...]string{"base", "new"}[i], n)
+		}
+	}
+	return out, nil
+}

@@ -330,3 +330,25 @@ func TestDiffFailOnRegression(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensUsage: --tokens takes one positive count on report and BASE,NEW on diff (one
+// file a side); anything else is a usage mistake (exit 2) naming the flag.
+func TestTokensUsage(t *testing.T) {
+	inCaptureDir(t, "serve-assisted", "dense-eager")
+	for _, args := range [][]string{
+		{"report", "--tokens", "-1", "serve-assisted.sqlite"},
+		{"diff", "--tokens", "60", "serve-assisted.sqlite", "dense-eager.sqlite"},
+		{"diff", "--tokens", "60,x", "serve-assisted.sqlite", "dense-eager.sqlite"},
+		{"diff", "--tokens", "60,0", "serve-assisted.sqlite", "dense-eager.sqlite"},
+		{"diff", "--tokens", "60,40", "serve-assisted.sqlite,dense-eager.sqlite", "dense-eager.sqlite"},
+	} {
+		if code, _, e := solRun(t, args...); code != 2 || !strings.Contains(e, "--tokens") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 naming --tokens", args, code, e)
+		}
+	}
+	code, out, e := solRun(t, "report", "--tokens", "40", "serve-assisted.sqlite")
+	out = strings.ReplaceAll(out, "\n  ", " ") // the answer wraps to the terminal (100 columns here)
+	if code != 0 || !strings.HasPrefix(out, "Steps are speculative rounds: time per round is not time per token (") || !strings.Contains(out, "/token (40 tokens, --tokens)") {
+		t.Errorf("report --tokens 40: exit %d, stderr %q, output:\n%.600s", code, e, out)
+	}
+}

@@ -20,12 +20,30 @@ Finds the steps of the serving loop on each GPU and accounts every nanosecond of
 
 With two or more GPUs in the trace, collectives are matched across ranks and split into
 time waiting for the last rank and transfer time. --sol-step or --sol-bytes give a
-speed-of-light floor for the step.`,
+speed-of-light floor for the step.
+
+One run in several files (one export per node or per process): give them all, or their
+folder (its .sqlite exports, and .nsys-rep reports without an export beside them, in name
+order: rank_2 before rank_10), and they are read in parallel and analysed as one run.
+Every file's GPUs become ranks of it, numbered in file order (by RANK where every file's
+recorded environment has one) and named by file, process, device and RANK/LOCAL_RANK.
+The files are placed on one clock by their session starts (TARGET_INFO_SESSION_START_TIME),
+then each file's offset is refined from the collectives matched across ranks (a collective
+ends at nearly the same instant on every rank: the median difference of their ends, looked
+for within 100ms of the session starts); the report states each file's offset and its
+uncertainty (half the 10-90% range of the ends' differences, at least 1us), a drift of the
+hosts' clock rates where the differences grow over the capture, or that cross-rank timing
+is by wall clock only when no collective matches. Files that are not one run (another program, GPU work that does not
+overlap in time, collectives that do not end together or run another number of kernels
+per step) are refused, naming the file; --apart analyses each file on its own instead.`,
 	"diff": `
 Compares the steps of one phase (decode unless --phase says otherwise) of two traces, or
 of two sets of repeated runs (comma-separated files per side, optionally labelled
-label=files). It leads with what changed: the change of the mean per step of the whole
-step and of each category (the means add up to the mean step), tested by a permutation
+label=files). A run of several files (one per node or process, as report reads them) is a
+folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
+new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/.
+It leads with what changed: the change of the mean per step of the whole step and of each
+category (the means add up to the mean step), tested by a permutation
 test on the difference of means, biggest change first, with the ranks whose change
 differs from the pooled one, and a reason when the median disagrees; with 2+ GPUs, each
 rank's wait and transfer in matched collectives and the straggler, before and after.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"database/sql"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Hostile inputs, round four (issue 34). Every input is a real capture of testdata/traces
@@ -150,6 +153,176 @@ func TestKnobValueSecrets(t *testing.T) {
 		}
 		if !strings.Contains(out, said) && !strings.Contains(strings.Join(strings.Fields(out), " "), said) { // text wraps at 160
 			t.Errorf("%s does not say which values were redacted", what)
+		}
+	}
+}
+
+// TestFIFOInputRefused (issue 34, item 4): a FIFO named as a report or an export is
+// refused before anything opens it (open(2) of a FIFO blocks until a writer comes).
+func TestFIFOInputRefused(t *testing.T) {
+	inTempDir(t)
+	for _, name := range []string{"run.nsys-rep", "run.qdrep", "run.sqlite"} {
+		if err := syscall.Mkfifo(name, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"report", name}, {"info", name}, {"classify", name}, {"diff", name, name}} {
+			type result struct {
+				code   int
+				stderr string
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, _, stderr := runCLI(args...)
+				done <- result{code, stderr}
+			}()
+			select {
+			case r := <-done:
+				if want := "stepstat: " + name + ": is not a regular file\n"; r.code != 1 || r.stderr != want {
+					t.Errorf("stepstat %q: exit %d, stderr %q; want 1 and %q", args, r.code, r.stderr, want)
+				}
+			case <-time.After(10 * time.Second):
+				// Unblock the open so the test can end.
+				if w, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					w.Close()
+				}
+				t.Fatalf("stepstat %q blocked on the FIFO", args)
+			}
+		}
+	}
+}
+
+// TestSignalDuringAnalysis (issue 34, item 4): SIGINT or SIGTERM during the analysis (a
+// capture grown to 192 devices, 3 s of analysis on a free core) ends the run within a
+// second with exit 128+signal and the interrupted line, and leaves no output: none at
+// -o, no temporary file, nothing on stdout.
+func TestSignalDuringAnalysis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an export of 800,000 kernels")
+	}
+	dir := inTempDir(t)
+	capture(t, "tp2-moe-eager", "big.sqlite")
+	growDevices(t, "big.sqlite", 192)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		for _, args := range [][]string{{"report", "-f", "json", "-o", "out.json", "big.sqlite"}, {"report", "big.sqlite"}} {
+			cmd := helperCmd(args...)
+			cmd.Env = append(cmd.Env, "STEPSTAT_PHASES=1")
+			var stdout strings.Builder
+			cmd.Stdout = &stdout
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the read to end: the analysis runs from there.
+			var errText strings.Builder
+			buf := make([]byte, 4096)
+			for !strings.Contains(errText.String(), "stepstat: read ") {
+				n, err := stderr.Read(buf)
+				errText.Write(buf[:n])
+				if err != nil {
+					t.Fatalf("%q: stderr ended before the read did: %q", args, errText.String())
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+			sent := time.Now()
+			cmd.Process.Signal(sig)
+			rest, _ := io.ReadAll(stderr)
+			errText.Write(rest)
+			cmd.Wait()
+			took := time.Since(sent)
+			code := cmd.ProcessState.ExitCode()
+			t.Logf("%v %q: exit %d %v after the signal", sig, args, code, took)
+			if code != 128+int(sig) || !strings.Contains(errText.String(), "stepstat: interrupted by ") {
+				t.Errorf("%v %q: exit %d, stderr %q; want %d and the interrupted line", sig, args, code, errText.String(), 128+int(sig))
+			}
+			if strings.Contains(errText.String(), "stepstat: summarize ") {
+				t.Errorf("%v %q: the analysis ran to its end (%q): the signal came too late to test", sig, args, errText.String())
+			}
+			if took > time.Second {
+				t.Errorf("%v %q: exit %v after the signal, want within a second", sig, args, took)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("%v %q: %d bytes on stdout", sig, args, stdout.Len())
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "big.sqlite" {
+					t.Errorf("%v %q: %s left in the directory", sig, args, e.Name())
+				}
+			}
+		}
+	}
+}
+
+// TestSOLFloorAbove (issue 34, item 9): a floor above the measured step read "391%
+// efficient" with no warning (--bandwidth 4.8 meant TB/s): it is a warning in every output
+// naming the likely unit mistake. A bandwidth or byte count whose floor overflows (1e-300
+// GB/s made it negative) is a usage error.
+func TestSOLFloorAbove(t *testing.T) {
+	inTempDir(t)
+	capture(t, "dense-eager", "in.sqlite") // an H200
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "4.8"}, "the bandwidth given is 4.8 GB/s, a value in TB/s? (4.8 TB/s is 4800 GB/s)"},
+		{[]string{"--sol-bytes", "34.2Tb"}, "check the 3.42e+04 GB per step (bytes, not bits;"},
+		{[]string{"--sol-step", "900ms"}, "check the floor's unit (µs or ms) and that it is one step's, not a run's"},
+	} {
+		text := runOK(t, append([]string{"report"}, append(tc.args, "in.sqlite")...)...)
+		js := runOK(t, append([]string{"report", "-f", "json"}, append(tc.args, "in.sqlite")...)...)
+		for what, out := range map[string]string{"text": text, "json": js} {
+			if !strings.Contains(out, "device 0: the speed-of-light floor ") || !strings.Contains(out, "is above the measured median step") || !strings.Contains(out, tc.want) {
+				t.Errorf("%q %s: no warning of the floor above the step naming %q:\n%s", tc.args, what, tc.want, lastN(out, 1500))
+			}
+		}
+	}
+	if out := runOK(t, "report", "--sol-bytes", "1GB", "in.sqlite"); strings.Contains(out, "is above the measured") {
+		t.Errorf("a floor under the step warns")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "1e-300"}, "stepstat report: --bandwidth: 1e-300 GB/s gives 34.2 GB a floor of 3.42e+301 s, out of range (the floor must be 1ns to 24h)"},
+		{[]string{"--sol-bytes", "1e18"}, "stepstat report: --sol-bytes: 1e+09 GB over the H200 datasheet HBM3e bandwidth give a floor of 2.08e+05 s, out of range"},
+		{[]string{"--sol-bytes", "1", "--bandwidth", "1e200"}, "stepstat report: --bandwidth: 1e+200 GB/s gives 1e-09 GB a floor of 1e-209 s, out of range"},
+		{[]string{"--sol-bytes", "34.2GB", "--bandwidth", "1e300"}, "stepstat report: --bandwidth: must be a finite number"},
+	} {
+		code, _, stderr := runCLI(append([]string{"report"}, append(tc.args, "in.sqlite")...)...)
+		if code != 2 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestColumnsBySpelling (issue 34, item 6): a kernel correlationId spelled CorrelationID
+// (SQLite resolves it) was read as 0 on both readers, silently: 26 steps became 25. It is
+// matched as SQLite matches (any letter case): the report equals the original's on both
+// readers. An absent optional column is a warning naming what is lost.
+func TestColumnsBySpelling(t *testing.T) {
+	inTempDir(t)
+	capture(t, "tp2-moe-eager", "orig.sqlite")
+	capture(t, "tp2-moe-eager", "spelled.sqlite")
+	capture(t, "tp2-moe-eager", "absent.sqlite")
+	execSQL(t, "spelled.sqlite", `ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN correlationId TO CorrelationID;
+		ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN globalTid TO GLOBALTID`)
+	execSQL(t, "absent.sqlite", `ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL DROP COLUMN correlationId`)
+	for _, reader := range []string{"", "sqlite"} {
+		t.Setenv("STEPSTAT_READER", reader)
+		want := runOK(t, "report", "-f", "json", "orig.sqlite")
+		got := runOK(t, "report", "-f", "json", "spelled.sqlite")
+		if strings.ReplaceAll(got, "spelled.sqlite", "orig.sqlite") != want {
+			t.Errorf("reader %q: the report of CorrelationID and GLOBALTID differs from the original's", reader)
+		}
+		out := runOK(t, "report", "absent.sqlite")
+		if !strings.Contains(out, "CUPTI_ACTIVITY_KIND_KERNEL has no column correlationId, read as 0: kernels are not linked to the host calls that launched them") {
+			t.Errorf("reader %q: no warning of the absent correlationId:\n%s", reader, lastN(out, 2000))
+		}
+		if strings.Contains(want, "has no column") {
+			t.Errorf("reader %q: the original warns of an absent column", reader)
 		}
 	}
 }

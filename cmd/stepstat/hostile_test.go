@@ -308,9 +308,9 @@ func TestHostileInputs(t *testing.T) {
 		}, args: []string{"report", "--phase", "all", "in.sqlite"}, code: 0},
 		// Usage mistakes: exit status 2.
 		{name: "no trace", setup: func(t *testing.T) {}, args: []string{"report"}, code: 2,
-			want: "stepstat report: need exactly one trace (got 0)"},
+			want: "stepstat report: need at least one trace (got 0)"},
 		{name: "two traces", setup: fixture("schema-legacy"), args: []string{"report", "in.sqlite", "in.sqlite"}, code: 2,
-			want: "stepstat report: need exactly one trace (got 2)"},
+			want: "stepstat report: in.sqlite is given twice"},
 		{name: "diff of one", setup: fixture("schema-legacy"), args: []string{"diff", "in.sqlite"}, code: 2,
 			want: "stepstat diff: need exactly two inputs (got 1)"},
 		{name: "bad --steps regex", setup: fixture("schema-legacy"), args: []string{"report", "--steps", "nvtx:(", "in.sqlite"}, code: 2,

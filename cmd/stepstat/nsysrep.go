@@ -52,17 +52,21 @@ func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (
 	if os.Getenv("STEPSTAT_READER") == "sqlite" {
 		opt.SQLiteOnly = true
 	}
-	if !isReport(path) || looksLikeSQLite(path) {
+	if !isReport(path) {
 		return nsys.Open(ctx, path, opt)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() == 0 {
-		// Missing, a directory, empty...: CheckFile says which, naming path.
+		// Missing, a directory, a FIFO, empty...: CheckFile says which, naming path,
+		// before anything opens it (open(2) of a FIFO blocks).
 		if err := nsys.CheckFile(path); err != nil {
 			return nil, err
 		}
 	}
-	f, err := os.Open(path)
+	if looksLikeSQLite(path) {
+		return nsys.Open(ctx, path, opt)
+	}
+	f, err := nsys.OpenRegular(path)
 	if err != nil {
 		return nil, &nsys.Error{Path: path, Err: unwrapPath(err)} // unreadable
 	}
@@ -90,7 +94,7 @@ func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (
 
 // looksLikeSQLite reports whether the file at path starts with the SQLite header.
 func looksLikeSQLite(path string) bool {
-	f, err := os.Open(path)
+	f, err := nsys.OpenRegular(path)
 	if err != nil {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // outputTarget returns the path a report for path is to be written at, and what is there
@@ -138,6 +140,13 @@ func removeTemps() {
 	}
 }
 
+// signalGrace is how long a run has to return after SIGINT or SIGTERM before
+// catchSignals ends the process.
+const signalGrace = 800 * time.Millisecond
+
+// exitNow ends the process (os.Exit; main is the only other caller).
+var exitNow = os.Exit
+
 // signalled is set once a run caught SIGINT or SIGTERM: no output is renamed into place
 // after it.
 var signalled atomic.Bool
@@ -145,8 +154,11 @@ var signalled atomic.Bool
 // catchSignals makes SIGINT and SIGTERM cancel the returned context (which kills a child
 // nsys export through exec.CommandContext, and stops the reader), remove the temporary
 // files and export folders the run has made, and stop outputs being renamed into place;
-// caught reports the signal (0: none). stop ends the catching.
-func catchSignals() (ctx context.Context, stop func(), caught func() syscall.Signal) {
+// caught reports the signal (0: none). stop ends the catching. A run that has not
+// returned signalGrace after the signal (blocked in a system call, or in a stage that
+// checks ctx rarely) is ended there: its temporaries removed, the interrupted line on
+// stderr, exit 128+signal, as run itself would; its outputs were never renamed into place.
+func catchSignals(stderr io.Writer) (ctx context.Context, stop func(), caught func() syscall.Signal) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
@@ -161,6 +173,13 @@ func catchSignals() (ctx context.Context, stop func(), caught func() syscall.Sig
 			signalled.Store(true)
 			cancel()
 			removeTemps()
+			select {
+			case <-done:
+			case <-time.After(signalGrace):
+				removeTemps()
+				fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", s)
+				exitNow(128 + int(got.Load()))
+			}
 		case <-done:
 		}
 	}()

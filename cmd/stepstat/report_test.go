@@ -584,3 +584,71 @@ func TestReportUsage(t *testing.T) {
 		t.Errorf("gzip'd export: exit %d, stderr %q", code, e)
 	}
 }
+
+// TestReportOneFindingPerRule: on the 2-GPU captures each rule of the JSON plan's groups
+// is listed once in the text answer, naming its ranks, with every rank's number on its
+// per-rank line; minor ones on the minor line; the JSON keeps each device's findings.
+func TestReportOneFindingPerRule(t *testing.T) {
+	names := []string{"tp2-moe-eager", "tp2-moe-graph", "hf-qwen3moe-tp2"}
+	inCaptureDir(t, names...)
+	for _, n := range names {
+		code, text, e := solRun(t, "report", n+".sqlite")
+		text = strings.ReplaceAll(text, "\n       ", " ") // the answer's lines wrap at 100 columns here
+		code2, js, _ := solRun(t, "report", "-f", "json", n+".sqlite")
+		if code != 0 || code2 != 0 {
+			t.Fatalf("%s: exit %d/%d: %s", n, code, code2, e)
+		}
+		var v struct {
+			Devices []struct {
+				Device   int
+				Findings []struct{ ID string }
+			}
+			Plan struct {
+				Groups []struct {
+					ID      string
+					Kind    string
+					Minor   bool
+					Devices []int
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(js), &v); err != nil {
+			t.Fatal(err)
+		}
+		perDevice := 0
+		for _, d := range v.Devices {
+			perDevice += len(d.Findings)
+		}
+		grouped := 0
+		for _, g := range v.Plan.Groups {
+			grouped += len(g.Devices)
+			switch {
+			case g.Kind == "warning":
+				continue
+			case g.Minor:
+				if !strings.Contains(text, "minor (under 2% of the step): ") || !strings.Contains(text, " "+g.ID+" ") {
+					t.Errorf("%s: minor %s not on the minor line", n, g.ID)
+				}
+				continue
+			}
+			if c := strings.Count(text, ". "+g.ID+" ["); c != 1 {
+				t.Errorf("%s: %s listed %d times", n, g.ID, c)
+			}
+			ranks := "rank "
+			if len(g.Devices) > 1 {
+				ranks = "ranks "
+				for _, d := range g.Devices {
+					if !strings.Contains(text, fmt.Sprintf("rank %d ", d)) {
+						t.Errorf("%s: %s: no per-rank number for rank %d", n, g.ID, d)
+					}
+				}
+			}
+			if !strings.Contains(text, ". "+g.ID+" [") || !strings.Contains(text, "] on "+ranks) {
+				t.Errorf("%s: %s does not name its ranks", n, g.ID)
+			}
+		}
+		if grouped != perDevice {
+			t.Errorf("%s: the groups hold %d findings, the devices %d", n, grouped, perDevice)
+		}
+	}
+}

@@ -72,7 +72,15 @@ func Open(path string) (*File, error) {
 		f.Close()
 		return nil, err
 	}
-	s.mapped = mapFile(f, int64(s.npages)*int64(s.pageSize))
+	// Mapped only where a run of pages can be mapped in one call: a page fault per page
+	// costs more than pread's copy on virtual machines.
+	if m := mapFile(f, int64(s.npages)*int64(s.pageSize)); m != nil {
+		if populateRead(m[:min(len(m), os.Getpagesize())]) == nil {
+			s.mapped = m
+		} else {
+			unmapFile(m)
+		}
+	}
 	return s, nil
 }
 
@@ -139,8 +147,8 @@ func (s *File) Close() error {
 	return s.f.Close()
 }
 
-// ReadPages returns n pages from page pg on: in place when the file is mapped, else read
-// into buf (which must hold them). The bytes are valid until Close; Done gives the
+// ReadPages returns n pages from page pg on: in place when the file is mapped (mapped in
+// one call), else read into buf (which must hold them). The bytes are valid until Close; Done gives the
 // mapped pages' memory back once they are decoded.
 func (s *File) ReadPages(pg uint32, n int, buf []byte) ([]byte, error) {
 	if pg < 1 || n < 1 || uint64(pg)+uint64(n)-1 > uint64(s.npages) {
@@ -149,7 +157,11 @@ func (s *File) ReadPages(pg uint32, n int, buf []byte) ([]byte, error) {
 	off := int64(pg-1) * int64(s.pageSize)
 	size := n * s.pageSize
 	if s.mapped != nil {
-		return s.mapped[off : off+int64(size) : off+int64(size)], nil
+		b := s.mapped[off : off+int64(size) : off+int64(size)]
+		if n > 1 {
+			s.around(b, func(b []byte) { populateRead(b) })
+		}
+		return b, nil
 	}
 	b := buf[:size]
 	if _, err := s.f.ReadAt(b, off); err != nil {
@@ -167,12 +179,16 @@ func (s *File) Done(b []byte) {
 	if s.mapped == nil || len(b) == 0 {
 		return
 	}
-	// Whole pages of the system only (madvise's unit): pages smaller than the system's
-	// keep their first and last system page mapped.
+	s.around(b, dontNeed)
+}
+
+// around calls fn with the whole pages of the system in b (madvise's unit): pages smaller
+// than the system's leave their first and last system page out.
+func (s *File) around(b []byte, fn func([]byte)) {
 	ps := uintptr(os.Getpagesize())
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	a, e := (start+ps-1)&^(ps-1), (start+uintptr(len(b)))&^(ps-1)
 	if e > a {
-		dontNeed(b[a-start : e-start])
+		fn(b[a-start : e-start])
 	}
 }

@@ -1,0 +1,239 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/compare"
+	"github.com/stepstat/stepstat/breakdown/findings"
+)
+
+// honestView asks a page, with every <details> opened, for what a chart or table can get
+// wrong: where each bar starts against its value axis's origin (per stack, the lowest bar
+// of each category), the filled width of each stacked mean-step bar of the answer, the
+// header words wider than their column, the body cells other than names that wrap, each
+// chart's legend (its type, its box against the chart and the plot, the items it drew),
+// each timeline's lanes without data, and the outlier marks of step charts and tables.
+const honestView = `(() => {
+  document.querySelectorAll("details").forEach(d => { d.open = true; });
+  window.dispatchEvent(new Event("resize"));
+  const out = {bars: [], mix: [], narrow: [], wraps: [], legends: [], emptyLanes: [], pins: {}, outlierRows: document.querySelectorAll("tr.outlier").length, outlierLabels: {}};
+  for (const el of document.querySelectorAll("div.chart")) {
+    const c = echarts.getInstanceByDom(el);
+    if (!c) continue;
+    c.resize();
+    const model = c.getModel();
+    const stacks = {};
+    model.eachSeries(s => {
+      if (s.subType !== "bar" || !s.coordinateSystem || !s.coordinateSystem.getBaseAxis) return;
+      const cs = s.coordinateSystem, base = cs.getBaseAxis(), val = cs.getOtherAxis(base);
+      const origin = val.toGlobalCoord(val.dataToCoord(val.scale.getExtent()[0]));
+      const data = s.getData(), dim = data.mapDimension(val.dim);
+      const pins = (s.option.markPoint && s.option.markPoint.data) || [];
+      if (pins.length) out.pins[el.id] = (out.pins[el.id] || 0) + pins.length;
+      data.each(k => {
+        const l = data.getItemLayout(k), v = data.get(dim, k);
+        if (!l || !(v > 0)) return;
+        const at = base.dim === "y" ? l.x : l.y;
+        const key = (s.get("stack") || s.name) + "/" + (s.get("xAxisIndex") || 0) + "/" + k;
+        if (!(key in stacks)) stacks[key] = {chart: el.id, series: s.name, item: k, base: at, origin: origin, axis: val.type};
+      });
+    });
+    Object.values(stacks).forEach(b => out.bars.push(b));
+    const legend = model.getComponent("legend");
+    if (legend && legend.get("show") !== false) {
+      const view = c.getViewOfComponentModel(legend);
+      const g = view.group;
+      g.updateTransform();
+      const r = g.getBoundingRect().clone();
+      if (g.transform) r.applyTransform(g.transform);
+      const grid = model.getComponent("grid");
+      const plotTop = grid && grid.coordinateSystem ? grid.coordinateSystem.getRect().y : 1e9;
+      out.legends.push({chart: el.id, type: legend.get("type") || "plain", items: legend.getData().length,
+        drawn: view.getContentGroup ? view.getContentGroup().childCount() : -1,
+        right: r.x + r.width, bottom: r.y + r.height, width: c.getWidth(), plotTop: plotTop});
+    }
+    if (el.getAttribute("data-kind") === "timeline") {
+      const o = c.getOption(), lanes = o.yAxis[0].data.length, used = new Set();
+      o.series.forEach(s => s.data.forEach(d => {
+        const v = d.value || d;
+        if (s.name === "idle") { for (let i = v[0]; i <= v[3]; i++) used.add(i); } else used.add(v[0]);
+      }));
+      for (let i = 0; i < lanes; i++) if (!used.has(i)) out.emptyLanes.push(el.id + " " + o.yAxis[0].data[i]);
+    }
+    if (/^steps-/.test(el.id)) {
+      const o = c.getOption();
+      out.outlierLabels[el.id] = (o.xAxis[0].data || []).filter(d => d && d.textStyle && d.textStyle.color === "#c62828").map(d => d.value);
+    }
+  }
+  for (const row of document.querySelectorAll("#mix .mix-row")) {
+    const bar = row.querySelector(".mix-bar");
+    let filled = 0;
+    bar.querySelectorAll("span").forEach(s => { filled += s.getBoundingClientRect().width; });
+    out.mix.push({label: row.querySelector(".mix-label").textContent, filled: filled, full: bar.clientWidth});
+  }
+  const ctx = document.createElement("canvas").getContext("2d");
+  for (const th of document.querySelectorAll("th")) {
+    if (!th.offsetParent) continue;
+    const cs = getComputedStyle(th);
+    ctx.font = cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+    const room = th.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    for (const w of th.textContent.split(/[\s\u200b]+/)) {
+      if (w && ctx.measureText(w).width > room + 0.5) out.narrow.push(th.closest("table").id + ": " + JSON.stringify(w) + " " + Math.round(ctx.measureText(w).width) + " > " + Math.round(room) + " px");
+    }
+  }
+  for (const td of document.querySelectorAll("td")) {
+    if (!td.offsetParent || td.classList.contains("name") || td.hasAttribute("colspan") || !td.textContent.trim()) continue;
+    const rg = document.createRange();
+    rg.selectNodeContents(td);
+    const tops = new Set([...rg.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+    if (tops.size > 1) out.wraps.push((td.closest("table").id || "table") + ": " + JSON.stringify(td.textContent) + " on " + tops.size + " lines");
+  }
+  return out;
+})()`
+
+type honestBar struct {
+	Chart, Series, Axis string
+	Item                int
+	Base, Origin        float64
+}
+
+type honestPage struct {
+	Bars []honestBar
+	Mix  []struct {
+		Label        string
+		Filled, Full float64
+	}
+	Narrow  []string
+	Wraps   []string
+	Legends []struct {
+		Chart, Type                   string
+		Items, Drawn                  int
+		Right, Bottom, Width, PlotTop float64
+	}
+	EmptyLanes    []string
+	Pins          map[string]int
+	OutlierRows   int
+	OutlierLabels map[string][]string
+}
+
+// TestChartsHonest opens real reports and diffs in headless Chromium at 1400 and 1000 px
+// and checks that the charts and tables do not mislead or break: every bar (the lowest of
+// each stack) starts at its value axis's origin, log axes included (the share chart drew
+// its bars from 1%: the smallest category got the longest bar); the stacked mean-step bars
+// of a diff's or a multi-GPU report's answer are on one time scale (their filled widths in
+// the ratio of their means); no table column is narrower than a word of its header, and no
+// cell but a name wraps; every legend is a plain one that drew all its items within the
+// chart, above the plot (the timeline's paginated legend clipped at 1000 px); no timeline
+// lane is empty; and the outlier step of slow-step is marked in its step chart (a pin and
+// a red label) and its step table.
+func TestChartsHonest(t *testing.T) {
+	browserCtx := startBrowser(t)
+	dir := filepath.Join("..", "testdata", "traces")
+	load := func(name string) *breakdown.Report {
+		r := traceReport(t, filepath.Join(dir, name+".sqlite.gz"), breakdown.Options{})
+		r.Path = name + ".sqlite"
+		return r
+	}
+	eager, graph, slow := load("tp2-moe-eager"), load("tp2-moe-graph"), load("slow-step")
+	if len(slow.Devices[0].Summary.Outliers.Steps) != 1 {
+		t.Fatalf("slow-step: %d outlier steps, want 1", len(slow.Devices[0].Summary.Outliers.Steps))
+	}
+	c := compare.Compare(compare.Side{Label: "eager", Reports: []*findings.Report{findings.Of(eager)}},
+		compare.Side{Label: "graph", Reports: []*findings.Report{findings.Of(graph)}}, breakdown.Decode, compare.Options{})
+	tmp := t.TempDir()
+	pages := []struct {
+		name  string
+		html  []byte
+		means []float64 // of the answer's mix rows, in order: one time scale
+	}{
+		{"report-tp2", render(t, eager, DefaultHTMLOptions()), []float64{float64(eager.Devices[0].Summary.Mean), float64(eager.Devices[1].Summary.Mean)}},
+		{"report-slow", render(t, slow, DefaultHTMLOptions()), nil},
+		{"diff-tp2", renderDiff(t, c, DefaultHTMLOptions()), []float64{float64(c.Base.MeanStep), float64(c.New.MeanStep)}},
+		{"diff-dense", renderDiff(t, captureComparison(t), DefaultHTMLOptions()), nil},
+	}
+	sawLog := false
+	for _, p := range pages {
+		file := filepath.Join(tmp, p.name+".html")
+		if err := os.WriteFile(file, p.html, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range []int64{1400, 1000} {
+			t.Run(fmt.Sprintf("%s-%d", p.name, width), func(t *testing.T) {
+				tabCtx, cancel := chromedp.NewContext(browserCtx)
+				defer cancel()
+				if err := chromedp.Do(tabCtx, chromedp.EmulateViewport(width, 900), chromedp.Navigate("file://"+filepath.ToSlash(file))); err != nil {
+					t.Fatal(err)
+				}
+				raw, err := chromedp.Run(tabCtx, chromedp.Evaluate[[]byte](honestView))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var v honestPage
+				if err := json.Unmarshal(raw, &v); err != nil {
+					t.Fatal(err)
+				}
+				if len(v.Bars) == 0 {
+					t.Fatal("no bars measured")
+				}
+				for _, b := range v.Bars {
+					sawLog = sawLog || b.Axis == "log"
+					if math.Abs(b.Base-b.Origin) > 1 {
+						t.Errorf("%s %s bar %d starts at %.0f px, its %s axis's origin is at %.0f px", b.Chart, b.Series, b.Item, b.Base, b.Axis, b.Origin)
+					}
+				}
+				if p.means != nil {
+					if len(v.Mix) != len(p.means) {
+						t.Fatalf("%d mean-step bars, want %d", len(v.Mix), len(p.means))
+					}
+					longest := slicesMax(p.means)
+					for i, m := range v.Mix {
+						want := m.Full * p.means[i] / longest
+						if math.Abs(m.Filled-want) > math.Max(3, 0.02*m.Full) {
+							t.Errorf("%s: filled %.0f of %.0f px, want %.0f (its mean over the longest, one time scale)", m.Label, m.Filled, m.Full, want)
+						}
+					}
+				}
+				for _, n := range v.Narrow {
+					t.Errorf("column narrower than its header word: %s", n)
+				}
+				for _, w := range v.Wraps {
+					t.Errorf("cell wraps: %s", w)
+				}
+				for _, l := range v.Legends {
+					if l.Type == "scroll" || l.Drawn != l.Items || l.Right > l.Width+1 || l.Bottom > l.PlotTop+1 {
+						t.Errorf("%s legend: %s, %d of %d items drawn, ends at %.0f px of %.0f, bottom %.0f, plot from %.0f", l.Chart, l.Type, l.Drawn, l.Items, l.Right, l.Width, l.Bottom, l.PlotTop)
+					}
+				}
+				for _, e := range v.EmptyLanes {
+					t.Errorf("empty timeline lane: %s", e)
+				}
+				if p.name == "report-slow" {
+					step := strconv.Itoa(slow.Devices[0].Summary.Outliers.Steps[0])
+					if v.Pins["steps-0"] != 1 || len(v.OutlierLabels["steps-0"]) != 1 || v.OutlierLabels["steps-0"][0] != step || v.OutlierRows != 1 {
+						t.Errorf("outlier step %s: %d pins, labels %q, %d table rows marked; want 1, [%s], 1", step, v.Pins["steps-0"], v.OutlierLabels["steps-0"], v.OutlierRows, step)
+					}
+				}
+			})
+		}
+	}
+	if !sawLog {
+		t.Error("no bar on a log axis measured (the share and per-device charts have them)")
+	}
+}
+
+func slicesMax(xs []float64) float64 {
+	m := xs[0]
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}
