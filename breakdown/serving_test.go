@@ -638,3 +638,35 @@ func TestFirstDecodeNotInPrefill(t *testing.T) {
 		})
 	}
 }
+
+// TestWindowEdges: engine-window was captured with cudaProfilerStart after layer 2 of one
+// iteration and cudaProfilerStop after layer 1 of another (a window opened on a running
+// server). Both edges are steps of their own, partial, named in a warning and kept out of the
+// summary; no prefill is claimed; the 19 whole iterations between are the decode summary.
+func TestWindowEdges(t *testing.T) {
+	rep := craftedReport(t, "engine-window", markerDelete)
+	d := &rep.Devices[0]
+	n := len(d.Steps)
+	if n != 21 || d.Steps[0].Phase != breakdown.Partial || d.Steps[n-1].Phase != breakdown.Partial {
+		t.Fatalf("%d steps, edges %v and %v; want 21, both partial", n, d.Steps[0].Phase, d.Steps[n-1].Phase)
+	}
+	for _, s := range d.Steps[1 : n-1] {
+		if s.Phase != breakdown.Decode {
+			t.Errorf("step %d: %v, want decode", s.Index, s.Phase)
+		}
+	}
+	if got := d.Summary.Steps + len(d.Summary.Outliers.Steps); got != 19 {
+		t.Errorf("summary over %d steps and %d outliers, want the 19 whole iterations", d.Summary.Steps, len(d.Summary.Outliers.Steps))
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.Contains(w.Error(), "window cuts iterations")
+	}
+	if !warned {
+		t.Errorf("no warning names the partial edges: %v", rep.Warnings)
+	}
+	all, _, _ := breakdown.SelectSteps(d.Steps, breakdown.AllSteps)
+	if len(all) != 19 {
+		t.Errorf("--phase all summarises %d steps, want 19 (partial edges in no summary)", len(all))
+	}
+}

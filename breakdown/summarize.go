@@ -220,15 +220,19 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	if tl.cancelled() {
 		return dr, context.Canceled // the sweep stopped part-way
 	}
+	fwds := det.forwards
+	if fwds == nil && det.method != MethodWhole {
+		fwds = deviceForwards(t, h, tl)
+	}
+	trailing := -1
+	if det.method != MethodWhole && det.method != MethodNVTX && len(fwds) >= 2 {
+		trailing = openTrailingEdge(det, steps, shapes, fwds)
+	}
 	starts := requestStarts(det)
 	if det.method != MethodWhole {
 		markCaptures(steps, det.bounds, graphCalls(t, tl))
 	}
 	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
-	fwds := det.forwards
-	if fwds == nil && det.method != MethodWhole {
-		fwds = deviceForwards(t, h, tl)
-	}
 	if tl.cancelled() {
 		return dr, context.Canceled
 	}
@@ -240,6 +244,11 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 			}
 		}
 		inferPhases(steps, shapes, starts, len(fwds) >= 2, stepCopies(t, dev, steps, fwds))
+		if det.method != MethodNVTX && len(fwds) >= 2 {
+			if w := markEdges(dev, steps, shapes, trailing >= 0, inputCopies(t, dev, steps)); w != nil {
+				dr.Warnings = append(dr.Warnings, w)
+			}
+		}
 	}
 	if opt.Skip > 0 {
 		dr.Skipped = min(opt.Skip, len(steps))
