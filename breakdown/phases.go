@@ -387,6 +387,9 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 // no kernel mix repeats, so decode is assumed (and a warning says so).
 const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 
+// EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
+const EvidenceNVTX = "the text of its NVTX range"
+
 func mix64(x uint64) uint64 {
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd

@@ -670,3 +670,77 @@ func TestWindowEdges(t *testing.T) {
 		t.Errorf("--phase all summarises %d steps, want 19 (partial edges in no summary)", len(all))
 	}
 }
+
+// TestExtraInputCopy (issue 30 item 6): one extra 32-byte input copy in every fifth step (a
+// flag, a seed) must not make those steps prompt-holding: their inputs are the batch's, a
+// copy's size says nothing alone. The steps and phases stay those of the capture as it is
+// (its truth sidecar's), or a self-check warning names the doubt.
+func TestExtraInputCopy(t *testing.T) {
+	for _, name := range []string{"serve-cb", "engine-eager-cb", "engine-repeat"} {
+		t.Run(name, func(t *testing.T) {
+			base := craftedReport(t, name, markerDelete)
+			db := captureDB(t, name)
+			var stmts []string
+			for i, s := range base.Devices[0].Steps {
+				if i%5 != 4 {
+					continue
+				}
+				at := int64(s.Start) + int64(s.Wall())/2
+				stmts = append(stmts, copyRows(t, db, "CUPTI_ACTIVITY_KIND_MEMCPY",
+					"rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1)",
+					map[string]string{"start": fmt.Sprint(at), "end": fmt.Sprint(at + 900), "bytes": "32",
+						"correlationId": fmt.Sprintf("correlationId + %d", 200000000+i)}))
+			}
+			rep := craftedReport(t, name, append([]string{markerDelete}, stmts...)...)
+			a, b := base.Devices[0].Steps, rep.Devices[0].Steps
+			if len(a) != len(b) {
+				t.Fatalf("%d steps with the extra copies, %d without", len(b), len(a))
+			}
+			wrong := 0
+			for i := range a {
+				if a[i].Phase != b[i].Phase {
+					wrong++
+					t.Logf("step %d: %v with the extra copy, %v without (%s)", i, b[i].Phase, a[i].Phase, b[i].PhaseEvidence)
+				}
+			}
+			if wrong > 0 && len(selfChecks(rep)) == len(selfChecks(base)) {
+				t.Errorf("%d steps change phase with one extra 32-byte copy, and no self-check warning says so", wrong)
+			}
+		})
+	}
+}
+
+// TestDoubledAttention (issue 30 item 6): one decode step that runs twice its attention
+// kernels (a prompt chunk's attention beside the decoding sequences) is one step still; no
+// speculative round is claimed (the other steps' depth is not a draft's), and every other
+// step keeps its bounds and phase.
+func TestDoubledAttention(t *testing.T) {
+	for _, name := range []string{"hf-qwen3moe-eager", "dense-eager"} {
+		t.Run(name, func(t *testing.T) {
+			base := captureReport(t, name, breakdown.Options{Phase: breakdown.AllSteps})
+			a := base.Devices[0].Steps
+			k := len(a) / 2
+			db := captureDB(t, name)
+			where := fmt.Sprintf(`start >= %d AND start < %d AND demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%%flash%%' OR value LIKE '%%sdpa%%' OR value LIKE '%%attention%%' OR value LIKE '%%fmha%%')`, a[k].Start, a[k].End)
+			var n int
+			db.QueryRow(`SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE ` + where).Scan(&n)
+			if n == 0 {
+				t.Fatalf("no attention kernel in step %d", k)
+			}
+			rep := craftedReport(t, name, copyRows(t, db, "CUPTI_ACTIVITY_KIND_KERNEL", where,
+				map[string]string{"start": "start + 1", "end": "end + 1", "correlationId": "correlationId + 300000000"}))
+			b := rep.Devices[0].Steps
+			if len(b) != len(a) {
+				t.Fatalf("%d steps with step %d's %d attention kernels doubled, %d without", len(b), k, n, len(a))
+			}
+			for i := range a {
+				if b[i].DraftForwards != 0 {
+					t.Errorf("step %d: a speculative round of %d drafts, in a capture without a draft model", i, b[i].DraftForwards)
+				}
+				if i != k && (a[i].Start != b[i].Start || a[i].Phase != b[i].Phase) {
+					t.Errorf("step %d: %v at %d, want %v at %d as without the doubled step", i, b[i].Phase, b[i].Start, a[i].Phase, a[i].Start)
+				}
+			}
+		})
+	}
+}

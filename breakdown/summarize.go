@@ -256,6 +256,11 @@ func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, me
 	}
 	dr.Steps = steps
 	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps, len(fwds) >= 2)...)
+	if det.method != MethodWhole && len(fwds) >= 2 { // a language model's forwards
+		if w := longMixCheck(dev, steps, shapes[dr.Skipped:]); w != nil {
+			dr.Warnings = append(dr.Warnings, w)
+		}
+	}
 	if len(fwds) < 2 && det.method != MethodWhole {
 		if w := foldedPatternCheck(tl, steps, shapes[dr.Skipped:]); w != nil {
 			dr.Warnings = append(dr.Warnings, w)
