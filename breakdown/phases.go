@@ -270,6 +270,7 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		return // tokens and sampled sequences: a language model's forwards only
 	}
 	prompt, why, minOut := copyPrompts(cp)
+	mixedByReadBack(steps, inferred, starts, cp)
 	if prompt == nil {
 		return
 	}
@@ -284,6 +285,28 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		if p := i - 1; steps[p].Phase == Decode || (prompt[p] && cp[p].out > minOut) {
 			steps[i].Phase = Mixed
 			steps[i].PhaseEvidence = why[i] + ", reading back more sequences than a prompt's beside decoding ones"
+		}
+	}
+}
+
+// mixedByReadBack makes mixed the prompt-holding steps (by their shape) inside a request that
+// follow a decode step and read back more than the run's smallest read-back (more sequences
+// than one prompt's): a prompt chunk beside the sequences that were decoding.
+func mixedByReadBack(steps []Step, inferred, starts []bool, cp []iterCopies) {
+	var minOut int64
+	for _, c := range cp {
+		if c.out > 0 && (minOut == 0 || c.out < minOut) {
+			minOut = c.out
+		}
+	}
+	if minOut == 0 {
+		return
+	}
+	for i := 1; i < len(steps); i++ {
+		s := &steps[i]
+		if inferred[i] && !starts[i] && s.Phase == Prefill && steps[i-1].Phase == Decode && cp[i].out > minOut {
+			s.Phase = Mixed
+			s.PhaseEvidence += fmt.Sprintf("; after a decode step it reads back %dx the smallest read-back (sequences beside the prompt)", cp[i].out/minOut)
 		}
 	}
 }
