@@ -290,8 +290,9 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 }
 
 // mixedByReadBack makes mixed the prompt-holding steps (by their shape) inside a request that
-// follow a decode step and read back more than the run's smallest read-back (more sequences
-// than one prompt's): a prompt chunk beside the sequences that were decoding.
+// read back more than the run's smallest read-back (more sequences than one prompt's) after
+// a decode step, or after a prompt step that read back more than the smallest too (its
+// sequences decode on): a prompt chunk beside the sequences that were decoding.
 func mixedByReadBack(steps []Step, inferred, starts []bool, cp []iterCopies) {
 	var minOut int64
 	for _, c := range cp {
@@ -304,7 +305,9 @@ func mixedByReadBack(steps []Step, inferred, starts []bool, cp []iterCopies) {
 	}
 	for i := 1; i < len(steps); i++ {
 		s := &steps[i]
-		if inferred[i] && !starts[i] && s.Phase == Prefill && steps[i-1].Phase == Decode && cp[i].out > minOut {
+		p := &steps[i-1]
+		decoding := p.Phase == Decode || ((p.Phase == Prefill || p.Phase == Mixed) && cp[i-1].out > minOut)
+		if inferred[i] && !starts[i] && s.Phase == Prefill && decoding && cp[i].out > minOut {
 			s.Phase = Mixed
 			s.PhaseEvidence += fmt.Sprintf("; after a decode step it reads back %dx the smallest read-back (sequences beside the prompt)", cp[i].out/minOut)
 		}
@@ -344,8 +347,8 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 	eager := func(s *Step) bool { return s.Launches > 0 && 2*s.Launches >= s.TotalKernels() }
 	decodeReplays, firstReplay := false, -1
 	for i, sh := range shapes {
-		if sh.sig == modal && replays(&steps[i]) {
-			decodeReplays = true
+		if replays(&steps[i]) {
+			decodeReplays = decodeReplays || sh.sig == modal
 			if firstReplay < 0 {
 				firstReplay = i
 			}
