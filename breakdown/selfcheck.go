@@ -89,7 +89,7 @@ func longPrefillCheck(dev nsys.DeviceID, steps []Step) error {
 func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	var dec []*Step
 	for i := range steps {
-		if steps[i].Phase == Decode {
+		if steps[i].Phase == Decode && !steps[i].GraphCapture { // a capture is no decode step of the summary
 			dec = append(dec, &steps[i])
 		}
 	}
@@ -276,7 +276,8 @@ func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
 }
 
 // longMixCheck warns about decode steps that take more than OutlierFactor times the median
-// decode step and run another kernel mix than the most common decode one: iterations that
+// decode step and run another kernel mix than the most common decode one, with 5% more or
+// fewer kernels: iterations that
 // likely hold prompt tokens (a prefill or a mixed batch) that no evidence showed, or a cut
 // in the wrong place. They are outliers of the summary already (never its limiter); the
 // warning says why their phase is in doubt.
@@ -303,10 +304,22 @@ func longMixCheck(dev nsys.DeviceID, steps []Step, shapes []stepShape) error {
 		return nil
 	}
 	med := Quantile(walls, 0.5)
+	modalKernels := 0
+	for i := range steps {
+		if steps[i].Phase == Decode && shapes[i].sig == modal {
+			modalKernels = steps[i].TotalKernels()
+			break
+		}
+	}
 	var odd []int
 	for i := range steps {
 		s := &steps[i]
-		if s.Phase == Decode && !s.GraphCapture && s.PhaseEvidence != EvidenceNVTX && s.Wall() > OutlierFactor*med && shapes[i].sig != modal {
+		// Another mix of about as many kernels is a variant of decode's (a library's kernel
+		// for the new shape, as cuDNN builds one per sequence length); a prompt chunk adds
+		// kernels (its attention, its copies).
+		k := s.TotalKernels()
+		more := 20*(k-modalKernels) > modalKernels || 20*(modalKernels-k) > modalKernels
+		if s.Phase == Decode && !s.GraphCapture && s.PhaseEvidence != EvidenceNVTX && s.Wall() > OutlierFactor*med && shapes[i].sig != modal && more {
 			odd = append(odd, s.Index)
 		}
 	}

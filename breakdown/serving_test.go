@@ -486,7 +486,10 @@ func TestTruthCaptures(t *testing.T) {
 			if requests > 1 && name == "serve-multireq" && d.Outside.Windows < requests-1 {
 				t.Errorf("%d windows outside steps, want the %d pauses between requests", d.Outside.Windows, requests-1)
 			}
-			silentSelfChecksBut(t, rep, name == "slow-step")
+			// slow-step sleeps in one step; the engine loops run torch's SDPA on cuDNN, which
+			// builds a graph on the host for each new shape (testdata/traces/README.md: eager
+			// iterations of 50 ms to 2.5 s against 2-8 ms): steps far from the median, by design.
+			silentSelfChecksBut(t, rep, name == "slow-step" || strings.HasPrefix(name, "engine-"))
 		})
 	}
 }
@@ -496,7 +499,7 @@ func TestTruthCaptures(t *testing.T) {
 func silentSelfChecksBut(t *testing.T, rep *breakdown.Report, slow bool) {
 	t.Helper()
 	for _, w := range selfChecks(rep) {
-		if slow && strings.Contains(w, "more than 10x away from the median step") {
+		if slow && (strings.Contains(w, "more than 10x away from the median step") || strings.Contains(w, "more than 10x the median prefill")) {
 			continue
 		}
 		t.Errorf("warning: %v", w)
