@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stepstat/stepstat/nsys/nsystest"
-
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
-	"github.com/stepstat/stepstat/nsys"
-	"github.com/stepstat/stepstat/render"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
+	"github.com/stepstat/stepstat/render"
 )
 
 // thirdParty reports whether a capture in testdata/traces is of a stack we did not write
@@ -34,27 +33,14 @@ func thirdParty(base string) bool {
 	return err == nil
 }
 
-// gunzipCapture decompresses a .sqlite.gz capture into dir and returns the path.
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
 func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
-	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := breakdown.Summarize(tr, opt)
+	rep, err := breakdown.Summarize(captures.Trace(t, name), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-func gunzipCapture(t *testing.T, gz, dir string) string {
-	t.Helper()
-	path := filepath.Join(dir, strings.TrimSuffix(filepath.Base(gz), ".gz"))
-	nsystest.Gunzip(t, gz, path)
-	return path
 }
 
 // TestCaptures checks the per-step breakdown of the real H200 captures in testdata/traces
@@ -77,7 +63,7 @@ func TestCaptures(t *testing.T) {
 	for _, gz := range files {
 		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
 		t.Run(name, func(t *testing.T) {
-			tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, dir), nsys.Options{})
+			tr, err := nsys.Open(context.Background(), nsystest.GunzipInto(t, gz, dir), nsys.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

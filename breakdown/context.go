@@ -95,6 +95,7 @@ func classifyContext(tl *timeline, det *detection, c *contextCats, split func(st
 // moved any kernel.
 func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (moved bool) {
 	var buf []ctxKernel
+	var scan moeScan
 	bi := -1 // the boundary the activity falls in
 	fi := 0  // the next forward end (det.forwards) at or after the activity
 	from, until := nsys.Time(math.MinInt64), nsys.Time(math.MaxInt64)
@@ -106,7 +107,7 @@ func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (mo
 		until = det.bounds[hi].start
 	}
 	flush := func() {
-		if bi >= 0 && c.step(buf) { // a window outside steps too: its layers are layers all the same
+		if bi >= 0 && c.stepWith(buf, &scan) { // a window outside steps too: its layers are layers all the same
 			moved = true
 		}
 		buf = buf[:0]
@@ -142,8 +143,12 @@ func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (mo
 }
 
 // step applies the rules to one step's kernels, in order, and reports whether it moved any.
-func (c *contextCats) step(ks []ctxKernel) (moved bool) {
-	m := &moeScan{c: c, ks: ks, lastGEMM: -1}
+func (c *contextCats) step(ks []ctxKernel) (moved bool) { return c.stepWith(ks, &moeScan{}) }
+
+// stepWith is step with m's buffers reused (one scan a step: the buffers grew anew for
+// every step, most of the context pass's allocations).
+func (c *contextCats) stepWith(ks []ctxKernel, m *moeScan) (moved bool) {
+	*m = moeScan{c: c, ks: ks, lastGEMM: -1, moe: m.moe[:0], pending: m.pending[:0], region: m.region[:0]}
 	for i, k := range ks {
 		if k.cat == kernelclass.GEMM {
 			m.lastGEMM = i

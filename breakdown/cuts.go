@@ -24,6 +24,16 @@ const (
 	cutReadBack // with cutSync: the sync was a device-to-host read-back
 )
 
+// cutSignals names each cut signal, in the order the step methods' help lists them.
+var cutSignals = []struct {
+	cut  uint8
+	help string // what the signal is, for the help of the methods that use it
+}{
+	{cutGraph, "CUDA graph launches"},
+	{cutSync, "read-backs and synchronize calls"},
+	{cutH2D, "input copies"},
+}
+
 // A segment is a run of the device's activities between two cuts.
 type segment struct {
 	start, end nsys.Time // first activity's start; latest end

@@ -2,7 +2,6 @@ package breakdown
 
 import (
 	"errors"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,19 +23,10 @@ import (
 // expressions; Summarize, automatic and with the user's expression, either fails naming
 // the trace or accounts each step's wall time exactly.
 //
-// The seeds (run by plain go test) are the files of testdata/fuzz/FuzzStepRanges at the
-// repository root, where every target's seeds are; move a failure the fuzzer writes to
-// this package's testdata/fuzz there.
+// The seeds (run by plain go test) are the files of this package's
+// testdata/fuzz/FuzzStepRanges, where go test -fuzz writes a failing input.
 func FuzzStepRanges(f *testing.F) {
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzStepRanges")) {
-		texts, ok1 := vals[0].(string)
-		steps, ok2 := vals[1].(string)
-		shape, ok3 := vals[2].([]byte)
-		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
-			f.Fatalf("FuzzStepRanges corpus entry %v: want (string, string, []byte)", vals)
-		}
-		f.Add(texts, steps, shape)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, texts, steps string, shape []byte) {
 		lines := strings.Split(texts, "\n")
 		if len(lines) > 64 {

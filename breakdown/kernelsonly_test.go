@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestKernelsOnly checks that classify's read of the kernel table alone
@@ -24,7 +25,7 @@ func TestKernelsOnly(t *testing.T) {
 	for _, gz := range files {
 		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
 		t.Run(name, func(t *testing.T) {
-			path := gunzipCapture(t, gz, dir)
+			path := nsystest.GunzipInto(t, gz, dir)
 			full, err := nsys.Open(context.Background(), path, nsys.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -143,7 +143,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 	rr := &RankReport{Straggler: -1, AlignedBy: "index"}
 	sel := make([][]Step, n)
 	for d := range rep.Devices {
-		sel[d], _, _ = SelectSteps(rep.Devices[d].Steps, opt.Phase)
+		sel[d] = rep.Devices[d].Summary.SelectedSteps(rep.Devices[d].Steps)
 	}
 	groups := alignSteps(rr, rep, sel)
 	refs := alignedRefs(t, tls, rep, groups)

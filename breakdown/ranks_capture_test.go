@@ -2,14 +2,13 @@ package breakdown_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/nsys"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // waitShare runs the rank analysis on a 2-GPU capture and checks, for every matched
@@ -19,7 +18,7 @@ import (
 // ranks, and the straggler's device.
 func waitShare(t *testing.T, name string) (float64, int) {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	path := nsystest.GunzipInto(t, nsystest.CapturePath(name), t.TempDir())
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)

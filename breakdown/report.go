@@ -217,6 +217,10 @@ type Summary struct {
 	// Outliers are the steps of the phase left out of everything above: longer than
 	// OutlierFactor times the phase's median step.
 	Outliers Outliers
+	// Selected lists the steps of the phase summarised, outliers included, as positions in
+	// the steps summarised (DeviceReport.Steps): the choice SelectSteps makes, made once
+	// (SelectedSteps returns them).
+	Selected []int
 	// Stall is the recurring long gap of the summarised steps: the kernel that most
 	// steps' longest gap (of StallGap or more) waits for, and those gaps.
 	Stall Stall

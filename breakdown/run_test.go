@@ -23,7 +23,7 @@ func runCapture(t *testing.T, name, dir string) string {
 	t.Helper()
 	gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
 	if _, err := os.Stat(gz); err == nil {
-		return gunzipCapture(t, gz, dir)
+		return nsystest.GunzipInto(t, gz, dir)
 	}
 	xz := filepath.Join("..", "..", "..", "shared", "traces", "truth", name+".sqlite.xz")
 	if _, err := os.Stat(xz); err != nil {

@@ -16,13 +16,14 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // craftedTrace decompresses a capture of testdata/traces into a temporary file, changes
 // the copy with SQL statements (the capture itself is never modified) and reads it.
 func craftedTrace(t *testing.T, name string, stmts ...string) *nsys.Trace {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	path := nsystest.GunzipInto(t, nsystest.CapturePath(name), t.TempDir())
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ var activityTables = []string{
 // (column lists, time spans).
 func captureDB(t *testing.T, name string) *sql.DB {
 	t.Helper()
-	path := gunzipCapture(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), t.TempDir())
+	path := nsystest.GunzipInto(t, nsystest.CapturePath(name), t.TempDir())
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +441,7 @@ func TestTruthCaptures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, requests := captureTruth(t, truth)
 			gz := strings.TrimSuffix(truth, ".truth.json") + ".sqlite.gz"
-			path := gunzipCapture(t, gz, t.TempDir())
+			path := nsystest.GunzipInto(t, gz, t.TempDir())
 			if strings.HasPrefix(name, "engine-") {
 				// The engine workload's markers (a cudaMemGetInfo per iteration) are its
 				// ground truth, not a signal: the steps must be found without them.

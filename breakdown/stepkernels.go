@@ -16,17 +16,16 @@ import (
 const GraphReplayName = "CUDA graph replays (traced at graph level)"
 
 // summarisedWindows returns the windows of the steps a device's summary covers: the
-// phase selected (SelectSteps), outliers left out (Summary.Outliers), in time order.
-func summarisedWindows(steps []Step, opt Options, sum *Summary) []Span {
-	sel, _, _ := SelectSteps(steps, opt.Phase)
+// phase selected (Summary.Selected), outliers left out (Summary.Outliers), in time order.
+func summarisedWindows(steps []Step, sum *Summary) []Span {
 	out := map[int]bool{}
 	for _, i := range sum.Outliers.Steps {
 		out[i] = true
 	}
-	ws := make([]Span, 0, len(sel))
-	for i := range sel {
-		if !out[sel[i].Index] {
-			ws = append(ws, Span{sel[i].Start, sel[i].End})
+	ws := make([]Span, 0, len(sum.Selected))
+	for _, k := range sum.Selected {
+		if s := &steps[k]; !out[s.Index] {
+			ws = append(ws, Span{s.Start, s.End})
 		}
 	}
 	return ws

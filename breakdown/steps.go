@@ -126,14 +126,10 @@ var (
 // (cutSync, cutGraph, cutH2D) and the model's forwards (findSteps).
 func signalsDetector(use uint8) detector {
 	var what []string
-	if use&cutGraph != 0 {
-		what = append(what, "CUDA graph launches")
-	}
-	if use&cutSync != 0 {
-		what = append(what, "read-backs and synchronize calls")
-	}
-	if use&cutH2D != 0 {
-		what = append(what, "input copies")
+	for _, s := range cutSignals {
+		if use&s.cut != 0 {
+			what = append(what, s.help)
+		}
 	}
 	return detector{
 		help: "the iterations of the serving loop: host signals (" + strings.Join(what, ", ") + ") cut where the model's forwards end (the sampler after the lm_head)",

@@ -161,8 +161,8 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 	return devs, nil
 }
 
-// deviceReports runs deviceReport for each device; devices are independent once NVTX
-// ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
+// deviceReports runs each device's pipeline (device.report); devices are independent
+// once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
 func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
@@ -180,7 +180,8 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 				errs[i] = ctx.Err()
 				return
 			}
-			drs[i], errs[i] = deviceReport(t, h, tls[dev], nvtx[dev], method, opt)
+			d := &device{t: t, h: h, tl: tls[dev], method: method, opt: opt}
+			drs[i], errs[i] = d.report(nvtx[dev])
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
 			}
@@ -197,88 +198,146 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 	return out, nil
 }
 
-// deviceReport finds the steps of one device (nvtx: its NVTX detection, if any), accounts
-// them, infers their phases, and summarises them.
-func deviceReport(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method Method, opt Options) (DeviceReport, error) {
-	dev := tl.dev
-	det, warn := detectSteps(t, h, tl, nvtx, method)
-	dr := DeviceReport{Device: dev}
-	if d, ok := t.Device(dev); ok {
-		dr.GPU = d.Name
+// A device is the pipeline of one device: the trace, the index of its host calls, the
+// device's timeline and the options, and what each stage leaves for the next. The stages
+// are its methods, run in order by report.
+type device struct {
+	t      *nsys.Trace
+	h      *hostIndex
+	tl     *timeline
+	method Method
+	opt    Options
+
+	dr     DeviceReport
+	det    *detection  // the steps found (detect)
+	steps  []Step      // accounted, outside windows taken out, warm-up skipped (account, skip)
+	shapes []stepShape // one per step of steps
+	starts []bool      // per step: it starts a request (account)
+	fwds   []nsys.Time // the model's forwards (account)
+	// trailing: the window outside steps at the end was made a step, a partial iteration the
+	// capture's end cut (openTrailingEdge, account).
+	trailing bool
+}
+
+// report finds the steps of the device (nvtx: its NVTX detection, if any), accounts them,
+// infers their phases, and summarises them; once the summary's context is done it stops
+// after the stage that saw it, with context.Canceled.
+func (d *device) report(nvtx *detection) (DeviceReport, error) {
+	for _, stage := range []func() error{func() error { return d.detect(nvtx) }, d.account, d.phases} {
+		if err := stage(); err != nil {
+			return d.dr, err
+		}
+	}
+	d.skip()
+	err := d.summarise()
+	return d.dr, err
+}
+
+// cancelled is context.Canceled once the summary's context is done (timeline.cancelled),
+// nil before: the stages that sweep the device's activities check it after the sweep.
+func (d *device) cancelled() error {
+	if d.tl.cancelled() {
+		return context.Canceled
+	}
+	return nil
+}
+
+// detect finds the steps, with the method that found them.
+func (d *device) detect(nvtx *detection) error {
+	det, warn := detectSteps(d.t, d.h, d.tl, nvtx, d.method)
+	d.det = det
+	d.dr = DeviceReport{Device: d.tl.dev}
+	if g, ok := d.t.Device(d.tl.dev); ok {
+		d.dr.GPU = g.Name
 	}
 	if warn != nil {
-		dr.Warnings = append(dr.Warnings, warn)
+		d.dr.Warnings = append(d.dr.Warnings, warn)
 	}
-	dr.Method, dr.MethodDetail = det.method, det.detail
-	if tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(tl, det, tl.ctx, opt.split) // the whole trace as one step has no place in a step
+	d.dr.Method, d.dr.MethodDetail = det.method, det.detail
+	if d.tl.ctx != nil && det.method != MethodWhole {
+		classifyContext(d.tl, det, d.tl.ctx, d.opt.split) // the whole trace as one step has no place in a step
 	}
-	if tl.cancelled() {
-		return dr, context.Canceled
+	return d.cancelled()
+}
+
+// account gives each step its time, counts and gaps, marks the steps that capture a CUDA
+// graph, and takes the windows outside steps out.
+func (d *device) account() error {
+	steps, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	if err := d.cancelled(); err != nil {
+		return err // the sweep stopped part-way
 	}
-	steps, shapes := account(t, h, tl, det, opt.split)
-	if tl.cancelled() {
-		return dr, context.Canceled // the sweep stopped part-way
+	d.fwds = d.det.forwards
+	if d.fwds == nil && d.det.method != MethodWhole {
+		d.fwds = deviceForwards(d.t, d.h, d.tl)
 	}
-	fwds := det.forwards
-	if fwds == nil && det.method != MethodWhole {
-		fwds = deviceForwards(t, h, tl)
+	if err := d.cancelled(); err != nil {
+		return err
 	}
-	trailing := -1
-	if det.method != MethodWhole && det.method != MethodNVTX && len(fwds) >= 2 {
-		trailing = openTrailingEdge(det, steps, shapes, fwds)
+	if d.det.method != MethodWhole && d.det.method != MethodNVTX && len(d.fwds) >= 2 {
+		d.trailing = openTrailingEdge(d.det, steps, shapes, d.fwds) >= 0
 	}
-	starts := requestStarts(det)
-	if det.method != MethodWhole {
-		markCaptures(steps, det.bounds, graphCalls(t, tl))
+	d.starts = requestStarts(d.det)
+	if d.det.method != MethodWhole {
+		markCaptures(steps, d.det.bounds, graphCalls(d.t, d.tl))
 	}
-	steps, shapes, dr.Outside = splitOutside(steps, shapes, det)
-	if tl.cancelled() {
-		return dr, context.Canceled
-	}
-	countStepForwards(steps, fwds)
-	if det.method != MethodWhole {
-		for i := range steps {
-			if i > 0 && steps[i].GraphCapture {
-				starts[i] = false // the pause before it was the capture, not a new request
+	d.steps, d.shapes, d.dr.Outside = splitOutside(steps, shapes, d.det)
+	return nil
+}
+
+// phases counts each step's forwards and infers the phases detection gave no phase.
+func (d *device) phases() error {
+	countStepForwards(d.steps, d.fwds)
+	if d.det.method != MethodWhole {
+		for i := range d.steps {
+			if i > 0 && d.steps[i].GraphCapture {
+				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(steps, shapes, starts, len(fwds) >= 2, stepCopies(t, dev, steps, fwds))
-		if det.method != MethodNVTX && len(fwds) >= 2 {
-			if w := markEdges(dev, steps, shapes, trailing >= 0, inputCopies(t, dev, steps)); w != nil {
-				dr.Warnings = append(dr.Warnings, w)
+		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
+		if d.det.method != MethodNVTX && len(d.fwds) >= 2 {
+			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.dev, d.steps)); w != nil {
+				d.dr.Warnings = append(d.dr.Warnings, w)
 			}
 		}
 	}
-	if opt.Skip > 0 {
-		dr.Skipped = min(opt.Skip, len(steps))
-		steps = steps[dr.Skipped:]
+	return nil
+}
+
+// skip drops the warm-up steps and checks the steps left.
+func (d *device) skip() {
+	if d.opt.Skip > 0 {
+		d.dr.Skipped = min(d.opt.Skip, len(d.steps))
+		d.steps = d.steps[d.dr.Skipped:]
 	}
-	dr.Steps = steps
-	dr.Warnings = append(dr.Warnings, stepChecks(dev, steps, len(fwds) >= 2)...)
-	if det.method != MethodWhole && len(fwds) >= 2 { // a language model's forwards
-		if w := longMixCheck(dev, steps, shapes[dr.Skipped:]); w != nil {
-			dr.Warnings = append(dr.Warnings, w)
+	d.dr.Steps = d.steps
+	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.dev, d.steps, len(d.fwds) >= 2)...)
+	if d.det.method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
+		if w := longMixCheck(d.tl.dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
+			d.dr.Warnings = append(d.dr.Warnings, w)
 		}
 	}
-	if len(fwds) < 2 && det.method != MethodWhole {
-		if w := foldedPatternCheck(tl, steps, shapes[dr.Skipped:]); w != nil {
-			dr.Warnings = append(dr.Warnings, w)
+	if len(d.fwds) < 2 && d.det.method != MethodWhole {
+		if w := foldedPatternCheck(d.tl, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
+			d.dr.Warnings = append(d.dr.Warnings, w)
 		}
 	}
+}
+
+// summarise summarises the selected steps, their kernels and the speed-of-light view.
+func (d *device) summarise() error {
+	dr := &d.dr
 	var err error
-	dr.Summary, err = summarize(steps, opt)
+	dr.Summary, err = summarize(d.steps, d.opt)
 	if err != nil {
-		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dev, err))
+		dr.Warnings = append(dr.Warnings, fmt.Errorf("device %d: %w", dr.Device, err))
 	}
-	dr.StepKernels = stepKernels(t, tl, summarisedWindows(steps, opt, &dr.Summary), opt.split)
-	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(t.Names) {
-		dr.Summary.Stall.Name = t.Names[k]
+	dr.StepKernels = stepKernels(d.t, d.tl, summarisedWindows(d.steps, &dr.Summary), d.opt.split)
+	if k := dr.Summary.Stall.Kernel; k != NoKernel && int(k) < len(d.t.Names) {
+		dr.Summary.Stall.Name = d.t.Names[k]
 	}
-	if dr.SOL, err = deviceSOL(&dr, opt); err != nil {
-		return dr, err
-	}
-	return dr, nil
+	dr.SOL, err = deviceSOL(dr, d.opt)
+	return err
 }
 
 // splitOutside takes the windows that belong to no step out of the accounted steps, sums

@@ -16,12 +16,7 @@ import (
 // saying so.
 func SelectSteps(steps []Step, sel PhaseSelection) ([]Step, Phase, error) {
 	want := sel.Phase()
-	in := func(s *Step) bool {
-		// A window edge's piece is no step of any summary, and a graph capture iteration
-		// none but the prefill's (a prefill that instantiates its graph, as XLA's first
-		// call does, is still the request's prefill).
-		return (want == Unknown || s.Phase == want) && s.Phase != Partial && (!s.GraphCapture || s.Phase == Prefill)
-	}
+	in := func(s *Step) bool { return summarised(s, want) }
 	n := 0
 	for i := range steps {
 		if in(&steps[i]) {
@@ -173,10 +168,43 @@ func stallOf(steps []Step) Stall {
 	return st
 }
 
+// SelectedSteps returns the steps of Selected from steps, the steps summarised (the
+// device's Steps): steps itself when every step is selected.
+func (s *Summary) SelectedSteps(steps []Step) []Step {
+	if len(s.Selected) == len(steps) {
+		return steps
+	}
+	out := make([]Step, len(s.Selected)) // steps are large: copy each once
+	for i, k := range s.Selected {
+		out[i] = steps[k]
+	}
+	return out
+}
+
+// summarised reports whether a summary of phase want (Unknown: every phase) covers step s.
+// A window edge's piece is no step of any summary, and a graph capture iteration none but
+// the prefill's (a prefill that instantiates its graph, as XLA's first call does, is still
+// the request's prefill).
+func summarised(s *Step, want Phase) bool {
+	return (want == Unknown || s.Phase == want) && s.Phase != Partial && (!s.GraphCapture || s.Phase == Prefill)
+}
+
+// positions returns the positions in steps of the steps a summary of phase p covers
+// (SelectSteps' steps).
+func positions(steps []Step, p Phase) []int {
+	out := make([]int, 0, len(steps))
+	for i := range steps {
+		if summarised(&steps[i], p) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 func summarize(all []Step, opt Options) (Summary, error) {
 	steps, phase, err := SelectSteps(all, opt.Phase)
 	steps, outliers := splitOutliers(steps)
-	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}}
+	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}, Selected: positions(all, phase)}
 	if len(steps) == 0 {
 		return sum, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestThirdPartyCaptures checks the captures of stacks we did not write (hf_workload.py:
@@ -152,7 +153,7 @@ func TestServeOrderCaptures(t *testing.T) {
 func TestAutogradNVTXCapture(t *testing.T) {
 	perCat := func(name string) ([kernelclass.NumCategories]float64, int) {
 		gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
-		tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+		tr, err := nsys.Open(context.Background(), nsystest.GunzipInto(t, gz, t.TempDir()), nsys.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

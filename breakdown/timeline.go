@@ -115,7 +115,7 @@ func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, 
 		var med, slow []int
 		distinct := false
 		for d := range rep.Devices {
-			sel, _, _ := SelectSteps(rep.Devices[d].Steps, opt.Phase)
+			sel := rep.Devices[d].Summary.SelectedSteps(rep.Devices[d].Steps)
 			if len(sel) == 0 {
 				med, slow = append(med, -1), append(slow, -1)
 				continue

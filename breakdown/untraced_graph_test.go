@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/nsys"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestUntracedGraphCapture reads the real graph-level capture (transformers' generate()
@@ -20,7 +20,7 @@ import (
 // once; and the warning says how to re-capture.
 func TestUntracedGraphCapture(t *testing.T) {
 	gz := filepath.Join("..", "testdata", "traces", "hf-qwen3moe-compile-graphlevel.sqlite.gz")
-	tr, err := nsys.Open(context.Background(), gunzipCapture(t, gz, t.TempDir()), nsys.Options{})
+	tr, err := nsys.Open(context.Background(), nsystest.GunzipInto(t, gz, t.TempDir()), nsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package nsys
 
 import (
+	"context"
 	"os"
 	"sync"
 	"unsafe"
@@ -55,8 +56,24 @@ func releaseSlots[T any](t *Trace, s []T) {
 	}
 }
 
+// Read opens the export at path as Open does and calls f with its trace; when f returns, the
+// memory of the trace's largest arrays goes back to the system (Release), whatever f
+// returned. What f keeps must not refer to the trace's kernels or API calls: a report of
+// package breakdown holds none of them (TestReportHoldsNoTraceMemory), and a slice of them
+// kept after f reads zeros.
+func Read(ctx context.Context, path string, opt Options, f func(*Trace) error) error {
+	t, err := Open(ctx, path, opt)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	return f(t)
+}
+
 // Release gives the memory of the trace's largest arrays (kernels, API calls) back to
-// the system at once instead of at the next garbage collection. The trace must not be
+// the system at once instead of at the next garbage collection (mapped outside the Go heap,
+// it is not the collector's: until Release it lives as long as the process). Read calls
+// it for its caller; a caller of Open calls it when done. The trace must not be
 // used afterwards: its slices are emptied, and any slice of them kept elsewhere reads
 // zeros.
 func (t *Trace) Release() {

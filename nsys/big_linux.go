@@ -5,7 +5,7 @@ import (
 )
 
 // bigMin is the size from which a trace's arrays are mapped outside the Go heap.
-const bigMin = 64 << 20
+var bigMin = 64 << 20
 
 // mapBig returns size bytes of zeroed memory mapped outside the Go heap and backed by
 // transparent huge pages where the system allows them (madvise), or nil. The first

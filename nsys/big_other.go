@@ -2,7 +2,7 @@
 
 package nsys
 
-const bigMin = 1<<63 - 1 // never: the arrays stay on the Go heap
+var bigMin = 1<<63 - 1 // never: the arrays stay on the Go heap
 
 func mapBig(size int) []byte { return nil }
 

@@ -43,6 +43,8 @@ type tableQuery struct {
 	// text, when set, is a TEXT column also read (COALESCE(text, '')): given to the row
 	// function through directTable.text. Only for tables read in one part (scanTable).
 	text string
+	// nullsOnly: the mask is read as NULLs only (sqlitefile.Columns.NullsOnly).
+	nullsOnly bool
 }
 
 // sql returns the query for SQLite, for part p of the table.
@@ -109,37 +111,39 @@ type tableInfo struct {
 
 // A directTable is a planned direct read of one table.
 type directTable struct {
+	name  string
 	table *sqlitefile.Table
 	cols  sqlitefile.Columns
 }
 
-// planDirect plans the direct read of q, or says why it reads through SQLite.
-func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
+// planDirect plans the direct read of q, or says why it reads through SQLite; damage
+// found in the table's B-tree is a *tableDamage error instead (damage.go).
+func (r *reader) planDirect(q *tableQuery) (*directTable, string, error) {
 	if r.opt.directFailed != "" {
-		return nil, "the direct read stopped (" + r.opt.directFailed + ")"
+		return nil, "the direct read stopped (" + r.opt.directFailed + ")", nil
 	}
 	if r.opt.SQLiteOnly {
-		return nil, "asked for (Options.SQLiteOnly)"
+		return nil, "asked for (Options.SQLiteOnly)", nil
 	}
 	if r.shared.file == nil {
-		return nil, r.shared.fileWhy
+		return nil, r.shared.fileWhy, nil
 	}
 	ti, ok := r.schema.infos[q.table]
 	if !ok || ti.root <= 0 || ti.root > int64(r.shared.file.Pages()) {
-		return nil, "not a table with a B-tree of its own"
+		return nil, "not a table with a B-tree of its own", nil
 	}
 	if strings.Contains(strings.ToUpper(ti.sql), "WITHOUT ROWID") {
-		return nil, "a WITHOUT ROWID table"
+		return nil, "a WITHOUT ROWID table", nil
 	}
 	if ti.generated {
-		return nil, "it has generated columns"
+		return nil, "it has generated columns", nil
 	}
-	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1}
+	c := sqlitefile.Columns{Filter: -1, Kept: q.kept, Text: -1, NullsOnly: q.nullsOnly}
 	nfield := 0
 	if q.text != "" {
 		ci, has := ti.cols[strings.ToLower(q.text)]
 		if !has || ci.alias || ci.dflt || ci.special {
-			return nil, "text column " + q.text + " missing, a rowid alias, with a default or generated"
+			return nil, "text column " + q.text + " missing, a rowid alias, with a default or generated", nil
 		}
 		c.Text = ci.field
 		nfield = ci.field + 1
@@ -150,9 +154,9 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 		switch {
 		case col.name == "" || (col.opt && !has):
 		case !has:
-			return nil, "no column " + col.name
+			return nil, "no column " + col.name, nil
 		case ci.alias || ci.dflt || ci.special:
-			return nil, "column " + col.name + " is a rowid alias, has a default or is generated"
+			return nil, "column " + col.name + " is a rowid alias, has a default or is generated", nil
 		default:
 			field = ci.field
 			nfield = max(nfield, field+1)
@@ -160,29 +164,35 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string) {
 		c.Fields, c.Defs, c.Nulls = append(c.Fields, field), append(c.Defs, def), append(c.Nulls, null)
 		if q.in != "" && col.name == q.in {
 			if field < 0 {
-				return nil, "filter column " + q.in + " not in the records"
+				return nil, "filter column " + q.in + " not in the records", nil
 			}
 			c.Filter = i
 		}
 	}
 	if q.in != "" && c.Filter < 0 {
-		return nil, "filter column " + q.in + " not read"
+		return nil, "filter column " + q.in + " not read", nil
 	}
 	if nfield > sqlitefile.MaxFields || len(c.Fields) > sqlitefile.MaxColumns {
-		return nil, "more than 62 columns"
+		return nil, "more than 62 columns", nil
 	}
 	t, err := r.shared.file.Table(uint32(ti.root))
-	if err != nil {
-		return nil, err.Error()
+	if err == nil && testDamage != nil {
+		err = testDamage(q.table)
 	}
-	return &directTable{table: t, cols: c}, ""
+	if err != nil {
+		if dmg := damageIn(q.table, err); dmg != nil {
+			return nil, "", dmg
+		}
+		return nil, err.Error(), nil
+	}
+	return &directTable{name: q.table, table: t, cols: c}, "", nil
 }
 
 // scan reads the leaves of part p and calls fn with each row kept: the output columns'
 // values, then the mask of those that held no INTEGER (as reader.scan), and the text
 // column's bytes (valid during the call).
 func (d *directTable) scan(ctx context.Context, p part, prog *tableProgress, fn func(v []int64, text []byte)) error {
-	return d.table.Scan(&d.cols, p.la, p.lb, func(n int64, last bool) error {
+	err := d.table.Scan(&d.cols, p.la, p.lb, func(n int64, last bool) error {
 		if !last {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -191,6 +201,10 @@ func (d *directTable) scan(ctx context.Context, p part, prog *tableProgress, fn 
 		prog.add(n, last)
 		return nil
 	}, fn)
+	if dmg := damageIn(d.name, err); dmg != nil {
+		return dmg
+	}
+	return err
 }
 
 // rows turns a row function of reader.scan into one of directTable.scan.
@@ -206,6 +220,9 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 	leaves := d.table.Leaves
 	whole := []part{{la: 0, lb: len(leaves)}}
 	first, last, ok, err := d.table.RowidBounds()
+	if dmg := damageIn(d.name, err); dmg != nil {
+		return nil, 0, dmg
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -228,7 +245,7 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 			hi = l.Hi + 1
 		}
 		if hi < lo || hi > last+1 {
-			return nil, 0, sqlitefile.Unhandledf("page %d: keys out of the table's rowids", l.Page)
+			return nil, 0, damageIn(d.name, sqlitefile.Damagedf(l.Page, "page %d: keys out of the table's rowids", l.Page))
 		}
 		ps = append(ps, part{lo: lo, hi: hi, la: la, lb: i + 1})
 		lo, la = hi, i+1
@@ -308,18 +325,26 @@ func (l *readLog) sorted() []TableRead {
 }
 
 // direct plans the direct read of q and logs how the table is read: it returns nil
-// when the table is read through SQLite.
-func (r *reader) direct(q *tableQuery) *directTable {
+// when the table is read through SQLite, and a *tableDamage error for damage found in
+// its B-tree.
+func (r *reader) direct(q *tableQuery) (*directTable, error) {
 	r.noteLost(q)
-	d, why := r.planDirect(q)
+	d, why, err := r.planDirect(q)
+	if err != nil {
+		return nil, err
+	}
 	r.shared.reads.add(TableRead{Table: q.table, Direct: d != nil, Why: why})
-	return d
+	return d, nil
 }
 
 // scanTable reads the rows of q (all of the table) and calls fn with each, as scan.
 func (r *reader) scanTable(q *tableQuery, fn func(v []int64)) error {
 	prog := r.newProgress(q.table, 1)
-	if d := r.direct(q); d != nil {
+	d, err := r.direct(q)
+	if err != nil {
+		return err
+	}
+	if d != nil {
 		if err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, prog, rows(fn)); err != nil {
 			return fmt.Errorf("reading %s: %w", q.table, err)
 		}

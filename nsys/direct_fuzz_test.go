@@ -2,10 +2,13 @@ package nsys_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -21,29 +24,26 @@ var directTables = []string{
 // FuzzDirect damages the pages the direct reader decodes and wants Open to give what
 // SQLite alone gives (Options.SQLiteOnly, the oracle): the same trace, or the same error.
 // The direct reader must find what it does not handle and leave the read to SQLite; a
-// panic, a hang or a different answer fails. Inputs: a base export (fuzzBaseNames), a
-// program of SQL mutations (mutateSQL: mistyped values, NULLs, added columns with
-// defaults, dropped or renamed columns...), and a program of leaf-page mutations
+// panic, a hang or a different answer fails. Damage it finds is not left to SQLite
+// silently (issue 34): a *nsys.DamageError, which SQLite's quick_check of the table must
+// confirm, or SQLite's reading with a warning (DamageFallbackText) where it does not.
+// Inputs: a base export (fuzzBaseNames), a program of SQL mutations (mutateSQL: mistyped
+// values, NULLs, added columns with defaults, dropped or renamed columns...), and a
+// program of leaf-page mutations
 // (mutateLeaves: flip bytes of a leaf page of a table read directly, in its header, cell
 // pointers or cells; truncate the file inside one; copy a leaf over another; rewrite a
 // page type), then of byte mutations anywhere (mutateBytes, the same program read again).
 //
-// The seeds (run by plain go test) are every base unmutated, plus the programs in
-// testdata/fuzz/FuzzDirect at the repository root.
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzDirect (where go test -fuzz writes a failing input): among
+// them the damages of issue 34 (a kernel child pointer redirected to a runtime leaf, two
+// child pointers to one leaf, a cell pointer past the page).
 func FuzzDirect(f *testing.F) {
 	bases := fuzzBases(f)
 	for i := range bases {
 		f.Add(uint8(i), []byte(nil), []byte(nil))
 	}
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzDirect")) {
-		base, ok1 := vals[0].(uint8)
-		sqlProg, ok2 := vals[1].([]byte)
-		leafProg, ok3 := vals[2].([]byte)
-		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
-			f.Fatalf("FuzzDirect corpus entry %v: want (byte, []byte, []byte)", vals)
-		}
-		f.Add(base, sqlProg, leafProg)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, base uint8, sqlProg, leafProg []byte) {
 		b := bases[int(base)%len(bases)]
 		dir := t.TempDir()
@@ -69,18 +69,45 @@ func FuzzDirect(f *testing.F) {
 			sq.SQLiteOnly = true
 			want, werr := nsys.Open(context.Background(), path, sq)
 			got, gerr := nsys.Open(context.Background(), path, opt)
+			var de *nsys.DamageError
 			switch {
+			case errors.As(gerr, &de):
+				// Damage the direct reader found and SQLite's own check of the table
+				// confirms: an error, whatever SQLite alone makes of the table.
+				if qc := quickCheckOf(t, path, de.Table); qc == "ok" {
+					t.Fatalf("a damage error where quick_check(%s) passes: %v", de.Table, gerr)
+				}
+				t.Logf("damage: %v", gerr)
 			case werr != nil || gerr != nil:
 				if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 					t.Fatalf("direct: %v\nsqlite: %v", gerr, werr)
 				}
 			default:
+				// Damage quick_check does not confirm: SQLite's reading, with a warning.
+				got.Warnings = slices.DeleteFunc(slices.Clone(got.Warnings), func(w error) bool {
+					return strings.Contains(w.Error(), nsys.DamageFallbackText)
+				})
 				if g, w := dumpTrace(got), dumpTrace(want); g != w {
 					t.Fatalf("direct read differs from SQLite's (reads %+v):\n%s", got.Reads, firstDiff(g, w))
 				}
 			}
 		}
 	})
+}
+
+// quickCheckOf returns the first line of SQLite's PRAGMA quick_check of table in the
+// file at path ("ok" when it passes).
+func quickCheckOf(t *testing.T, path, table string) string {
+	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro&immutable=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var s string
+	if err := db.QueryRow(`PRAGMA quick_check(` + quoteIdent(table) + `)`).Scan(&s); err != nil {
+		return err.Error()
+	}
+	return s
 }
 
 // mutateLeaves applies the leaf-page mutations of program to a copy of data (the bytes

@@ -96,7 +96,8 @@ func TestDirectFallbacks(t *testing.T) {
 		sql       []string
 		wal       bool
 	}{
-		{"real-start", "holds a REAL", []string{`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 0.5 WHERE rowid = 3`}, false},
+		// A REAL is read directly (issue 34 item 7): why "" wants the direct read.
+		{"real-start", "", []string{`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 0.5 WHERE rowid = 3`}, false},
 		{"default-column", "has a default", []string{`ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN globalPid TO oldPid`,
 			`ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL ADD COLUMN globalPid INTEGER DEFAULT 7`}, false},
 		{"wal", "-wal file with frames", []string{`PRAGMA journal_mode = WAL`, `UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = end + 1 WHERE rowid = 2`}, true},
@@ -148,8 +149,11 @@ func TestDirectFallbacks(t *testing.T) {
 			for _, rd := range got.Reads {
 				if rd.Table == "CUPTI_ACTIVITY_KIND_KERNEL" {
 					found = !rd.Direct && strings.Contains(rd.Why, c.why)
+					if c.why == "" {
+						found = rd.Direct
+					}
 					if !found {
-						t.Errorf("kernel table read %+v, want through SQLite because %q", rd, c.why)
+						t.Errorf("kernel table read %+v, want through SQLite because %q (directly when none)", rd, c.why)
 					}
 				}
 			}
@@ -157,5 +161,37 @@ func TestDirectFallbacks(t *testing.T) {
 				t.Errorf("no read of the kernel table in %+v", got.Reads)
 			}
 		})
+	}
+}
+
+// TestDamageFallbackWarned (issue 34, item 1): damage the direct reader finds where
+// SQLite's quick_check of the table passes is read through SQLite, as SQLite reads it,
+// with a warning naming the table and what the direct reader found; the trace is
+// otherwise SQLite's.
+func TestDamageFallbackWarned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.sqlite")
+	nsystest.Gunzip(t, "../testdata/traces/dense-eager.sqlite.gz", path)
+	want, err := nsys.Open(context.Background(), path, nsys.Options{SQLiteOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsys.InjectDamage("CUPTI_ACTIVITY_KIND_KERNEL")()
+	got, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatalf("Open: %v, want SQLite's reading with a warning", err)
+	}
+	n := len(got.Warnings)
+	if n == 0 || got.Warnings[n-1].Error() != "CUPTI_ACTIVITY_KIND_KERNEL: the direct reader found damage (page 7: injected by the test) but "+
+		nsys.DamageFallbackText+": the table is read through SQLite, as SQLite reads it; check its numbers" {
+		t.Fatalf("warnings %q: the last does not say the damage and the fallback", got.Warnings)
+	}
+	got.Warnings = got.Warnings[:n-1]
+	if g, w := dumpTrace(got), dumpTrace(want); g != w {
+		t.Errorf("differs from SQLite's:\n%s", firstDiff(g, w))
+	}
+	for _, rd := range got.Reads {
+		if rd.Direct {
+			t.Errorf("%s read directly after the damage", rd.Table)
+		}
 	}
 }

@@ -19,7 +19,15 @@ import (
 func (t *Trace) String() string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	t.dumpHead(&b, p)
+	t.dumpActivities(p)
+	t.dumpRanges(p)
+	t.dumpTail(p)
+	return b.String()
+}
 
+// dumpHead prints the metadata, the tables, the processes and the devices.
+func (t *Trace) dumpHead(b *strings.Builder, p func(format string, args ...any)) {
 	p("meta nsys=%s schema=%s table=%s\n", orDash(t.Meta.NsysVersion), orDash(t.Meta.SchemaVersion), orDash(t.Meta.MetaTable))
 	b.WriteString("tables")
 	for _, tb := range t.Tables {
@@ -41,7 +49,10 @@ func (t *Trace) String() string {
 	for _, d := range t.Devices {
 		p("  %d %d %d %d %s\n", d.ID, d.Memory, d.SMs, d.Bandwidth, strconv.Quote(d.Name))
 	}
+}
 
+// dumpActivities prints the kernels, memory operations, graph executions and API calls.
+func (t *Trace) dumpActivities(p func(format string, args ...any)) {
 	p("kernels %d (start end dev stream corr proc name)\n", len(t.Kernels))
 	for _, k := range t.Kernels {
 		st := t.lookupSite(k.Site)
@@ -66,7 +77,10 @@ func (t *Trace) String() string {
 		}
 		p("  %d %d %s %s %d %d %d\n", c.Start, c.End, token(w.Kind.String()), t.lookup(t.APINames, uint32(w.Name)), c.Correlation, w.Thread, w.Proc)
 	}
+}
 
+// dumpRanges prints the NVTX ranges and domains.
+func (t *Trace) dumpRanges(p func(format string, args ...any)) {
 	p("ranges %d (start end depth thread domain proc text)\n", len(t.Ranges))
 	for _, r := range t.Ranges {
 		end := strconv.FormatInt(int64(r.End), 10)
@@ -89,7 +103,10 @@ func (t *Trace) String() string {
 	for _, id := range ids {
 		p("  %d %s\n", id, strconv.Quote(t.Domains[id]))
 	}
+}
 
+// dumpTail prints the run configuration and the warnings.
+func (t *Trace) dumpTail(p func(format string, args ...any)) {
 	if len(t.Config) > 0 { // only then: fixtures without a recorded environment print as before
 		p("config %d (name value)\n", len(t.Config))
 		for _, e := range t.Config {
@@ -100,7 +117,6 @@ func (t *Trace) String() string {
 	for _, w := range t.Warnings {
 		p("  %s\n", strings.ReplaceAll(w.Error(), "\n", `\n`))
 	}
-	return b.String()
 }
 
 // lookup returns names[i] for printing, or a marker when i is out of range.

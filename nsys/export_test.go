@@ -23,3 +23,15 @@ func LeafPages(path, table string, root int64) []uint32 {
 	}
 	return out
 }
+
+// InjectDamage makes the direct reader find damage on page 7 of table's B-tree (on a
+// healthy file, so that SQLite's quick_check of it passes) until undo.
+func InjectDamage(table string) (undo func()) {
+	testDamage = func(t string) error {
+		if t == table {
+			return sqlitefile.Damagedf(7, "page 7: injected by the test")
+		}
+		return nil
+	}
+	return func() { testDamage = nil }
+}

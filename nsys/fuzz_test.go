@@ -35,22 +35,14 @@ import (
 // and breakdown.Summarize of it does not panic and accounts each step's wall time exactly
 // to categories.
 //
-// The seeds (run by plain go test) are every base unmutated, plus the programs in
-// testdata/fuzz/FuzzOpen at the repository root.
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzOpen (where go test -fuzz writes a failing input).
 func FuzzOpen(f *testing.F) {
 	bases := fuzzBases(f)
 	for i := range bases {
 		f.Add(uint8(i), []byte(nil), []byte(nil))
 	}
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "testdata", "fuzz", "FuzzOpen")) {
-		base, ok1 := vals[0].(uint8)
-		sqlProg, ok2 := vals[1].([]byte)
-		byteProg, ok3 := vals[2].([]byte)
-		if len(vals) != 3 || !ok1 || !ok2 || !ok3 {
-			f.Fatalf("FuzzOpen corpus entry %v: want (byte, []byte, []byte)", vals)
-		}
-		f.Add(base, sqlProg, byteProg)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, base uint8, sqlProg, byteProg []byte) {
 		b := bases[int(base&0x7f)%len(bases)]
 		dir := t.TempDir()

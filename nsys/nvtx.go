@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // NVTX event types (ENUM_NSYS_EVENT_TYPE).
@@ -172,13 +174,17 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	kept := make([]bool, nvtxDomainCreate+1)
 	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
 	q := &tableQuery{table: nvtxTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("eventType"),
-		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept}
+		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept,
+		nullsOnly: true} // a NULL end is a range never closed, another type a broken one
 	if r.hasCol(nvtxTable, "text") {
 		q.text = "text"
 	}
 	var d *directTable
 	if r.hasCol(nvtxTable, "end") {
-		d = r.direct(q)
+		var err error
+		if d, err = r.direct(q); err != nil {
+			return err
+		}
 	} else {
 		r.noteLost(q)
 		r.shared.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
@@ -228,7 +234,7 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	kind := func(v any, typ string) (int64, valueKind) {
 		x, ok := v.(int64)
 		if f, isF := v.(float64); isF && typ == "real" {
-			if x, ok := integralFloat(f); ok {
+			if x, ok := sqlitefile.WholeFloat(f); ok {
 				return x, valueInt
 			}
 		}

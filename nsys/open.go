@@ -82,8 +82,20 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	t, err := open(ctx, path, opt)
 	var u *sqlitefile.Unhandled
 	if err != nil && !opt.SQLiteOnly && errors.As(err, &u) {
+		// Damage is not a layout the direct reader does not handle: SQLite's own check
+		// of the table decides between an error and SQLite's reading, said (damage.go).
+		var warn error
+		var td *tableDamage
+		if errors.As(err, &td) {
+			if warn, err = confirmDamage(ctx, path, td); err != nil {
+				return nil, err
+			}
+		}
 		opt.SQLiteOnly, opt.directFailed = true, u.Why
-		return open(ctx, path, opt)
+		t, err = open(ctx, path, opt)
+		if t != nil && warn != nil {
+			t.Warnings = append(t.Warnings, warn)
+		}
 	}
 	return t, err
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // This file puts several exports of one run (one file per node or per process) into one
@@ -392,11 +394,32 @@ func (g *merger) kernels() {
 			k.Site += g.sites[i]
 			ks = append(ks, k)
 		}
-		releaseSlots(t, t.Kernels)
-		t.Kernels = nil
+		giveBack(t, &t.Kernels)
 	}
 	sortKernels(ks, g.m.Sites)
 	g.m.Kernels = ks
+}
+
+// giveBack returns the memory of *s, one of t's tables just copied, to the system and
+// empties *s: its pages when it is mapped (bigSlice, bigMin bytes and more), else the Go
+// heap's, through a collection and a scavenge once nothing holds it: without this, every
+// file's tables under bigMin stay resident beside the merged ones, since the heap gives
+// freed memory back to the system only slowly.
+func giveBack[T any](t *Trace, s *[]T) {
+	var zero T
+	if len(*s) == 0 {
+		return
+	}
+	// bigSlice decided by the size allocated, which a table read in parts and filtered
+	// keeps as its capacity.
+	mapped := t.big != nil && cap(*s)*int(unsafe.Sizeof(zero)) >= bigMin
+	if mapped {
+		releaseSlots(t, *s)
+	}
+	*s = nil
+	if !mapped {
+		debug.FreeOSMemory()
+	}
 }
 
 // calls copies every file's API calls into one array and sorts it, as kernels does.
@@ -413,8 +436,7 @@ func (g *merger) calls() {
 			c.Caller += g.callers[i]
 			cs = append(cs, c)
 		}
-		releaseSlots(t, t.APICalls)
-		t.APICalls = nil
+		giveBack(t, &t.APICalls)
 	}
 	sortCalls(cs, g.m.Callers)
 	g.m.APICalls = cs

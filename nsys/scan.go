@@ -3,13 +3,14 @@ package nsys
 import (
 	"database/sql"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/stepstat/stepstat/nsys/sqlitefile"
 )
 
 // scan runs query, whose columns are all integers (NULLs coalesced in SQL), and calls fn
@@ -79,7 +80,7 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 		for i, x := range raw {
 			iv, ok := x.(int64)
 			if f, isF := x.(float64); isF {
-				iv, ok = integralFloat(f)
+				iv, ok = sqlitefile.WholeFloat(f) // as the direct reader reads a REAL
 			}
 			if !ok && i < 63 {
 				v[ncol] |= 1 << i
@@ -96,16 +97,6 @@ func (r *reader) scanPart(p *tableProgress, query string, ncol int, fn func(v []
 		return fmt.Errorf("reading %s: %w", p.table, err)
 	}
 	return nil
-}
-
-// integralFloat returns f as an int64 when it is a whole number within int64: how both
-// readers take a REAL (a column of REAL affinity returns its integers as REALs), so that
-// they agree whatever the column's declared type. Other REALs hold no INTEGER.
-func integralFloat(f float64) (int64, bool) {
-	if !(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != math.Trunc(f) {
-		return 0, false
-	}
-	return int64(f), true
 }
 
 // A part is a range [lo, hi) of a table's rowids, read on its own while other parts are.
@@ -213,7 +204,10 @@ func readParts[T any, P any, PP interface {
 }](r *reader, q *tableQuery, what string,
 	scan func(l *reader, d PP) func(v []int64), finish func(r *reader, rows []T, parts []P) error) *job {
 	table := q.table
-	dt := r.direct(q)
+	dt, err := r.direct(q)
+	if err != nil {
+		return &job{tasks: []func(*reader) error{func(*reader) error { return err }}}
+	}
 	var ps []part
 	var slots int
 	if dt != nil {
@@ -231,7 +225,6 @@ func readParts[T any, P any, PP interface {
 				partRows = int(max(1<<18, min(int64(partRows), (last-first+1)/(4*lanes))))
 			}
 		}
-		var err error
 		if ps, slots, err = dt.parts(r, partRows); err != nil {
 			return &job{tasks: []func(*reader) error{func(*reader) error { return err }}}
 		}

@@ -1,13 +1,9 @@
 package render
 
 import (
-	"encoding/json"
-	"io"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/stepstat/stepstat/breakdown"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
@@ -32,51 +28,4 @@ func classifyOrder(ks []breakdown.KernelStat) ([]breakdown.KernelStat, int64, in
 		}
 	}
 	return out, total, other
-}
-
-// ClassifyText writes every distinct kernel name with its category, matching rule, count,
-// total time and share, unclassified names first, then a coverage line.
-func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
-	ew := &errWriter{w: w}
-	out, total, other := classifyOrder(ks)
-	ew.printf("%10s %7s %7s  %-12s %-22s %s\n", "total", "share", "count", "category", "rule", "name")
-	// Names are elided to keep each row within MaxTextLine (the JSON has them whole).
-	names := make([]string, len(out))
-	limits := make([]int, len(out))
-	for i, k := range out {
-		names[i] = TerminalSafe(k.Name)
-		rule := max(22, utf8.RuneCountInString(TerminalSafe(k.Rule)))
-		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+rule+1), 40)
-	}
-	names = elideNamesEach(names, limits)
-	for i, k := range out {
-		rule := k.Rule
-		if rule == "" {
-			rule = "-"
-		}
-		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
-			k.Category, TerminalSafe(rule), names[i])
-	}
-	nOther := 0
-	for _, k := range ks {
-		if k.Category == kernelclass.Other {
-			nOther++
-		}
-	}
-	ew.printf("\nCoverage: %s of kernel time (%d of %d names) is unclassified (other) in %s\n",
-		breakdown.FormatPercent(frac(other, total)), nOther, len(ks), TerminalSafe(path))
-	return ew.err
-}
-
-// ClassifyJSONWrite writes the classify result as JSON.
-func ClassifyJSONWrite(w io.Writer, path string, ks []breakdown.KernelStat) error {
-	out, total, other := classifyOrder(ks)
-	j := ClassifyJSON{Schema: ClassifySchema, Path: path, TotalNS: total, OtherShare: round6(frac(other, total)), Kernels: []ClassifyKernelJSON{}}
-	for _, k := range out {
-		j.Kernels = append(j.Kernels, ClassifyKernelJSON{Name: k.Name, Category: k.Category.String(), Rule: k.Rule,
-			Count: k.Count, TotalNS: int64(k.Total), Share: round6(frac(int64(k.Total), total))})
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(j)
 }

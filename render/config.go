@@ -10,11 +10,6 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// configCaption says where the run configuration comes from and what it keeps.
-const configCaption = "Run configuration: the performance knobs of the environment nsys recorded (" +
-	"NCCL_, CUDA_, TORCH_, PYTORCH_, VLLM_, SGLANG_, TRTLLM_, OMP_ only; names with TOKEN, SECRET, PASS, PWD, KEY, CRED, AUTH, COOKIE, " +
-	"JWT, PRIVATE, CERT or SESSION dropped; URL credentials stripped; long values clipped)"
-
 // configLine is the run configuration in one line: "Run configuration: A=1  B=2", or ""
 // when the capture recorded none. Names and values are clipped (clipValue).
 func configLine(cfg []nsys.EnvVar) string {
@@ -26,15 +21,6 @@ func configLine(cfg []nsys.EnvVar) string {
 		parts[i] = clipValue(e.Name) + "=" + clipValue(e.Value)
 	}
 	return "Run configuration: " + strings.Join(parts, "  ")
-}
-
-// configJSON is the configuration as a JSON object (never nil: {} when none).
-func configJSON(cfg []nsys.EnvVar) map[string]string {
-	out := make(map[string]string, len(cfg))
-	for _, e := range cfg {
-		out[e.Name] = e.Value
-	}
-	return out
 }
 
 // nameProtos returns the distinct protocols that NCCL kernel names carry, sorted.
@@ -103,73 +89,4 @@ func configChangeText(c compare.ConfigChange) string {
 		n = compare.Unset
 	}
 	return clipValue(c.Name) + ": " + b + " -> " + n
-}
-
-// ConfigChangeJSON is one knob that differs between the sides of a diff; null for unset.
-type ConfigChangeJSON struct {
-	Name string  `json:"name"`
-	Base *string `json:"base"`
-	New  *string `json:"new"`
-}
-
-func configChangesJSON(cs []compare.ConfigChange) []ConfigChangeJSON {
-	out := []ConfigChangeJSON{}
-	for _, c := range cs {
-		j := ConfigChangeJSON{Name: c.Name}
-		if c.BaseSet {
-			j.Base = &c.Base
-		}
-		if c.NewSet {
-			j.New = &c.New
-		}
-		out = append(out, j)
-	}
-	return out
-}
-
-// configTable is the report page's run-configuration table, nil when there is none.
-func configTable(r *breakdown.Report) *htmlTable {
-	if len(r.Config) == 0 {
-		return nil
-	}
-	t := &htmlTable{ID: "config", Caption: configCaption, Head: []htmlCell{cellText("variable"), cellText("value")},
-		Note: ncclProtoNote(r.Config, reportProtos(r))}
-	for _, e := range r.Config {
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(clipValue(e.Name)), cellName(clipValue(e.Value))}})
-	}
-	return t
-}
-
-// diffConfigTable is the diff page's table of changed knobs, nil when none changed.
-func diffConfigTable(c *compare.Comparison, bl, nl string) *htmlTable {
-	if len(c.Config) == 0 {
-		return nil
-	}
-	t := &htmlTable{ID: "config-changes", Caption: "Run configuration changed (the environment nsys recorded; allow-listed knobs only)",
-		Head: []htmlCell{cellText("variable"), cellText(bl), cellText(nl)}}
-	for _, ch := range c.Config {
-		b, n := clipValue(ch.Base), clipValue(ch.New)
-		if !ch.BaseSet {
-			b = compare.Unset
-		}
-		if !ch.NewSet {
-			n = compare.Unset
-		}
-		t.Rows = append(t.Rows, htmlRow{Cells: []htmlCell{cellName(clipValue(ch.Name)), cellName(b), cellName(n)}})
-	}
-	return t
-}
-
-// diffNCCLNote is the note under the diff's NCCL table: what each side's names say.
-func diffNCCLNote(c *compare.Comparison, bl, nl string) string {
-	var notes []string
-	for _, s := range []struct {
-		label string
-		ss    *compare.SideSummary
-	}{{bl, &c.Base}, {nl, &c.New}} {
-		if n := ncclProtoNote(s.ss.Config, sideProtos(s.ss)); n != "" {
-			notes = append(notes, s.label+": "+n)
-		}
-	}
-	return strings.Join(notes, "; ")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render/schema"
 )
 
 // configReport is a report with a run configuration (one value hostile) and an NCCL kernel
@@ -44,8 +45,8 @@ func TestReportConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v struct {
-		Config  map[string]string `json:"config"`
-		Kernels []KernelJSON      `json:"kernels"`
+		Config  map[string]string   `json:"config"`
+		Kernels []schema.KernelJSON `json:"kernels"`
 	}
 	if err := json.Unmarshal(js.Bytes(), &v); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
@@ -86,16 +85,6 @@ func DiffHTML(w io.Writer, c *compare.Comparison, opt HTMLOptions) error {
 		return fmt.Errorf("html: %w", err)
 	}
 	return vw.Flush()
-}
-
-// sideNames returns the labels of the two sides, told apart when they are equal (the
-// charts' legends merge series of the same name).
-func sideNames(c *compare.Comparison) (string, string) {
-	bl, nl := c.Base.Label, c.New.Label
-	if bl == nl {
-		return "base " + bl, "new " + nl
-	}
-	return bl, nl
 }
 
 func diffFacts(c *compare.Comparison) []htmlFact {
@@ -181,20 +170,6 @@ func newHTMLDiff(c *compare.Comparison) (*htmlDiff, error) {
 	return out, nil
 }
 
-// meanWords says the change of the mean of a row in the lead line.
-func meanWords(c *compare.Comparison, r *compare.Row) string {
-	switch v := meanVerdict(c, r); v {
-	case "~":
-		return "no significant change"
-	case "?":
-		return "not tested: " + meanPct(&r.Mean)
-	case "n/c":
-		return "not comparable"
-	default:
-		return v
-	}
-}
-
 // notComparableTable lists the rows (pooled, then ranks) that a side cannot measure, with
 // the reason; nil when every row can be compared.
 func notComparableTable(c *compare.Comparison) *htmlTable {
@@ -239,8 +214,8 @@ func storyTable(c *compare.Comparison, bl, nl string) *htmlTable {
 	changed := 0
 	for _, it := range c.Story() {
 		name := cellText(it.Row.Name)
-		if cat, ok := rowCategory(it.Row); ok {
-			name = catCell(cat)
+		if !it.Row.Whole {
+			name = catCell(it.Row.Category)
 			changed++
 		}
 		class := ""
@@ -329,16 +304,6 @@ func shownRows(c *compare.Comparison) []*compare.Row {
 	return append(out, &c.Step)
 }
 
-// rowCategory returns the category a row is about, and false for the whole step.
-func rowCategory(r *compare.Row) (kernelclass.Category, bool) {
-	for _, cat := range kernelclass.Order {
-		if cat.String() == r.Name {
-			return cat, true
-		}
-	}
-	return 0, false
-}
-
 // deltaClass marks significant changes: "worse" for slower, "better" for faster.
 func deltaClass(r *compare.Row) string {
 	if !r.Significant {
@@ -357,8 +322,8 @@ func diffTable(c *compare.Comparison, bl, nl string) *htmlTable {
 		Head:    []htmlCell{cellText(""), cellNum(bl), cellText("±"), cellNum(nl), cellText("±"), cellNum("vs base"), cellText("(p, n)")}}
 	for _, r := range shownRows(c) {
 		name := cellText(r.Name)
-		if cat, ok := rowCategory(r); ok {
-			name = catCell(cat)
+		if !r.Whole {
+			name = catCell(r.Category)
 		}
 		delta := cellNum(rowDelta(r))
 		if cl := deltaClass(r); cl != "" {

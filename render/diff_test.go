@@ -12,7 +12,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
-// This file tests diff.go: the means table adds up.
+// This file tests diff_text.go: the means table adds up.
 // phaseSel is the selection that summarises phase p (Unknown: every step).
 func phaseSel(p breakdown.Phase) breakdown.PhaseSelection {
 	switch p {

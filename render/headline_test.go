@@ -36,8 +36,8 @@ func TestTextHeadlineGolden(t *testing.T) {
 				}
 			}
 			var top *findings.Finding
-			rules := map[string]bool{}
-			minor := map[string]bool{}
+			rules := map[findings.ID]bool{}
+			minor := map[findings.ID]bool{}
 			for _, fs := range r.Findings {
 				for k := range fs {
 					f := &fs[k]
@@ -55,14 +55,14 @@ func TestTextHeadlineGolden(t *testing.T) {
 			switch {
 			case top == nil && !strings.HasPrefix(lim, "Limiter: no rule holds; the largest part"):
 				t.Errorf("no cause, limiter line %q", lim)
-			case top != nil && (!strings.HasPrefix(lim, "Limiter: "+top.ID) || !strings.Contains(lim, ", "+breakdown.FormatDuration(int64(top.AtStake))+" of")):
+			case top != nil && (!strings.HasPrefix(lim, "Limiter: "+string(top.ID)) || !strings.Contains(lim, ", "+breakdown.FormatDuration(int64(top.AtStake))+" of")):
 				t.Errorf("limiter line %q, want %s (%v at stake)", lim, top.ID, top.AtStake)
 			}
 			if got := strings.Count(b.String(), "\n     try: ") + strings.Count(b.String(), "\n    try: "); got != len(rules) {
 				t.Errorf("%d findings listed, the report has %d rules not minor", got, len(rules))
 			}
 			for id := range rules {
-				if n := strings.Count(b.String(), id+" ["); n > 1 {
+				if n := strings.Count(b.String(), string(id)+" ["); n > 1 {
 					t.Errorf("%s listed %d times", id, n)
 				}
 			}

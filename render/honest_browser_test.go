@@ -25,7 +25,7 @@ import (
 const honestView = `(() => {
   document.querySelectorAll("details").forEach(d => { d.open = true; });
   window.dispatchEvent(new Event("resize"));
-  const out = {bars: [], mix: [], narrow: [], wraps: [], legends: [], emptyLanes: [], pins: {}, outlierRows: document.querySelectorAll("tr.outlier").length, outlierLabels: {}};
+  const out = {width: window.innerWidth, docWidth: document.documentElement.scrollWidth, bars: [], mix: [], narrow: [], wraps: [], legends: [], emptyLanes: [], pins: {}, outlierRows: document.querySelectorAll("tr.outlier").length, outlierLabels: {}};
   for (const el of document.querySelectorAll("div.chart")) {
     const c = echarts.getInstanceByDom(el);
     if (!c) continue;
@@ -91,7 +91,7 @@ const honestView = `(() => {
     }
   }
   for (const td of document.querySelectorAll("td")) {
-    if (!td.offsetParent || td.classList.contains("name") || td.hasAttribute("colspan") || !td.textContent.trim()) continue;
+    if (!td.offsetParent || td.classList.contains("name") || td.classList.contains("free") || td.hasAttribute("colspan") || !td.textContent.trim()) continue;
     const rg = document.createRange();
     rg.selectNodeContents(td);
     const tops = new Set([...rg.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
@@ -107,8 +107,9 @@ type honestBar struct {
 }
 
 type honestPage struct {
-	Bars []honestBar
-	Mix  []struct {
+	Width, DocWidth int
+	Bars            []honestBar
+	Mix             []struct {
 		Label        string
 		Filled, Full float64
 	}
@@ -143,7 +144,7 @@ func TestChartsHonest(t *testing.T) {
 		r.Path = name + ".sqlite"
 		return r
 	}
-	eager, graph, slow := load("tp2-moe-eager"), load("tp2-moe-graph"), load("slow-step")
+	eager, graph, slow, nvtx := load("tp2-moe-eager"), load("tp2-moe-graph"), load("slow-step"), load("tp2-moe-eager-nvtx")
 	if len(slow.Devices[0].Summary.Outliers.Steps) != 1 {
 		t.Fatalf("slow-step: %d outlier steps, want 1", len(slow.Devices[0].Summary.Outliers.Steps))
 	}
@@ -157,6 +158,7 @@ func TestChartsHonest(t *testing.T) {
 	}{
 		{"report-tp2", render(t, eager, DefaultHTMLOptions()), []float64{float64(eager.Devices[0].Summary.Mean), float64(eager.Devices[1].Summary.Mean)}},
 		{"report-slow", render(t, slow, DefaultHTMLOptions()), nil},
+		{"report-tp2-nvtx", render(t, nvtx, DefaultHTMLOptions()), nil}, // ten categories and NVTX labels in the step table
 		{"diff-tp2", renderDiff(t, c, DefaultHTMLOptions()), []float64{float64(c.Base.MeanStep), float64(c.New.MeanStep)}},
 		{"diff-dense", renderDiff(t, captureComparison(t), DefaultHTMLOptions()), nil},
 	}
@@ -183,6 +185,9 @@ func TestChartsHonest(t *testing.T) {
 				}
 				if len(v.Bars) == 0 {
 					t.Fatal("no bars measured")
+				}
+				if v.DocWidth > v.Width {
+					t.Errorf("the page is %d px wide in a %d px window", v.DocWidth, v.Width)
 				}
 				for _, b := range v.Bars {
 					sawLog = sawLog || b.Axis == "log"

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,10 +16,10 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
-
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
 )
 
 // The -update flag rewrites the goldens. Another test file of the package may define it
@@ -94,16 +93,7 @@ func render(t testing.TB, r *breakdown.Report, opt HTMLOptions) []byte {
 // summarises it as `stepstat report` does by default.
 func traceReport(t testing.TB, path string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	if strings.HasSuffix(path, ".gz") {
-		dst := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(path), ".gz"))
-		nsystest.Gunzip(t, path, dst)
-		path = dst
-	}
-	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := breakdown.Summarize(tr, opt)
+	r, err := breakdown.Summarize(captures.Open(t, path), opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,46 +8,13 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
-	"github.com/stepstat/stepstat/nsys"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
-// This file renders the rank view (collectives matched across devices: wait and
-// transfer, stragglers, step-time spread) and the speed-of-light view of a report.
-
-// textRanks writes the per-rank table of a multi-device report; nothing for one device.
-func textRanks(ew *errWriter, r *breakdown.Report) {
-	rr := r.Ranks
-	if rr == nil {
-		return
-	}
-	n := len(rr.Steps)
-	ew.printf("\nRanks: %d devices, %d aligned step%s (by %s), %d collective%s matched on every rank",
-		len(rr.Devices), n, plural(n), rr.AlignedBy, len(rr.Calls), plural(len(rr.Calls)))
-	if rr.Unmatched > 0 {
-		ew.printf(", %d kernel%s unmatched", rr.Unmatched, plural(rr.Unmatched))
-	}
-	ew.printf("\n")
-	if n == 0 {
-		ew.printf("  no aligned steps to compare\n")
-		return
-	}
-	ew.printf("Step spread across ranks: median %s  p90 %s\n", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90)))
-	ew.printf("Per rank, means per aligned step of the matched collectives (allreduce + collective = wait + transfer), beside the median step:\n")
-	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
-		"wait/step", "transfer/step", "wait share", "times last")
-	for i := range rr.Devices {
-		d := &rr.Devices[i]
-		last := fmt.Sprintf("%d (%s)", d.LastArrivals, breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
-		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, breakdown.FormatDuration(int64(d.MedianStep)),
-			perStep(d.AllReduce.Time, n), perStep(d.Collective.Time, n), perStep(d.Wait, n), perStep(d.Transfer, n),
-			breakdown.FormatPercent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
-	}
-	if s := stragglerLine(rr); s != "" {
-		ew.printf("%s\n", s)
-	}
-}
+// This file holds the words of the rank view (collectives matched across devices: wait and
+// transfer, stragglers, step-time spread) and of the speed-of-light view that every format
+// uses; ranks_text.go, ranks_json.go and ranks_html.go write them.
 
 // perStep formats a total over n steps as time per step.
 func perStep[T ~int64](total T, n int) string {
@@ -243,61 +210,6 @@ func countText(f float64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-func nsSlice[T ~int64](xs []T) []int64 {
-	out := make([]int64, len(xs))
-	for i, x := range xs {
-		out[i] = int64(x)
-	}
-	return out
-}
-
-func rankCommJSON(c *breakdown.RankComm) RankCommJSON {
-	return RankCommJSON{Calls: c.Calls, NS: int64(c.Time), WaitNS: int64(c.Wait), TransferNS: int64(c.Transfer),
-		WaitForNS: nsSlice(c.WaitFor)}
-}
-
-// ranksJSON builds the "ranks" object; nil for a report of one device.
-func ranksJSON(rr *breakdown.RankReport) *RanksJSON {
-	if rr == nil {
-		return nil
-	}
-	out := &RanksJSON{AlignedBy: rr.AlignedBy, AlignedSteps: len(rr.Steps), MatchedCalls: len(rr.Calls),
-		UnmatchedKernels: rr.Unmatched, Spread: SpreadJSON{MedianNS: int64(rr.SpreadMedian), P90NS: int64(rr.SpreadP90)},
-		Devices: []RankDeviceJSON{}, Steps: []RankStepJSON{}}
-	if rr.Straggler >= 0 && len(rr.Calls) > 0 {
-		d := &rr.Devices[rr.Straggler]
-		out.Straggler = &StragglerJSON{Device: int(d.Device), LastArrivals: d.LastArrivals,
-			Share: round6(frac(int64(d.LastArrivals), int64(len(rr.Calls))))}
-	}
-	if sk := findings.SkewOf(rr); sk.Waiter >= 0 {
-		out.Skew = &SkewJSON{Waiter: int(rr.Devices[sk.Waiter].Device), Late: int(rr.Devices[sk.Late].Device), WaitNS: int64(sk.Wait),
-			StepNS: int64(sk.Step), Material: sk.Material}
-	}
-	for i := range rr.Devices {
-		d := &rr.Devices[i]
-		out.Devices = append(out.Devices, RankDeviceJSON{Device: int(d.Device), GPU: d.GPU, MedianStepNS: int64(d.MedianStep),
-			CollectivesMatched: d.CollectivesMatched, WaitNS: int64(d.Wait), TransferNS: int64(d.Transfer),
-			WaitShare: round6(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), LastArrivals: d.LastArrivals,
-			WaitForNS: nsSlice(d.WaitFor), AllReduce: rankCommJSON(&d.AllReduce), Collective: rankCommJSON(&d.Collective)})
-	}
-	for i := range rr.Steps {
-		s := &rr.Steps[i]
-		out.Steps = append(out.Steps, RankStepJSON{Steps: s.Steps, WallNS: nsSlice(s.Wall), SpreadNS: int64(s.Spread),
-			Calls: s.Calls, WaitNS: nsSlice(s.Wait), TransferNS: nsSlice(s.Transfer), LastArrivals: s.LastArrivals})
-	}
-	return out
-}
-
-// solJSON builds a device's "sol" object; nil without a floor.
-func solJSON(s *breakdown.SOL) *SOLJSON {
-	if s == nil {
-		return nil
-	}
-	return &SOLJSON{FloorNS: int64(s.Floor), Bytes: s.Bytes, BandwidthBytesPerS: s.Bandwidth, Source: solSource(s),
-		MeasuredNS: int64(s.Measured), Ratio: round6(s.Ratio), Efficiency: round6(s.Efficiency),
-		TokensPerS: round3(s.TokensPerSec), Batch: s.Batch, TotalTokensPerS: round3(s.TotalTokensPerSec)}
 }
 
 // solSource names where a speed-of-light floor or its bandwidth came from: the flag that

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
-	"github.com/stepstat/stepstat/nsys"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/render/schema"
 )
 
 // rkReport is a two-rank report built by hand: 10 aligned decode steps of 9.84 ms on rank 0
@@ -173,9 +173,9 @@ func TestRanksJSON(t *testing.T) {
 	}
 	var v struct {
 		Devices []struct {
-			SOL *SOLJSON `json:"sol"`
+			SOL *schema.SOLJSON `json:"sol"`
 		} `json:"devices"`
-		Ranks *RanksJSON `json:"ranks"`
+		Ranks *schema.RanksJSON `json:"ranks"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &v); err != nil {
 		t.Fatal(err)

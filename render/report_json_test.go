@@ -10,6 +10,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/render/schema"
 )
 
 // TestJSONMatchesEncoding checks that JSON, which writes steps straight from the report,
@@ -82,5 +83,63 @@ func BenchmarkJSONEncoding(b *testing.B) {
 		if err := enc.Encode(NewReportJSON(findings.Of(r))); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSchemaDecodes checks that package schema's types describe the JSON contract: a
+// report's JSON decoded into schema.ReportJSON and encoded again gives the same bytes, on
+// every capture and on the report with untrusted names; likewise a diff's JSON.
+func TestSchemaDecodes(t *testing.T) {
+	reports := map[string]*breakdown.Report{"untrusted": untrustedReport(t)}
+	caps, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "*.sqlite.gz"))
+	if len(caps) == 0 {
+		t.Fatal("no captures")
+	}
+	for _, c := range caps {
+		reports[filepath.Base(c)] = traceReport(t, c, breakdown.Options{})
+	}
+	for name, r := range reports {
+		var got bytes.Buffer
+		if err := JSON(&got, findings.Of(r)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var v schema.ReportJSON
+		roundTrip(t, name, got.Bytes(), &v)
+		if len(v.Devices) != len(r.Devices) {
+			t.Errorf("%s: %d devices decoded, want %d", name, len(v.Devices), len(r.Devices))
+		}
+	}
+	c := captureComparison(t)
+	var got bytes.Buffer
+	if err := DiffJSONWrite(&got, c); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(t, "diff", got.Bytes(), &schema.DiffJSON{})
+}
+
+// roundTrip decodes js into v, encodes v again and checks that the bytes are js's (both
+// compacted: the diff's JSON is indented).
+func roundTrip(t *testing.T, name string, js []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(js, v); err != nil {
+		t.Fatalf("%s: decoding into %T: %v", name, v, err)
+	}
+	var again bytes.Buffer
+	if err := json.NewEncoder(&again).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	var cg, cw bytes.Buffer
+	if err := json.Compact(&cg, again.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Compact(&cw, js); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := cg.String(), cw.String(); g != w {
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
+		}
+		t.Errorf("%s: %T encodes differently at byte %d:\n got ...%s\nwant ...%s", name, v, i, snippet(g, i), snippet(w, i))
 	}
 }

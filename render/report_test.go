@@ -14,7 +14,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
-// This file tests report.go: the text tables add up under the statistic they name.
+// This file tests report_text.go: the text tables add up under the statistic they name.
 
 // printed parses a number as the report prints it (Duration: 104.9µs, 2.199ms, 839ns;
 // Percent: 4.77%, 100%) into nanoseconds or percent, with half a unit of its last printed

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -146,4 +148,91 @@ func (u *validUTF8Writer) Flush() error {
 	u.pend = nil
 	_, err := io.WriteString(u.w, "\uFFFD")
 	return err
+}
+
+// errWriter is the writer of every text output; it keeps the first error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+// printf writes format (trusted, this package's own) with its string and error arguments
+// passed through TerminalSafe: the one escaping path of untrusted text into text output.
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	var safe []any // a copy, made only when an argument needs escaping
+	for i, a := range args {
+		var s string
+		switch v := a.(type) {
+		case string:
+			s = v
+		case error:
+			s = v.Error()
+		default:
+			continue
+		}
+		if _, isErr := a.(error); !isErr && terminalClean(s) {
+			continue
+		}
+		if safe == nil {
+			safe = append([]any(nil), args...)
+		}
+		safe[i] = TerminalSafe(s)
+	}
+	if safe != nil {
+		args = safe
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
+
+// appendString appends s as a JSON string: plain ASCII directly, anything else through
+// encoding/json, whose escaping (HTML characters, invalid UTF-8, U+2028) it keeps.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s) // a string always marshals
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// scriptJSON marshals v as JSON that is safe as the text of a <script> element: '<', '>'
+// and '&' are written as \u003c, \u003e and \u0026, and U+2028 and U+2029 as \u2028 and
+// \u2029, so no text in the data can close the element, open an HTML comment or end a
+// JavaScript line. encoding/json already does this for its own output; the pass below
+// repeats it for the output of MarshalJSON methods that turn the escaping off (some
+// go-echarts types do). The bytes '<', '>' and '&' can only occur inside JSON strings, where
+// the \u form means the same character.
+func scriptJSON(v any) (template.JS, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, r := range string(b) {
+		switch r {
+		case '<', '>', '&', '\u2028', '\u2029':
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		default:
+			sb.WriteRune(r)
+		}
+	}
+	return template.JS(sb.String()), nil
+}
+
+// checkScriptText reports whether s can be the text of a <script> element as is.
+func checkScriptText(s string) error {
+	l := strings.ToLower(s)
+	for _, bad := range []string{"</script", "<!--"} {
+		if strings.Contains(l, bad) {
+			return fmt.Errorf("HTMLOptions.EChartsJS contains %q, which would break the page's script element", bad)
+		}
+	}
+	return nil
 }

@@ -55,7 +55,10 @@ type Stat struct {
 // each row its own samples, and the change of the mean per step (Mean: a permutation
 // test), which adds up over the categories and leads the comparison.
 type Row struct {
-	Name        string
+	Name string // the category's id, or WholeStep
+	// Category is the category the row is about; meaningless for the whole step's row (Whole).
+	Category    kernelclass.Category
+	Whole       bool // the whole step's row (Comparison.Step, RankComparison.Step)
 	Base, New   Stat
 	DeltaPct    float64 // change of the median: (new/base - 1) * 100; NaN when base is 0
 	P           float64 // Mann-Whitney U
@@ -192,6 +195,7 @@ type Comparison struct {
 	// by the base's time per token over its mean step.
 	Token            *Row
 	TokenMinChangeNS float64
+	story            []StoryItem // Story's, set last by Compare
 }
 
 // Compare compares the steps of one phase (decode unless phase says otherwise) of two sides.
@@ -235,18 +239,24 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	}
 	c.comparability()
 	c.verdicts()
+	c.story = c.whatChanged()
 	return c
 }
+
+// WholeStep names the whole step's row (Row.Whole) in every output.
+const WholeStep = "whole step"
 
 // compareSteps compares the steps of the two sides' runs: the whole step, then each
 // category's exclusive time in kernelclass.Order, with the means (which add up) of each side.
 func compareSteps(base, new [][]tagged, baseStep, newStep time.Duration, baseMeans, newMeans [kernelclass.NumCategories]time.Duration,
 	opt Options, th *benchmath.Thresholds) (Row, []Row) {
-	step := compareRow("whole step", base, new, stepWall, opt, th)
+	step := compareRow(WholeStep, base, new, stepWall, opt, th)
+	step.Whole = true
 	setMean(&step, baseStep, newStep)
 	var cats []Row
 	for _, cat := range kernelclass.Order {
 		r := compareRow(cat.String(), base, new, exclusive(cat), opt, th)
+		r.Category = cat
 		setMean(&r, baseMeans[cat], newMeans[cat])
 		cats = append(cats, r)
 	}
@@ -564,32 +574,4 @@ func alignedSteps(r *findings.Report, phase breakdown.Phase) (run []tagged, how 
 		return run, "index"
 	}
 	return run, fmt.Sprintf("index, first %d", n)
-}
-
-// Regression reports whether the new side is significantly slower than the base: the
-// headline row (time per token where both sides know their tokens, else the whole step)
-// has a significant change of the mean, tested and at least MinChangeNS, upwards. what
-// names the row and the change.
-func (c *Comparison) Regression() (slower bool, what string) {
-	r, name := c.Headline()
-	m := &r.Mean
-	what = fmt.Sprintf("%s %s -> %s (%+.2f%%, p=%.3f)", name, breakdown.FormatDurationF(m.Base), breakdown.FormatDurationF(m.New),
-		pctOf(m.Delta, m.Base), m.P)
-	return m.Significant && m.Delta > 0, what
-}
-
-// Headline returns the row the verdict is on, and its name: the time per token where both
-// sides know their tokens (Token), else the whole step.
-func (c *Comparison) Headline() (*Row, string) {
-	if c.Token != nil {
-		return c.Token, "mean time per token"
-	}
-	return &c.Step, "mean " + c.Phase.String() + " step"
-}
-
-func pctOf(d, base float64) float64 {
-	if base == 0 {
-		return math.Inf(1)
-	}
-	return 100 * d / base
 }

@@ -1,9 +1,7 @@
 package compare_test
 
 import (
-	"context"
 	"math"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,21 +10,14 @@ import (
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
-	"github.com/stepstat/stepstat/nsys"
-	"github.com/stepstat/stepstat/nsys/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
 )
 
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz) and
 // applies the findings.
 func captureReport(t *testing.T, name string) *findings.Report {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), filepath.Base(name)+".sqlite")
-	nsystest.Gunzip(t, filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz"), path)
-	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := breakdown.Summarize(tr, breakdown.Options{})
+	rep, err := breakdown.Summarize(captures.Trace(t, name), breakdown.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +46,7 @@ func TestStoryDense(t *testing.T) {
 	if c.Ranks != nil {
 		t.Errorf("per-rank rows on 1-GPU traces: %d", len(c.Ranks))
 	}
-	got := map[string]string{}
+	got := map[findings.ID]compare.Change{}
 	for _, f := range c.Findings {
 		got[f.ID] = f.Change
 	}

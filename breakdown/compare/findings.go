@@ -12,19 +12,23 @@ import (
 // This file lines up the findings of the two sides: the ones that appeared, vanished or
 // changed.
 
+// Change says how a finding differs between the sides; its values are stable (JSON's
+// "change").
+type Change string
+
 // Finding changes.
 const (
-	FindingAppeared = "appeared"
-	FindingVanished = "vanished"
-	FindingChanged  = "changed" // severity changed, or the time at stake by a quarter or more
-	FindingSame     = "same"
+	FindingAppeared Change = "appeared"
+	FindingVanished Change = "vanished"
+	FindingChanged  Change = "changed" // severity changed, or the time at stake by a quarter or more
+	FindingSame     Change = "same"
 )
 
 // A FindingChange is one finding of one device position on either side.
 type FindingChange struct {
 	Rank      int // index into each report's Devices
-	ID        string
-	Change    string            // FindingAppeared, ...
+	ID        findings.ID
+	Change    Change            // FindingAppeared, ...
 	Base, New *findings.Finding // nil on the side without it
 	// Expected marks a finding that appeared (or grew to a larger share of its step) where
 	// the base's then (findings.Then: the rules re-run with the base's top cause taken out)
@@ -40,7 +44,7 @@ func compareFindings(base, new Side) []FindingChange {
 	}
 	br, nr := base.Reports[0], new.Reports[0]
 	var out []FindingChange
-	named := func(d int, id string) bool {
+	named := func(d int, id findings.ID) bool {
 		return d < len(br.Then) && br.Then[d] != nil && br.Then[d].Next != nil && br.Then[d].Next.ID == id
 	}
 	share := func(f *findings.Finding) float64 { return float64(f.AtStake) / float64(max(f.Step, 1)) }
@@ -66,8 +70,8 @@ func compareFindings(base, new Side) []FindingChange {
 			}
 		}
 	}
-	rank := func(c string) int {
-		return map[string]int{FindingAppeared: 0, FindingVanished: 0, FindingChanged: 0, FindingSame: 1}[c]
+	rank := func(c Change) int {
+		return map[Change]int{FindingAppeared: 0, FindingVanished: 0, FindingChanged: 0, FindingSame: 1}[c]
 	}
 	slices.SortStableFunc(out, func(a, b FindingChange) int {
 		if c := cmp.Compare(rank(a.Change), rank(b.Change)); c != 0 {

@@ -206,13 +206,17 @@ type RankLine struct {
 	Row  *Row
 }
 
-// Story returns what the comparison leads with: the whole step first, then each category
+// Story returns what the comparison leads with (computed once, by Compare): the whole step
+// first, then each category
 // whose mean per step changed significantly, pooled or on some rank, by the largest change
 // per step (pooled or of a rank shown); each with the ranks whose story differs from the
 // pooled one. Not comparable rows are left out (NotComparableRows lists them). When the
 // samples are too few to test, the categories that changed by at least the threshold,
 // without a verdict.
-func (c *Comparison) Story() []StoryItem {
+func (c *Comparison) Story() []StoryItem { return c.story }
+
+// whatChanged computes Story's items.
+func (c *Comparison) whatChanged() []StoryItem {
 	item := func(r *Row, idx int) (StoryItem, bool) {
 		it := StoryItem{Row: r}
 		for i := range c.Ranks {
@@ -289,7 +293,7 @@ func (c *Comparison) rankDiffers(rr, pr *Row) bool {
 func (c *Comparison) NotComparableRows() []NotComparableGroup {
 	var out []NotComparableGroup
 	add := func(r *Row) {
-		if r.NotComparable == "" || (r.Mean.Base == 0 && r.Mean.New == 0 && r.Name != "whole step") {
+		if r.NotComparable == "" || (r.Mean.Base == 0 && r.Mean.New == 0 && !r.Whole) {
 			return
 		}
 		for i := range out {

@@ -7,7 +7,7 @@
 //
 // Of computes the findings of every device of a report once, with the run's recorded knobs;
 // render (report) and compare (diff) use that result. rules.go holds the rules, one function
-// each, in README "Findings" order.
+// each, in README "Findings" order (comm.go the communication rule and its advice).
 package findings
 
 import (
@@ -19,18 +19,21 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// Finding ids, stable: JSON and diff use them.
+// ID names a finding's rule; ids are stable: JSON and diff use them.
+type ID string
+
+// Finding ids.
 const (
-	LaunchBound   = "launch_bound"
-	Communication = "communication_bound"
-	KernelStorm   = "kernel_storm"
-	HostSync      = "host_sync_copy"
-	MoERouting    = "moe_routing_overhead"
-	FarFromSOL    = "far_from_sol"
-	Coverage      = "coverage"
-	HostStall     = "host_stall"
-	GraphLaunch   = "graph_launch"
-	Outliers      = "outlier_steps"
+	LaunchBound   ID = "launch_bound"
+	Communication ID = "communication_bound"
+	KernelStorm   ID = "kernel_storm"
+	HostSync      ID = "host_sync_copy"
+	MoERouting    ID = "moe_routing_overhead"
+	FarFromSOL    ID = "far_from_sol"
+	Coverage      ID = "coverage"
+	HostStall     ID = "host_stall"
+	GraphLaunch   ID = "graph_launch"
+	Outliers      ID = "outlier_steps"
 )
 
 // Severity ranks a finding by the share of the step at stake.
@@ -87,7 +90,7 @@ type Fact struct {
 
 // A Finding is one conclusion about what limits a device's step.
 type Finding struct {
-	ID       string // one of the ids above
+	ID       ID // one of the ids above
 	Severity Severity
 	// AtStake is the step time (mean per step) the finding is about: what fixing it could
 	// give back at most.

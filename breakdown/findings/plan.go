@@ -45,7 +45,7 @@ type Member struct {
 // A Group is one rule's findings over the devices it holds on, the one with the most time
 // at stake first (ties: device order).
 type Group struct {
-	ID      string
+	ID      ID
 	Members []Member
 }
 
@@ -57,7 +57,7 @@ func (g *Group) Top() *Finding { return g.Members[0].F }
 // warnings.
 func (r *Report) Groups() []Group {
 	var out []Group
-	idx := map[string]int{}
+	idx := map[ID]int{}
 	for d := range r.Findings {
 		for k := range r.Findings[d] {
 			f := &r.Findings[d][k]
@@ -110,7 +110,7 @@ func (r *Report) Limiter() (Group, bool) {
 // Then is what would lead once a cause is fixed: the rules re-run on the device's mean step
 // with that cause's time at stake taken out.
 type Then struct {
-	After string        // the cause taken out
+	After ID            // the cause taken out
 	Step  time.Duration // the mean step left
 	// Next is the cause that would lead then (its Step is the step left); nil when no
 	// cause would hold.

@@ -2,6 +2,7 @@ package findings_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,7 +71,7 @@ func TestPlanLimiterIsACause(t *testing.T) {
 	for _, gz := range files {
 		name := strings.TrimSuffix(filepath.Base(gz), ".sqlite.gz")
 		fr := findings.Of(captureReport(t, name, breakdown.Options{}))
-		seen := map[string]bool{}
+		seen := map[findings.ID]bool{}
 		for _, g := range fr.Groups() {
 			if seen[g.ID] {
 				t.Errorf("%s: %s grouped twice", name, g.ID)
@@ -403,5 +404,44 @@ func TestPlanLimiterPublic(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTokensVLLMCapture: engine-nvtx-vllm carries vLLM's step NVTX. Its ground truth says
+// how many decode tokens each iteration generated: the g of its text, on all 34
+// iterations. The report's time per token comes from those texts: the summarised decode
+// steps' tokens, within the truth's 59 decode tokens of its 20 decode iterations.
+func TestTokensVLLMCapture(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "traces", "engine-nvtx-vllm.truth.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var truth struct {
+		Forwards []struct {
+			NVTX         string `json:"nvtx"`
+			Phase        string `json:"phase"`
+			DecodeTokens int    `json:"decode_tokens"`
+		} `json:"forwards"`
+	}
+	if err := json.Unmarshal(raw, &truth); err != nil {
+		t.Fatal(err)
+	}
+	decode := 0
+	for _, f := range truth.Forwards {
+		n, ok := breakdown.StepTokens(&breakdown.Step{Label: f.NVTX})
+		if !ok || n != f.DecodeTokens {
+			t.Errorf("%q: %d tokens (%v); the truth says %d", f.NVTX, n, ok, f.DecodeTokens)
+		}
+		if f.Phase == "decode" {
+			decode += f.DecodeTokens
+		}
+	}
+	if len(truth.Forwards) != 34 {
+		t.Fatalf("%d iterations in the truth", len(truth.Forwards))
+	}
+	fr := findings.Of(captureReport(t, "engine-nvtx-vllm", breakdown.Options{}))
+	rd := findings.RoundsOf(fr, 0)
+	if rd.TokensFrom != findings.TokensNVTX || rd.Tokens <= 0 || rd.Tokens > decode || rd.PerToken <= 0 || rd.Speculative {
+		t.Errorf("rounds %+v; want tokens from the NVTX, at most the truth's %d decode tokens, no rounds", rd, decode)
 	}
 }

@@ -10,27 +10,20 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3"
+
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
-
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
-
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
 )
 
 // captureReport summarises one capture of testdata/traces (name without .sqlite.gz).
 func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	gz := filepath.Join("..", "..", "testdata", "traces", name+".sqlite.gz")
-	path := filepath.Join(t.TempDir(), name+".sqlite")
-	nsystest.Gunzip(t, gz, path)
-	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := breakdown.Summarize(tr, opt)
+	rep, err := breakdown.Summarize(captures.Trace(t, name), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +33,12 @@ func captureReport(t *testing.T, name string, opt breakdown.Options) *breakdown.
 func findingIDs(fs []findings.Finding) []string {
 	var ids []string
 	for _, f := range fs {
-		ids = append(ids, f.ID)
+		ids = append(ids, string(f.ID))
 	}
 	return ids
 }
 
-func find(fs []findings.Finding, id string) *findings.Finding {
+func find(fs []findings.Finding, id findings.ID) *findings.Finding {
 	for i := range fs {
 		if fs[i].ID == id {
 			return &fs[i]
@@ -117,7 +110,7 @@ func TestFindingsDense(t *testing.T) {
 	if n := fact(t, &fg[0], "short_kernels_per_step"); n < 40 || n > 62 {
 		t.Errorf("short kernels/step %v; want 40-62 of the 62", n)
 	}
-	for _, id := range []string{findings.Communication, findings.MoERouting, findings.Coverage, findings.FarFromSOL} {
+	for _, id := range []findings.ID{findings.Communication, findings.MoERouting, findings.Coverage, findings.FarFromSOL} {
 		if find(fe, id) != nil || find(fg, id) != nil {
 			t.Errorf("%s on a dense 1-GPU capture: eager %v, graph %v", id, findingIDs(fe), findingIDs(fg))
 		}
@@ -282,7 +275,7 @@ func TestFindingsWorded(t *testing.T) {
 	if len(caps) == 0 {
 		t.Fatal("no captures")
 	}
-	held := map[string]int{}
+	held := map[findings.ID]int{}
 	for _, c := range caps {
 		name := strings.TrimSuffix(filepath.Base(c), ".sqlite.gz")
 		fr := findings.Of(captureReport(t, name, breakdown.Options{SOLStep: 100 * time.Microsecond}))
@@ -295,7 +288,7 @@ func TestFindingsWorded(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{findings.LaunchBound, findings.Communication, findings.KernelStorm, findings.MoERouting,
+	for _, id := range []findings.ID{findings.LaunchBound, findings.Communication, findings.KernelStorm, findings.MoERouting,
 		findings.FarFromSOL, findings.Coverage} {
 		if held[id] == 0 {
 			t.Errorf("%s holds on no capture; the check of its wording is empty", id)

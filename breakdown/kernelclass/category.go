@@ -32,20 +32,53 @@ const (
 	NumCategories // the number of categories; not a category
 )
 
-var categoryNames = [NumCategories]string{
-	Other:         "other",
-	GEMM:          "gemm",
-	Attention:     "attention",
-	MoERouting:    "moe_routing",
-	MoEExpert:     "moe_expert",
-	AllReduce:     "allreduce",
-	Collective:    "collective",
-	Elementwise:   "elementwise",
-	Sampling:      "sampling",
-	Memory:        "memory",
-	UntracedGraph: "untraced_graph",
-	Idle:          "idle",
+// categories holds one row per category, in Order: its identifier and its priority when
+// kernels of several categories overlap.
+//
+// The priority of a category decides who owns an instant when kernels of several
+// categories run at the same time on one device (on different streams); exclusive time goes
+// to the highest value.
+//
+// Communication wins: an all-reduce or collective that overlaps compute is counted as
+// communication, so that the exposed communication time is visible, and the compute hidden
+// under it is still counted once, in busy time. Among compute, the big, characteristic
+// kernels (attention, expert, GEMM) win over their small helpers (routing, sampling,
+// elementwise); unclassified kernels rank below every known kernel, so that an unknown
+// kernel never hides known work. A CUDA graph replay traced at graph level
+// (untraced_graph) is real GPU work of unknown kind: it owns its time over memory
+// operations and idle, but under every named kernel that overlaps it (on another stream),
+// unclassified ones included, since those at least have a name. memcpy/memset activity
+// ranks lowest, since a copy that overlaps a kernel is not what keeps the device busy. Idle
+// is never running and ranks below everything.
+//
+//	allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
+//	elementwise > other > untraced_graph > memory > idle
+var categories = [NumCategories]struct {
+	cat      Category
+	name     string
+	priority int
+}{
+	{GEMM, "gemm", 7},
+	{Attention, "attention", 9},
+	{MoERouting, "moe_routing", 6},
+	{MoEExpert, "moe_expert", 8},
+	{AllReduce, "allreduce", 11},
+	{Collective, "collective", 10},
+	{Elementwise, "elementwise", 4},
+	{Sampling, "sampling", 5},
+	{Memory, "memory", 1},
+	{Other, "other", 3},
+	{UntracedGraph, "untraced_graph", 2},
+	{Idle, "idle", 0},
 }
+
+// categoryNames and categoryPriority index the rows of categories by category.
+var categoryNames, categoryPriority = func() (names [NumCategories]string, prio [NumCategories]int) {
+	for _, r := range categories {
+		names[r.cat], prio[r.cat] = r.name, r.priority
+	}
+	return names, prio
+}()
 
 // String returns the category's stable identifier, such as "gemm" or "moe_routing".
 // A value out of range prints as "category(N)".
@@ -103,53 +136,13 @@ func categoryList() string {
 }
 
 // Order lists every category in the stable order of tables and charts: compute first, then
-// communication, then the rest, with idle last.
-var Order = [...]Category{
-	GEMM,
-	Attention,
-	MoERouting,
-	MoEExpert,
-	AllReduce,
-	Collective,
-	Elementwise,
-	Sampling,
-	Memory,
-	Other,
-	UntracedGraph,
-	Idle,
-}
-
-// categoryPriority decides who owns an instant when kernels of several categories run at the
-// same time on one device (on different streams); exclusive time goes to the highest value.
-//
-// Communication wins: an all-reduce or collective that overlaps compute is counted as
-// communication, so that the exposed communication time is visible, and the compute hidden
-// under it is still counted once, in busy time. Among compute, the big, characteristic
-// kernels (attention, expert, GEMM) win over their small helpers (routing, sampling,
-// elementwise); unclassified kernels rank below every known kernel, so that an unknown
-// kernel never hides known work. A CUDA graph replay traced at graph level
-// (untraced_graph) is real GPU work of unknown kind: it owns its time over memory
-// operations and idle, but under every named kernel that overlaps it (on another stream),
-// unclassified ones included, since those at least have a name. memcpy/memset activity
-// ranks lowest, since a copy that overlaps a kernel is not what keeps the device busy. Idle
-// is never running and ranks below everything.
-//
-//	allreduce > collective > attention > moe_expert > gemm > moe_routing > sampling >
-//	elementwise > other > untraced_graph > memory > idle
-var categoryPriority = [NumCategories]int{
-	AllReduce:     11,
-	Collective:    10,
-	Attention:     9,
-	MoEExpert:     8,
-	GEMM:          7,
-	MoERouting:    6,
-	Sampling:      5,
-	Elementwise:   4,
-	Other:         3,
-	UntracedGraph: 2,
-	Memory:        1,
-	Idle:          0,
-}
+// communication, then the rest, with idle last (the rows of categories).
+var Order = func() (o [NumCategories]Category) {
+	for i, r := range categories {
+		o[i] = r.cat
+	}
+	return o
+}()
 
 // Assignable reports whether a rule (or an NVTX range) may put a kernel in the category:
 // every category but other (no rule matched), untraced_graph (graph replays, not kernels),

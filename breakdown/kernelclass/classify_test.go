@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/stepstat/stepstat/nsys/nsystest"
 )
@@ -370,28 +370,8 @@ func readTraceKernels(t *testing.T, path string) (kernels []traceKernel, ok bool
 	return kernels, true
 }
 
-// fuzzSeeds returns the seeds of target, a fuzz target of one string, from the top-level
-// testdata/fuzz/<target> directory, where every target's seeds are.
-func fuzzSeeds(f *testing.F, target string) []string {
-	f.Helper()
-	var seeds []string
-	for _, vals := range nsystest.ReadCorpus(f, filepath.Join("..", "..", "testdata", "fuzz", target)) {
-		s, ok := vals[0].(string)
-		if len(vals) != 1 || !ok {
-			f.Fatalf("%s corpus entry %v: want (string)", target, vals)
-		}
-		seeds = append(seeds, s)
-	}
-	if len(seeds) == 0 {
-		f.Fatalf("no seeds for %s", target)
-	}
-	return seeds
-}
-
 func FuzzClassify(f *testing.F) {
-	for _, s := range fuzzSeeds(f, "FuzzClassify") {
-		f.Add(s)
-	}
+	nsystest.NeedSeeds(f) // testdata/fuzz/FuzzClassify: names of the kernel families
 	cls := DefaultClassifier()
 	f.Fuzz(func(t *testing.T, name string) {
 		c, r := cls.Classify(name)

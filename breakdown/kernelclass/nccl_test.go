@@ -1,6 +1,10 @@
 package kernelclass
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stepstat/stepstat/nsys/nsystest"
+)
 
 func TestDecodeNCCL(t *testing.T) {
 	tests := []struct {
@@ -71,9 +75,7 @@ func TestDecodeNCCLClassified(t *testing.T) {
 }
 
 func FuzzDecodeNCCL(f *testing.F) {
-	for _, s := range fuzzSeeds(f, "FuzzDecodeNCCL") {
-		f.Add(s)
-	}
+	nsystest.NeedSeeds(f)
 	f.Fuzz(func(t *testing.T, name string) {
 		k, ok := DecodeNCCL(name)
 		if ok && k.Op == "" {

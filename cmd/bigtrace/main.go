@@ -55,24 +55,9 @@ func run(src, out string, want int64) error {
 	if _, err := db.Exec(`PRAGMA cache_size = -262144; PRAGMA temp_store = FILE`); err != nil {
 		return err
 	}
-	var tables []string
-	cols := map[string][]string{}
-	for _, t := range grown {
-		var c []string
-		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, t)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var s string
-			rows.Scan(&s)
-			c = append(c, s)
-		}
-		rows.Close()
-		if len(c) > 0 {
-			tables = append(tables, t)
-			cols[t] = c
-		}
+	tables, cols, err := grownColumns(db)
+	if err != nil {
+		return err
 	}
 	count := func() (int64, error) {
 		var k int64
@@ -84,26 +69,9 @@ func run(src, out string, want int64) error {
 		return fmt.Errorf("%s: %w (need a kernel table)", src, err)
 	}
 	for have < want {
-		var lo, hi, corr int64
-		if err := db.QueryRow(`SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL`).Scan(&lo, &hi); err != nil {
+		lo, hi, corr, err := span(db, tables, cols)
+		if err != nil {
 			return err
-		}
-		for _, t := range tables {
-			var l, h sql.NullInt64
-			db.QueryRow(`SELECT min(start), max(COALESCE(end, start)) FROM `+t).Scan(&l, &h)
-			if l.Valid && l.Int64 < lo {
-				lo = l.Int64
-			}
-			if h.Valid && h.Int64 > hi {
-				hi = h.Int64
-			}
-			if has(cols[t], "correlationId") {
-				var c sql.NullInt64
-				db.QueryRow(`SELECT max(correlationId) FROM ` + t).Scan(&c)
-				if c.Valid && c.Int64 > corr {
-					corr = c.Int64
-				}
-			}
 		}
 		shift := hi - lo + 1_000_000 // 1 ms between copies
 		cshift := corr + 1
@@ -114,39 +82,7 @@ func run(src, out string, want int64) error {
 				return err
 			}
 		}
-		var maxRow int64
-		tx, err := db.Begin()
-		if err != nil {
-			return err
-		}
-		for _, t := range tables {
-			if err := tx.QueryRow(`SELECT COALESCE(max(rowid), 0) FROM ` + t).Scan(&maxRow); err != nil {
-				tx.Rollback()
-				return err
-			}
-			var sel []string
-			for _, c := range cols[t] {
-				switch c {
-				case "start", "end":
-					sel = append(sel, fmt.Sprintf("%s + %d", c, shift))
-				case "correlationId":
-					sel = append(sel, fmt.Sprintf("%s + %d", c, cshift))
-				default:
-					sel = append(sel, c)
-				}
-			}
-			where := fmt.Sprintf("rowid <= %d AND start < %d", maxRow, cutoff)
-			if t == "NVTX_EVENTS" {
-				where += " AND eventType <> 75" // domain definitions are not repeated
-			}
-			q := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s`, t, strings.Join(quote(cols[t]), ", "),
-				strings.Join(sel, ", "), t, where)
-			if _, err := tx.Exec(q); err != nil {
-				tx.Rollback()
-				return fmt.Errorf("growing %s: %w", t, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
+		if err := grow(db, tables, cols, shift, cshift, cutoff); err != nil {
 			return err
 		}
 		if have, err = count(); err != nil {
@@ -160,6 +96,93 @@ func run(src, out string, want int64) error {
 	}
 	fmt.Printf("%s: %d kernels, %.2f GB, from %s in %.0fs\n", out, have, float64(fi.Size())/1e9, src, time.Since(start).Seconds())
 	return nil
+}
+
+// grownColumns returns the tables of grown that the export has, with their columns.
+func grownColumns(db *sql.DB) ([]string, map[string][]string, error) {
+	var tables []string
+	cols := map[string][]string{}
+	for _, t := range grown {
+		var c []string
+		rows, err := db.Query(`SELECT name FROM pragma_table_info(?)`, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var s string
+			rows.Scan(&s)
+			c = append(c, s)
+		}
+		rows.Close()
+		if len(c) > 0 {
+			tables = append(tables, t)
+			cols[t] = c
+		}
+	}
+	return tables, cols, nil
+}
+
+// span returns the time span of the tables' rows and their largest correlation id.
+func span(db *sql.DB, tables []string, cols map[string][]string) (lo, hi, corr int64, err error) {
+	if err := db.QueryRow(`SELECT min(start), max(end) FROM CUPTI_ACTIVITY_KIND_KERNEL`).Scan(&lo, &hi); err != nil {
+		return 0, 0, 0, err
+	}
+	for _, t := range tables {
+		var l, h sql.NullInt64
+		db.QueryRow(`SELECT min(start), max(COALESCE(end, start)) FROM `+t).Scan(&l, &h)
+		if l.Valid && l.Int64 < lo {
+			lo = l.Int64
+		}
+		if h.Valid && h.Int64 > hi {
+			hi = h.Int64
+		}
+		if has(cols[t], "correlationId") {
+			var c sql.NullInt64
+			db.QueryRow(`SELECT max(correlationId) FROM ` + t).Scan(&c)
+			if c.Valid && c.Int64 > corr {
+				corr = c.Int64
+			}
+		}
+	}
+	return lo, hi, corr, nil
+}
+
+// grow copies the rows of every table that start before cutoff once more, shift later in
+// time and with correlation ids cshift higher, in one transaction.
+func grow(db *sql.DB, tables []string, cols map[string][]string, shift, cshift, cutoff int64) error {
+	var maxRow int64
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if err := tx.QueryRow(`SELECT COALESCE(max(rowid), 0) FROM ` + t).Scan(&maxRow); err != nil {
+			tx.Rollback()
+			return err
+		}
+		var sel []string
+		for _, c := range cols[t] {
+			switch c {
+			case "start", "end":
+				sel = append(sel, fmt.Sprintf("%s + %d", c, shift))
+			case "correlationId":
+				sel = append(sel, fmt.Sprintf("%s + %d", c, cshift))
+			default:
+				sel = append(sel, c)
+			}
+		}
+		where := fmt.Sprintf("rowid <= %d AND start < %d", maxRow, cutoff)
+		if t == "NVTX_EVENTS" {
+			where += " AND eventType <> 75" // domain definitions are not repeated
+		}
+		q := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s`, t, strings.Join(quote(cols[t]), ", "),
+			strings.Join(sel, ", "), t, where)
+		if _, err := tx.Exec(q); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("growing %s: %w", t, err)
+		}
+	}
+	return tx.Commit()
 }
 
 func quote(cs []string) []string {

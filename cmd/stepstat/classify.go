@@ -9,16 +9,20 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/nsys"
-	"github.com/stepstat/stepstat/render"
 )
 
 var classifyCmd = &command{
 	name:  "classify",
 	args:  "[flags] TRACE",
 	short: "list every distinct kernel name with its category, rule, count and time share",
+	long: `
+Lists every distinct kernel name with its category, the rule that matched, its count,
+total time and share of kernel time, unclassified (other) names first, and a coverage
+line. Add rules with --rules FILE (lines of "<category> <regexp>", tried before the
+built-in rules), or map NVTX ranges to categories with --nvtx-category REGEX=CATEGORY.`,
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
 		var af analysisFlags
-		format := fs.StringP("format", "f", "text", "output format: text or json")
+		format := classifyFormats.flag(fs)
 		output := fs.StringP("output", "o", "", "write to this file instead of stdout")
 		fs.StringVar(&af.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
 		fs.StringArrayVar(&af.nvtxCats, "nvtx-category", nil, "REGEX=CATEGORY: kernels launched inside matching NVTX ranges count as CATEGORY (repeatable)")
@@ -33,8 +37,9 @@ var classifyCmd = &command{
 			if err := checkOutputs("classify", []string{*output}, args); err != nil {
 				return err
 			}
-			if *format != "text" && *format != "json" {
-				return usagef("classify", "unknown format %q (want text or json)", *format)
+			f, err := classifyFormats.lookup("classify", *format)
+			if err != nil {
+				return err
 			}
 			af.steps, af.phase, af.device = "auto", "decode", -1
 			opt, err := af.options("classify")
@@ -44,33 +49,30 @@ var classifyCmd = &command{
 			// By name and without NVTX rules the kernel table is all classify needs: the
 			// runtime and NVTX tables (most of an eager trace) are not read. Context
 			// classification needs the steps, which need them.
-			t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
-				KernelsOnly: *byName && len(opt.NVTXCategories) == 0}, af.cache)
-			if err != nil {
-				return err
-			}
-			logReads(o, t)
-			if len(t.Kernels) == 0 {
-				return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
-			}
-			// By default the whole pipeline runs, so that the table shows what context
-			// classification (the kernel's place in its step) decided, rule by rule.
 			var ks []breakdown.KernelStat
-			if *byName {
-				ks = breakdown.KernelStats(t, opt)
-			} else {
+			err = readInput(ctx, path, nsys.Options{Progress: progressFor(path, o, af.progress),
+				KernelsOnly: *byName && len(opt.NVTXCategories) == 0}, af.cache, func(t *nsys.Trace) error {
+				logReads(o, t)
+				if len(t.Kernels) == 0 {
+					return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
+				}
+				// By default the whole pipeline runs, so that the table shows what context
+				// classification (the kernel's place in its step) decided, rule by rule.
+				if *byName {
+					ks = breakdown.KernelStats(t, opt)
+					return nil
+				}
 				rep, err := breakdown.SummarizeContext(ctx, t, opt)
 				if err != nil {
 					return err
 				}
 				ks = rep.Kernels
-			}
-			return writeOutput(*output, o.out, func(w io.Writer) error {
-				if *format == "json" {
-					return render.ClassifyJSONWrite(w, path, ks)
-				}
-				return render.ClassifyText(w, path, ks)
+				return nil
 			})
+			if err != nil {
+				return err
+			}
+			return writeOutput(*output, o.out, func(w io.Writer) error { return f.write(w, &classifyOutput{path, ks}) })
 		}
 	},
 }

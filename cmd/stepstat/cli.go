@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ type command struct {
 	name  string
 	args  string // e.g. "[flags] TRACE"
 	short string
+	long  string // shown by 'stepstat help NAME'; the README says the same at more length: keep the two in step
 	setup func(fs *pflag.FlagSet) func(ctx context.Context, args []string, o *stdio) error
 }
 
@@ -85,7 +87,7 @@ func newFlagSet(c *command) (*pflag.FlagSet, func(context.Context, []string, *st
 func commandUsage(w io.Writer, c *command) {
 	fs, _ := newFlagSet(c)
 	fmt.Fprintf(w, "usage: stepstat %s %s\n\n%s\n", c.name, c.args, c.short)
-	if help := commandHelp[c.name]; help != "" {
+	if help := c.long; help != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(help))
 	}
 	if fs.HasFlags() {
@@ -135,23 +137,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stepstat %s: %s\nusage: stepstat %s %s\nRun 'stepstat help %s' for details.\n", c.name, render.TerminalSafe(err.Error()), c.name, c.args, c.name)
 		return 2
 	}
-	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
-		if f, err := os.Create(prof); err == nil {
-			defer f.Close()
-			if pprof.StartCPUProfile(f) == nil {
-				defer pprof.StopCPUProfile()
-			}
-		}
-	}
-	if prof := os.Getenv("STEPSTAT_MEMPROFILE"); prof != "" {
-		runtime.MemProfileRate = 64 << 10
-		defer func() {
-			if f, err := os.Create(prof); err == nil {
-				pprof.Lookup("heap").WriteTo(f, 0)
-				f.Close()
-			}
-		}()
-	}
+	defer startProfiles()()
 	o := &stdio{in: stdin, out: stdout, errOut: stderr}
 	if os.Getenv("STEPSTAT_PHASES") != "" {
 		last := time.Now()
@@ -162,7 +148,42 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	err := runFn(ctx, fs.Args(), o)
-	if sig := caught(); sig != 0 {
+	return exitStatus(c, err, caught(), stderr)
+}
+
+// startProfiles starts the profiles the environment asks for (STEPSTAT_CPUPROFILE,
+// STEPSTAT_MEMPROFILE: files to write them to); the returned func ends and writes them.
+func startProfiles() (stop func()) {
+	var stops []func()
+	if prof := os.Getenv("STEPSTAT_CPUPROFILE"); prof != "" {
+		if f, err := os.Create(prof); err == nil {
+			stops = append(stops, func() { f.Close() })
+			if pprof.StartCPUProfile(f) == nil {
+				stops = append(stops, pprof.StopCPUProfile)
+			}
+		}
+	}
+	if prof := os.Getenv("STEPSTAT_MEMPROFILE"); prof != "" {
+		runtime.MemProfileRate = 64 << 10
+		stops = append(stops, func() {
+			if f, err := os.Create(prof); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		})
+	}
+	return func() {
+		for i := len(stops) - 1; i >= 0; i-- { // in the order defer would run them
+			stops[i]()
+		}
+	}
+}
+
+// exitStatus says how command c's run ended, on stderr, and returns the exit status: 0,
+// 1 for an error (its one line and details), 2 for a usage error, 3 for diff's
+// regression, 128+signal when a signal (sig, 0 for none) stopped it.
+func exitStatus(c *command, err error, sig syscall.Signal, stderr io.Writer) int {
+	if sig != 0 {
 		// Killed by SIGINT or SIGTERM: what the run created is gone (catchSignals), no
 		// output was renamed into place after the signal; say so and exit 128+signal.
 		fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", sig)

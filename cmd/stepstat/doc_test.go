@@ -16,8 +16,8 @@ func TestREADMEFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range commands {
-		if strings.TrimSpace(commandHelp[c.name]) == "" {
-			t.Errorf("command %s has no long help in commandHelp", c.name)
+		if strings.TrimSpace(c.long) == "" {
+			t.Errorf("command %s has no long help", c.name)
 		}
 		if !strings.Contains(string(readme), "stepstat "+c.name) {
 			t.Errorf("README does not show 'stepstat %s'", c.name)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"database/sql"
+	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -324,5 +327,220 @@ func TestColumnsBySpelling(t *testing.T) {
 		if strings.Contains(want, "has no column") {
 			t.Errorf("reader %q: the original warns of an absent column", reader)
 		}
+	}
+}
+
+// realKernels makes the kernel table's start and end columns REAL (the rows copied: SQLite
+// stores their whole values as integers on disk and returns them as REALs).
+func realKernels(t *testing.T, path string) {
+	t.Helper()
+	var ddl string
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=rw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ddl = strings.Replace(ddl, "CUPTI_ACTIVITY_KIND_KERNEL", "K2", 1)
+	for _, c := range []string{"start", "end"} {
+		i := strings.Index(ddl, "\n    "+c+" ")
+		if i < 0 {
+			t.Fatalf("no column %s in %s", c, ddl)
+		}
+		ddl = ddl[:i] + strings.Replace(ddl[i:], "INTEGER", "REAL", 1)
+	}
+	execSQL(t, path, ddl+`; INSERT INTO K2 SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL;
+		ALTER TABLE K2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL`)
+}
+
+// TestREALAffinity (issue 34, item 7): kernel start and end declared REAL: the direct
+// reader kept every kernel, SQLite returned REALs and stepstat dropped all of them; one
+// fractional value flipped the direct read to the fallback. Both readers take a REAL that
+// is a whole number as that integer (what the file holds, whatever the affinity): the
+// report equals the original's on both, read directly; a fractional start is one dropped
+// row on both, still read directly.
+func TestREALAffinity(t *testing.T) {
+	inTempDir(t)
+	capture(t, "dense-eager", "orig.sqlite")
+	capture(t, "dense-eager", "real.sqlite")
+	realKernels(t, "real.sqlite")
+	capture(t, "dense-eager", "frac.sqlite")
+	realKernels(t, "frac.sqlite")
+	execSQL(t, "frac.sqlite", `UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 0.5 WHERE rowid = 100`)
+	var reports [2]string
+	for i, reader := range []string{"", "sqlite"} {
+		t.Setenv("STEPSTAT_READER", reader)
+		want := runOK(t, "report", "-f", "json", "orig.sqlite")
+		got := runOK(t, "report", "-f", "json", "real.sqlite")
+		if strings.ReplaceAll(got, "real.sqlite", "orig.sqlite") != want {
+			t.Errorf("reader %q: the report of REAL start and end differs from the original's:\n%s", reader, firstN(got, 1500))
+		}
+		reports[i] = runOK(t, "report", "-f", "json", "frac.sqlite")
+		if !strings.Contains(reports[i], "dropped 1 of ") {
+			t.Errorf("reader %q: the fractional start is not one dropped row:\n%s", reader, lastN(reports[i], 1500))
+		}
+	}
+	if reports[0] != reports[1] {
+		t.Errorf("the readers disagree on a fractional start")
+	}
+	t.Setenv("STEPSTAT_READER", "")
+	for _, f := range []string{"real.sqlite", "frac.sqlite"} {
+		code, _, stderr := runCLI("report", "-v", "-o", "out.txt", f)
+		if code != 0 || !strings.Contains(stderr, "CUPTI_ACTIVITY_KIND_KERNEL read directly from the file") {
+			t.Errorf("%s: exit %d, the kernels not read directly: %s", f, code, stderr)
+		}
+	}
+}
+
+// btreeOf returns the interior and leaf pages of the table B-tree rooted at root in an
+// SQLite file's bytes, in rowid order.
+func btreeOf(t *testing.T, b []byte, root int) (interior, leaves []int) {
+	t.Helper()
+	ps := int(binary.BigEndian.Uint16(b[16:18]))
+	var walk func(n, depth int)
+	walk = func(n, depth int) {
+		if depth > 20 || n < 1 || n*ps > len(b) {
+			t.Fatalf("page %d: not a B-tree page of the file", n)
+		}
+		off, h := (n-1)*ps, 0
+		if n == 1 {
+			h = 100
+		}
+		p := b[off : off+ps]
+		switch p[h] {
+		case 13:
+			leaves = append(leaves, n)
+			return
+		case 5:
+		default:
+			t.Fatalf("page %d: type %d", n, p[h])
+		}
+		interior = append(interior, n)
+		for i := range int(binary.BigEndian.Uint16(p[h+3:])) {
+			cp := int(binary.BigEndian.Uint16(p[h+12+2*i:]))
+			walk(int(binary.BigEndian.Uint32(p[cp:])), depth+1)
+		}
+		walk(int(binary.BigEndian.Uint32(p[h+8:])), depth+1)
+	}
+	walk(root, 0)
+	return interior, leaves
+}
+
+// childPointer returns the offset in the file of the child pointer of cell i of the
+// interior page n.
+func childPointer(b []byte, n, i int) int {
+	ps := int(binary.BigEndian.Uint16(b[16:18]))
+	off, h := (n-1)*ps, 0
+	if n == 1 {
+		h = 100
+	}
+	return off + int(binary.BigEndian.Uint16(b[off+h+12+2*i:]))
+}
+
+// TestDamageAnswered (issue 34, item 1): the direct reader found a damaged kernel B-tree,
+// fell back to SQLite, and SQLite read the tree as it stood: a child pointer redirected
+// to a runtime page turned 21,564 kernels into fewer with no warning in the report, and a
+// cell pointer of 0xFFFF gave exit 1 on some runs and a report missing a row on others.
+// Damage the direct reader finds, where SQLite's quick_check of the table fails too (it
+// does on every case here), is an error naming the table and the page, exit 1, the same
+// line on each of 40 runs.
+func TestDamageAnswered(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 runs")
+	}
+	inTempDir(t)
+	capture(t, "graph-loop", "base.sqlite")
+	base := []byte(readString(t, "base.sqlite"))
+	ki, kl := btreeOf(t, base, rootPage(t, "base.sqlite", "CUPTI_ACTIVITY_KIND_KERNEL"))
+	ri, rl := btreeOf(t, base, rootPage(t, "base.sqlite", "CUPTI_ACTIVITY_KIND_RUNTIME"))
+	if len(ki) == 0 || len(ri) == 0 || len(kl) < 10 {
+		t.Fatalf("kernel tree: %d interior, %d leaves; runtime: %d interior", len(ki), len(kl), len(ri))
+	}
+	ps := int(binary.BigEndian.Uint16(base[16:18]))
+	leaf := (kl[len(kl)/2] - 1) * ps
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte)
+		want   string // in the error line, after "CUPTI_ACTIVITY_KIND_KERNEL is damaged: "
+	}{
+		{"child pointer to a runtime leaf", func(b []byte) {
+			binary.BigEndian.PutUint32(b[childPointer(b, ki[0], 1):], uint32(rl[len(rl)/2]))
+		}, "rowids out of order"},
+		{"two child pointers to one leaf", func(b []byte) {
+			copy(b[childPointer(b, ki[0], 2):][:4], b[childPointer(b, ki[0], 1):][:4])
+		}, "met twice"},
+		{"cell pointer 0xFFFF", func(b []byte) { binary.BigEndian.PutUint16(b[leaf+8+10:], 0xFFFF) }, "outside the page"},
+		{"two cell pointers swapped", func(b []byte) {
+			p := b[leaf+8+6:]
+			p[0], p[1], p[2], p[3] = p[2], p[3], p[0], p[1]
+		}, "rowids out of order"},
+		{"child pointer to an interior page", func(b []byte) {
+			binary.BigEndian.PutUint32(b[childPointer(b, ki[0], 1):], uint32(ri[len(ri)-1]))
+		}, "an interior page among the leaves"},
+	} {
+		b := slices.Clone(base)
+		tc.damage(b)
+		if err := os.WriteFile("in.sqlite", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		answers := map[string]int{}
+		for range 40 {
+			code, stdout, stderr := runCLI("report", "-f", "json", "in.sqlite")
+			answers[fmt.Sprintf("exit %d, stdout %d bytes, stderr %q", code, len(stdout), stderr)]++
+		}
+		if len(answers) != 1 {
+			t.Errorf("%s: %d answers over 40 runs: %v", tc.name, len(answers), answers)
+			continue
+		}
+		for a := range answers {
+			if !strings.HasPrefix(a, "exit 1, stdout 0 bytes, stderr \"stepstat: in.sqlite: CUPTI_ACTIVITY_KIND_KERNEL is damaged: page ") ||
+				!strings.Contains(a, tc.want) || !strings.Contains(a, "SQLite's quick_check of the table fails too") {
+				t.Errorf("%s: %s; want exit 1 naming the table, the page, %q and quick_check", tc.name, a, tc.want)
+			}
+		}
+	}
+}
+
+// TestSparseFileBounded (issue 34, item 5): a sparse file whose size claims 2 TiB of
+// 512-byte pages (the header's page count not valid, so the size counts) made the direct
+// reader allocate a bitmap of every page per table: 1.04 GB resident for a 12 MB trace.
+// Sized by the pages the B-tree reaches: under 100 MB, and the report is the one of the
+// same trace without the hole.
+func TestSparseFileBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a subprocess")
+	}
+	inTempDir(t)
+	capture(t, "dense-eager", "small.sqlite")
+	execSQL(t, "small.sqlite", `PRAGMA page_size = 512; VACUUM`)
+	b := []byte(readString(t, "small.sqlite"))
+	if ps := binary.BigEndian.Uint16(b[16:18]); ps != 512 {
+		t.Fatalf("page size %d after VACUUM", ps)
+	}
+	// The header's page count is valid only while its version-valid-for number equals the
+	// change counter: make it differ, so that the file's size gives the page count.
+	binary.BigEndian.PutUint32(b[92:], binary.BigEndian.Uint32(b[24:])+1)
+	if err := os.WriteFile("sparse.sqlite", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("whole.sqlite", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate("sparse.sqlite", (1<<32-2)*512); err != nil {
+		t.Skipf("no sparse file of 2 TiB here: %v", err)
+	}
+	code, stderr, rss, _ := subprocess(t, "report", "-f", "json", "-o", "sparse.json", "sparse.sqlite")
+	t.Logf("2 TiB sparse file: exit %d, peak RSS %.0f MB", code, rss)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if rss > 100 {
+		t.Errorf("peak RSS %.0f MB, want under 100", rss)
+	}
+	runOK(t, "report", "-f", "json", "-o", "whole.json", "whole.sqlite")
+	if got, want := readString(t, "sparse.json"), readString(t, "whole.json"); strings.ReplaceAll(got, "sparse.sqlite", "whole.sqlite") != want {
+		t.Errorf("the sparse file's report differs from the same trace's without the hole")
 	}
 }

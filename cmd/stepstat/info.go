@@ -7,14 +7,20 @@ import (
 
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
+	"github.com/stepstat/stepstat/render/schema"
 )
 
 var infoCmd = &command{
 	name:  "info",
 	args:  "[flags] TRACE",
 	short: "show what an export holds: versions, GPUs, tables, counts, gaps in the capture",
+	long: `
+Shows what an export holds: nsys and export-schema versions, GPUs with activity, the
+time span of GPU activity, every table with its row count, kernel, memcpy and memset
+counts per device, and warnings that matter for analysis (no kernel table, CUDA graphs
+traced at graph level, no NVTX ranges, no GPU activity).`,
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
-		format := fs.StringP("format", "f", "text", "output format: text or json")
+		format := infoFormats.flag(fs)
 		var cache bool
 		registerCache(fs, &cache)
 		return func(ctx context.Context, args []string, o *stdio) error {
@@ -22,19 +28,20 @@ var infoCmd = &command{
 			if err != nil {
 				return err
 			}
-			if *format != "text" && *format != "json" {
-				return usagef("info", "unknown format %q (want text or json)", *format)
-			}
-			t, err := openInput(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)}, cache)
+			f, err := infoFormats.lookup("info", *format)
 			if err != nil {
 				return err
 			}
-			logReads(o, t)
-			in := render.NewInfo(t)
-			if *format == "json" {
-				return render.InfoJSON(o.out, in)
+			var in *schema.Info
+			err = readInput(ctx, path, nsys.Options{CountRows: true, Progress: progressFor(path, o, false)}, cache, func(t *nsys.Trace) error {
+				logReads(o, t)
+				in = render.NewInfo(t)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			return render.InfoText(o.out, in)
+			return f.write(o.out, in)
 		}
 	},
 }

@@ -42,10 +42,23 @@ func cachePath(report string) string {
 	return report + ".sqlite"
 }
 
+// readInput reads a trace named on the command line and calls f with it: the trace's
+// memory goes back when f returns (openInput, then Trace.Release). f's error is returned
+// as it is.
+func readInput(ctx context.Context, path string, opt nsys.Options, cache bool, f func(*nsys.Trace) error) error {
+	t, err := openInput(ctx, path, opt, cache)
+	if err != nil {
+		return err
+	}
+	defer t.Release()
+	return f(t)
+}
+
 // openInput opens a trace named on the command line: an nsys SQLite export, or an Nsight
 // Systems report (.nsys-rep, .qdrep), which it first exports with `nsys export` (see
 // exportReport). A report that is in fact an SQLite file is read as an export. Errors name
-// path; the trace's Path is path.
+// path; the trace's Path is path. Its maker releases it (Trace.Release): readInput, or
+// readRun for the files of a run.
 func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (*nsys.Trace, error) {
 	// STEPSTAT_READER=sqlite reads every table through SQLite, none with the direct
 	// reader: the reference the direct reader is checked and measured against.

@@ -199,3 +199,91 @@ func catchSignals(stderr io.Writer) (ctx context.Context, stop func(), caught fu
 		return 0
 	}
 }
+
+// writeOutput writes through fn to path ("" or "-" is stdout). Nothing is written
+// half-way: a file is written under a temporary name in the same folder (".NAME.tmp*"),
+// flushed, and renamed over path only when fn and every write succeeded, so a failure
+// leaves no partial report and an earlier file at path intact, and the temporary file is
+// removed; stdout gets the output only once fn has succeeded.
+func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) error {
+	if path == "" || path == "-" {
+		var buf bytes.Buffer
+		if err := fn(&buf); err != nil {
+			return err
+		}
+		if signalled.Load() {
+			return context.Canceled // nothing written after SIGINT or SIGTERM
+		}
+		_, err := stdout.Write(buf.Bytes())
+		return err
+	}
+	fail := func(err error) error { return fmt.Errorf("writing %s: %w", path, unwrapPath(err)) }
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fail(errors.New("is a directory"))
+	}
+	// What is at the path decides how it is written: a device, a pipe or a socket is
+	// written into, a symlink is followed to its target, a regular file keeps its mode.
+	target, old, err := outputTarget(path)
+	if err != nil {
+		return fail(err)
+	}
+	if old != nil && !old.Mode().IsRegular() {
+		return writeInto(target, fn, fail)
+	}
+	path = target
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fail(err)
+	}
+	untrack := trackTemp(tmp.Name())
+	defer untrack()
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	bw := bufio.NewWriter(tmp)
+	if err := fn(bw); err != nil {
+		tmp.Close()
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		return fail(err)
+	}
+	if err := keepMode(tmp, old); err != nil {
+		tmp.Close()
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fail(err)
+	}
+	if signalled.Load() {
+		return fail(errors.New("interrupted"))
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// checkOutputs refuses output paths that name one of the inputs: writing the report
+// there would replace the trace; and two outputs at one path (-o X --html X), of which the
+// second would replace the first.
+func checkOutputs(cmd string, outputs []string, inputs []string) error {
+	if err := sameOutputs(cmd, outputs); err != nil {
+		return err
+	}
+	for _, o := range outputs {
+		if o == "" || o == "-" {
+			continue
+		}
+		ofi, err := os.Stat(o)
+		if err != nil {
+			continue // does not exist yet: cannot be an input
+		}
+		for _, in := range inputs {
+			if ifi, err := os.Stat(in); err == nil && os.SameFile(ofi, ifi) {
+				return usagef(cmd, "output %s is the input trace; choose another file", o)
+			}
+		}
+	}
+	return nil
+}

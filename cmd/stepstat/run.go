@@ -19,7 +19,8 @@ import (
 
 // This file reads a run given as several files (one Nsight Systems export per node or per
 // process): the command-line arguments become files, read in parallel and merged onto one
-// clock (nsys.MergeRun; breakdown refines the offsets from the collectives).
+// clock (nsys.MergeRun; breakdown refines the offsets from the collectives), and freed
+// once the caller's function has analysed the run (readRun).
 
 // runFiles expands the traces named on the command line into the files of one run: a
 // folder stands for the exports in it (*.sqlite, and Nsight Systems reports without an
@@ -126,16 +127,24 @@ func digits(s string) int {
 	return n
 }
 
-// openRun reads the files of one run, in parallel (as many at once as Go may use cores),
-// and merges them onto one clock (nsys.MergeRun, placed by the session starts and the
-// ends of their collectives as cls classifies them), ordered by RANK when every file's
-// environment has a distinct one, else as given. One file is read as openTrace reads it.
-// Files that are not one run are refused with the error naming the file.
-func openRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier) (*nsys.Trace, error) {
+// readRun reads the files of one run, in parallel (as many at once as Go may use cores),
+// merges them onto one clock (nsys.MergeRun, placed by the session starts and the ends of
+// their collectives as cls classifies them), ordered by RANK when every file's environment
+// has a distinct one, else as given, and calls fn with the run's trace; every trace it
+// read goes back when fn returns (or the read fails). One file is read as readTrace reads
+// it. Files that are not one run are refused with the error naming the file.
+func readRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier, fn func(*nsys.Trace) error) error {
 	if len(files) == 1 {
-		return openTrace(ctx, files[0], o, showProgress, cache)
+		return readTrace(ctx, files[0], o, showProgress, cache, fn)
 	}
 	traces := make([]*nsys.Trace, len(files))
+	defer func() {
+		for _, t := range traces { // MergeRun empties those it merged: then a no-op
+			if t != nil {
+				t.Release()
+			}
+		}
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
 	for i, f := range files {
@@ -146,12 +155,7 @@ func openRun(ctx context.Context, files []string, name string, o *stdio, showPro
 		})
 	}
 	if err := g.Wait(); err != nil {
-		for _, t := range traces {
-			if t != nil {
-				t.Release()
-			}
-		}
-		return nil, err
+		return err
 	}
 	ranks := map[int]bool{}
 	for _, t := range traces {
@@ -159,14 +163,16 @@ func openRun(ctx context.Context, files []string, name string, o *stdio, showPro
 			ranks[t.Origin.Rank] = true
 		}
 	}
-	if len(ranks) == len(traces) {
-		slices.SortStableFunc(traces, func(a, b *nsys.Trace) int { return cmp.Compare(a.Origin.Rank, b.Origin.Rank) })
+	in := slices.Clone(traces)
+	if len(ranks) == len(in) {
+		slices.SortStableFunc(in, func(a, b *nsys.Trace) int { return cmp.Compare(a.Origin.Rank, b.Origin.Rank) })
 	}
-	m, err := nsys.MergeRun(name, traces, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
+	m, err := nsys.MergeRun(name, in, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
 	if err != nil {
-		return nil, notOneRun(err)
+		return notOneRun(err)
 	}
-	return m, nil
+	defer m.Release()
+	return fn(m)
 }
 
 // notOneRun adds what to do to an error refusing files that are not one run.

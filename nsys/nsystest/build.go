@@ -129,13 +129,42 @@ var known = map[string]bool{"schema": true, "meta": true, "strings": true, "gpus
 	"sql": true, "want": true, "kernels": true, "memcpy": true, "memset": true, "runtime": true, "nvtx": true, "graphs": true}
 
 func write(ar *txtar.Archive, path string) error {
+	name, sc, err := archiveSchema(ar)
+	if err != nil {
+		return err
+	}
+	db, err := createTables(ar, path, sc)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	b := &builder{tx: tx, cols: map[string][]column{}}
+	if err := b.meta(ar, name, sc); err != nil {
+		return err
+	}
+	if err := b.fill(ar, name); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// archiveSchema checks the archive's sections and returns the schema it names.
+func archiveSchema(ar *txtar.Archive) (string, schema, error) {
 	seen := map[string]bool{}
 	for _, f := range ar.Files {
 		if !known[f.Name] {
-			return fmt.Errorf("unknown section %q", f.Name)
+			return "", schema{}, fmt.Errorf("unknown section %q", f.Name)
 		}
 		if seen[f.Name] {
-			return fmt.Errorf("section %q given twice", f.Name)
+			return "", schema{}, fmt.Errorf("section %q given twice", f.Name)
 		}
 		seen[f.Name] = true
 	}
@@ -145,24 +174,36 @@ func write(ar *txtar.Archive, path string) error {
 	}
 	sc, ok := schemas[name]
 	if !ok {
-		return fmt.Errorf("unknown schema %q (want one of %s)", name, strings.Join(Schemas(), ", "))
+		return "", schema{}, fmt.Errorf("unknown schema %q (want one of %s)", name, strings.Join(Schemas(), ", "))
 	}
+	return name, sc, nil
+}
+
+// createTables creates the file at path with the schema's tables, the graph table when
+// the archive has graphs, less the tables of section drop, plus section sql.
+func createTables(ar *txtar.Archive, path string, sc schema) (*sql.DB, error) {
 	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("%s already exists", path)
+		return nil, fmt.Errorf("%s already exists", path)
 	}
 	// A file: URI, so that a path holding "?" or "#" is taken as a file name.
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
 	db, err := sql.Open("sqlite3", u.String()+"?mode=rwc")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer db.Close()
 	db.SetMaxOpenConns(1)
+	if err := createStatements(db, ar, sc); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
 
+func createStatements(db *sql.DB, ar *txtar.Archive, sc schema) error {
 	text, err := ddl.ReadFile(sc.file)
 	if err != nil {
 		return err
@@ -187,15 +228,12 @@ func write(ar *txtar.Archive, path string) error {
 			return fmt.Errorf("creating tables: %w", err)
 		}
 	}
+	return nil
+}
 
-	tx, err := db.Begin()
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	b := &builder{tx: tx, cols: map[string][]column{}}
-
-	// Metadata.
+// meta fills the schema's metadata table: its defaults, or section meta.
+func (b *builder) meta(ar *txtar.Archive, name string, sc schema) error {
+	drop, _ := Section(ar, "drop")
 	meta := map[string]string{}
 	for k, v := range sc.meta {
 		meta[k] = v
@@ -229,6 +267,11 @@ func write(ar *txtar.Archive, path string) error {
 		}
 	}
 
+	return nil
+}
+
+// fill fills the string table, the GPUs and the activity tables from their sections.
+func (b *builder) fill(ar *txtar.Archive, name string) error {
 	if s, ok := Section(ar, "strings"); ok {
 		rows, err := rowsOf(s, true)
 		if err != nil {
@@ -276,10 +319,7 @@ func write(ar *txtar.Archive, path string) error {
 			}
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	return db.Close()
+	return nil
 }
 
 // gpus fills the GPU tables of the schema: TARGET_INFO_GPU (id, cuDevice) for modern

@@ -31,7 +31,7 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 		p.hdr = 100
 	}
 	if len(p.data) < p.hdr+12 {
-		return p, Unhandledf("page %d too small", pgno)
+		return p, Damagedf(pgno, "page %d too small", pgno)
 	}
 	p.typ = p.data[p.hdr]
 	switch p.typ {
@@ -40,11 +40,11 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 	case pageInteriorTable:
 		p.first = p.hdr + 12
 	default:
-		return p, Unhandledf("page %d: page type %d is not a table B-tree page", pgno, p.typ)
+		return p, Damagedf(pgno, "page %d: page type %d is not a table B-tree page", pgno, p.typ)
 	}
 	p.cells = int(binary.BigEndian.Uint16(p.data[p.hdr+3:]))
 	if p.first+2*p.cells > len(p.data) {
-		return p, Unhandledf("page %d: %d cells do not fit", pgno, p.cells)
+		return p, Damagedf(pgno, "page %d: %d cells do not fit", pgno, p.cells)
 	}
 	return p, nil
 }
@@ -54,9 +54,35 @@ func (s *File) parsePage(pgno uint32, b []byte) (page, error) {
 func (p *page) cell(i, min int) (int, error) {
 	pc := int(binary.BigEndian.Uint16(p.data[p.first+2*i:]))
 	if pc < p.first+2*p.cells || pc > len(p.data)-min {
-		return 0, Unhandledf("page %d: cell %d at offset %d outside the page", p.pgno, i, pc)
+		return 0, Damagedf(p.pgno, "page %d: cell %d at offset %d outside the page", p.pgno, i, pc)
 	}
 	return pc, nil
+}
+
+// A pageSet is a set of page numbers, a bitmap allocated in chunks of 32,768 pages as
+// pages are added: its memory follows the pages a walk reaches, not the page count the
+// file's size or header claims (a sparse file of 2 TiB claims 4 G pages: 512 MB of
+// bitmap per table when sized by the count).
+type pageSet struct {
+	chunks map[uint32]*[512]uint64
+}
+
+// add adds pg and reports whether it was not in the set yet.
+func (ps *pageSet) add(pg uint32) bool {
+	if ps.chunks == nil {
+		ps.chunks = map[uint32]*[512]uint64{}
+	}
+	c := ps.chunks[pg>>15]
+	if c == nil {
+		c = new([512]uint64)
+		ps.chunks[pg>>15] = c
+	}
+	w, bit := (pg>>6)&511, uint64(1)<<(pg&63)
+	if c[w]&bit != 0 {
+		return false
+	}
+	c[w] |= bit
+	return true
 }
 
 // A Leaf is a leaf page of a table B-tree and the bounds of the rowids it may hold:
@@ -78,12 +104,12 @@ type Table struct {
 // checked when they are read (Scan). A page met twice, an interior page where a leaf
 // should be or the reverse, a walk deeper than maxDepth and keys out of order are errors.
 func (s *File) Table(root uint32) (*Table, error) {
-	seen := make([]uint64, (uint64(s.npages)+64)/64)
+	var seen pageSet
 	buf := make([]byte, s.pageSize)
 	leafDepth := 0
 	for pg := root; ; leafDepth++ {
 		if leafDepth >= maxDepth {
-			return nil, Unhandledf("B-tree deeper than %d at page %d", maxDepth, pg)
+			return nil, Damagedf(pg, "B-tree deeper than %d at page %d", maxDepth, pg)
 		}
 		b, err := s.ReadPages(pg, 1, buf)
 		if err != nil {
@@ -97,7 +123,7 @@ func (s *File) Table(root uint32) (*Table, error) {
 			break
 		}
 		if p.cells == 0 {
-			return nil, Unhandledf("page %d: an interior page without cells", pg)
+			return nil, Damagedf(pg, "page %d: an interior page without cells", pg)
 		}
 		pc, err := p.cell(0, 5)
 		if err != nil {
@@ -109,12 +135,11 @@ func (s *File) Table(root uint32) (*Table, error) {
 	var walk func(pg uint32, lo, hi int64, depth int) error
 	walk = func(pg uint32, lo, hi int64, depth int) error {
 		if pg < 1 || pg > s.npages {
-			return Unhandledf("page %d out of the file's %d", pg, s.npages)
+			return Damagedf(pg, "page %d out of the file's %d", pg, s.npages)
 		}
-		if seen[pg/64]&(1<<(pg%64)) != 0 {
-			return Unhandledf("page %d met twice in one B-tree", pg)
+		if !seen.add(pg) {
+			return Damagedf(pg, "page %d met twice in one B-tree", pg)
 		}
-		seen[pg/64] |= 1 << (pg % 64)
 		if depth == leafDepth {
 			out = append(out, Leaf{pg, lo, hi})
 			return nil
@@ -128,10 +153,10 @@ func (s *File) Table(root uint32) (*Table, error) {
 			return err
 		}
 		if p.typ != pageInteriorTable {
-			return Unhandledf("page %d: a leaf above the B-tree's other leaves", pg)
+			return Damagedf(pg, "page %d: a leaf above the B-tree's other leaves", pg)
 		}
 		if p.cells == 0 {
-			return Unhandledf("page %d: an interior page without cells", pg)
+			return Damagedf(pg, "page %d: an interior page without cells", pg)
 		}
 		// Copy the children and keys out: buf is reused by the walk below.
 		type child struct {
@@ -147,10 +172,10 @@ func (s *File) Table(root uint32) (*Table, error) {
 			}
 			key, n := Varint(p.data[pc+4:])
 			if n == 0 {
-				return Unhandledf("page %d: cell %d key unreadable", pg, i)
+				return Damagedf(pg, "page %d: cell %d key unreadable", pg, i)
 			}
 			if key < prev || key > hi {
-				return Unhandledf("page %d: keys out of order", pg)
+				return Damagedf(pg, "page %d: keys out of order", pg)
 			}
 			kids = append(kids, child{binary.BigEndian.Uint32(p.data[pc:]), key})
 			prev = key
@@ -201,7 +226,7 @@ func (t *Table) RowidBounds() (first, last int64, ok bool, err error) {
 		_, n := Varint(p.data[pc:])
 		id, m := Varint(p.data[pc+n:])
 		if n == 0 || m == 0 {
-			return 0, false, Unhandledf("page %d: cell %d unreadable", l.Page, i)
+			return 0, false, Damagedf(l.Page, "page %d: cell %d unreadable", l.Page, i)
 		}
 		return id, true, nil
 	}
@@ -245,7 +270,7 @@ func (s *File) overflow(local []byte, first uint32, total int64, n int, scratch 
 	pg := first
 	for hops := uint32(0); len(out) < n; hops++ {
 		if pg == 0 || hops >= s.npages {
-			return nil, Unhandledf("overflow chain ends early")
+			return nil, Damagedf(pg, "overflow chain ends early")
 		}
 		b, err := s.ReadPages(pg, 1, page)
 		if err != nil {

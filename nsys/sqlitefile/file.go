@@ -2,8 +2,10 @@
 // to walk a rowid table's B-tree and decode the integers (and one text column) of its
 // records, without SQLite. The file is mapped read-only (read with pread where mapping
 // fails) and never written; every offset is checked against the page and the file.
-// Anything it does not handle, or finds inconsistent, is an *Unhandled error: the caller
-// then reads the table through SQLite, which decides.
+// Anything it does not handle is an *Unhandled error: the caller then reads the table
+// through SQLite. What it finds inconsistent is a *Damaged error (an Unhandled one too):
+// SQLite reads such pages as they stand, so the caller decides (nsys asks SQLite's
+// quick_check).
 //
 // It knows nothing of what the tables hold.
 package sqlitefile
@@ -22,8 +24,8 @@ import (
 const Magic = "SQLite format 3\x00"
 
 // An Unhandled error says why a table was not read: something this package does not
-// handle (a -wal file, a text encoding, a column type) or finds inconsistent (a damaged
-// page).
+// handle (a -wal file, a text encoding, a column type), or finds inconsistent (a damaged
+// page: then also a *Damaged error).
 type Unhandled struct{ Why string }
 
 func (e *Unhandled) Error() string { return e.Why }
@@ -37,6 +39,39 @@ func Unhandledf(format string, args ...any) error {
 func IsUnhandled(err error) bool {
 	var u *Unhandled
 	return errors.As(err, &u)
+}
+
+// A Damaged error says that the file's pages or records are inconsistent where a table
+// was read: a page met twice in a B-tree, rowids out of order, a cell past its page, a
+// record whose body does not match its header, a pointer past the file. Page is the page
+// it was found on (0: not known yet; the caller's message names it). It is an *Unhandled
+// error too (errors.As finds one), for callers that treat both alike; SQLite reads such
+// pages as they stand, so a caller may rather stop than fall back.
+type Damaged struct {
+	Page uint32
+	Why  string
+}
+
+func (e *Damaged) Error() string { return e.Why }
+
+// As makes a *Damaged an *Unhandled error too.
+func (e *Damaged) As(target any) bool {
+	if u, ok := target.(**Unhandled); ok {
+		*u = &Unhandled{e.Why}
+		return true
+	}
+	return false
+}
+
+// Damagedf returns a *Damaged error of the formatted text, found on page.
+func Damagedf(page uint32, format string, args ...any) error {
+	return &Damaged{page, fmt.Sprintf(format, args...)}
+}
+
+// IsDamaged reports whether err is (or wraps) a *Damaged error.
+func IsDamaged(err error) bool {
+	var d *Damaged
+	return errors.As(err, &d)
 }
 
 // A File is an SQLite database file opened for reading pages.
@@ -152,7 +187,7 @@ func (s *File) Close() error {
 // mapped pages' memory back once they are decoded.
 func (s *File) ReadPages(pg uint32, n int, buf []byte) ([]byte, error) {
 	if pg < 1 || n < 1 || uint64(pg)+uint64(n)-1 > uint64(s.npages) {
-		return nil, Unhandledf("page %d out of the file's %d", uint64(pg)+uint64(max(n, 1))-1, s.npages)
+		return nil, Damagedf(pg, "page %d out of the file's %d", uint64(pg)+uint64(max(n, 1))-1, s.npages)
 	}
 	off := int64(pg-1) * int64(s.pageSize)
 	size := n * s.pageSize
@@ -166,7 +201,7 @@ func (s *File) ReadPages(pg uint32, n int, buf []byte) ([]byte, error) {
 	b := buf[:size]
 	if _, err := s.f.ReadAt(b, off); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, Unhandledf("page %d past the end of the file", pg)
+			return nil, Damagedf(pg, "page %d past the end of the file", pg)
 		}
 		return nil, err
 	}

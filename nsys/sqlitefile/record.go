@@ -2,6 +2,7 @@ package sqlitefile
 
 import (
 	"encoding/binary"
+	"math"
 	"runtime/debug"
 )
 
@@ -15,6 +16,10 @@ type Columns struct {
 	Filter int     // the output column that filters the rows; -1: none
 	Kept   []bool
 	Text   int // the record field of the text column; -1: none
+	// NullsOnly: the mask marks NULLs only, for a caller that tells a NULL from a value of
+	// another type (a range never closed from a broken one): a REAL that is not a whole
+	// number is then an *Unhandled error, not a bit of the mask.
+	NullsOnly bool
 }
 
 // MaxColumns is the most output columns a scan decodes (one bit each in the row's mask).
@@ -33,8 +38,10 @@ const progressRows = 1 << 20
 // each row kept: v holds the output columns' values and, after them, the mask of those
 // that held no INTEGER (bit c for output column c: a NULL of a column with Nulls[c]);
 // text is the text column's bytes (NULL reads as empty). Both are valid during the call
-// only. A value of another type (REAL, TEXT or BLOB in an integer column) is an
-// *Unhandled error, as is every inconsistency of the pages and records.
+// only. A REAL reads as its integer when it is a whole number within int64, else as no
+// INTEGER (its bit set), as SQLite's reading does whatever the column's affinity. TEXT
+// or BLOB in an integer column is an *Unhandled error, as is every inconsistency of the
+// pages and records.
 //
 // progress, when not nil, is called with the rows read since its last call: about every
 // million rows (last false: an error from it stops the scan) and once at the end (last
@@ -147,13 +154,13 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 		return 0, err
 	}
 	if p.typ != pageLeafTable {
-		return 0, Unhandledf("page %d: an interior page among the leaves", l.Page)
+		return 0, Damagedf(l.Page, "page %d: an interior page among the leaves", l.Page)
 	}
 	if p.cells == 0 && !alone {
-		return 0, Unhandledf("page %d: a leaf page without cells", l.Page)
+		return 0, Damagedf(l.Page, "page %d: a leaf page without cells", l.Page)
 	}
 	if p.cells > (f.pageSize-8)/6 {
-		return 0, Unhandledf("page %d: %d cells", l.Page, p.cells)
+		return 0, Damagedf(l.Page, "page %d: %d cells", l.Page, p.cells)
 	}
 	data := p.data
 	prev := l.Lo
@@ -164,20 +171,20 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 		}
 		size, n1 := Varint(data[pc:])
 		if n1 == 0 || n1 == 9 || size < 0 || size > 1<<30 {
-			return 0, Unhandledf("page %d: cell %d: payload size unreadable", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d: payload size unreadable", l.Page, i)
 		}
 		rowid, n2 := Varint(data[pc+n1:])
 		if n2 == 0 {
-			return 0, Unhandledf("page %d: cell %d: rowid unreadable", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d: rowid unreadable", l.Page, i)
 		}
 		if rowid <= prev || rowid > l.Hi {
-			return 0, Unhandledf("page %d: rowids out of order", l.Page)
+			return 0, Damagedf(l.Page, "page %d: rowids out of order", l.Page)
 		}
 		prev = rowid
 		off := pc + n1 + n2
 		local := f.localPayload(size)
 		if off+local > len(data) {
-			return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+			return 0, Damagedf(l.Page, "page %d: cell %d runs past the page", l.Page, i)
 		}
 		pay := data[off : off+local]
 		keep, ok := false, false
@@ -188,11 +195,14 @@ func (d *decoder) leaf(l Leaf, b []byte, alone bool, fn func(v []int64, text []b
 			var ovfl uint32
 			if int64(local) < size {
 				if off+local+4 > len(data) {
-					return 0, Unhandledf("page %d: cell %d runs past the page", l.Page, i)
+					return 0, Damagedf(l.Page, "page %d: cell %d runs past the page", l.Page, i)
 				}
 				ovfl = binary.BigEndian.Uint32(data[off+local:])
 			}
 			if keep, err = d.record(pay, ovfl, size); err != nil {
+				if IsDamaged(err) {
+					return 0, Damagedf(l.Page, "page %d: cell %d: %v", l.Page, i, err)
+				}
 				return 0, Unhandledf("page %d: cell %d: %v", l.Page, i, err)
 			}
 		}
@@ -290,7 +300,7 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 	}
 	hs, n := Varint(pay)
 	if n == 0 || hs < int64(n) || hs > 98307 || hs > size {
-		return false, Unhandledf("record header of %d bytes", hs)
+		return false, Damagedf(0, "record header of %d bytes", hs)
 	}
 	if err := need(hs); err != nil {
 		return false, err
@@ -303,7 +313,7 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 	for nf < d.nfield && int64(at) < hs {
 		t, m := Varint(pay[at:hs])
 		if m == 0 {
-			return false, Unhandledf("record header unreadable")
+			return false, Damagedf(0, "record header unreadable")
 		}
 		at += m
 		d.types[nf] = uint64(t)
@@ -311,11 +321,11 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		body += serialLen(uint64(t))
 		nf++
 		if body > size {
-			return false, Unhandledf("record body does not match its header")
+			return false, Damagedf(0, "record body does not match its header")
 		}
 	}
 	if body > size || (int64(at) >= hs && (int64(at) > hs || body != size)) {
-		return false, Unhandledf("record body does not match its header")
+		return false, Damagedf(0, "record body does not match its header")
 	}
 	c := d.c
 	v := d.v
@@ -330,11 +340,26 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 			v[oc], bad = d.null(oc, bad)
 		default:
 			t, o := d.types[fi], d.offs[fi]
-			if t > 9 || t == 7 {
+			if t > 9 {
 				return false, Unhandledf("column %d holds a %s", oc, serialName(t))
 			}
 			if err := need(o + serialLen(t)); err != nil {
 				return false, err
+			}
+			if t == 7 {
+				// A REAL reads as SQLite's query of the column gives it to its reader: a
+				// whole number within int64 as that integer (a column of REAL affinity
+				// stores its whole numbers as integers and returns them as REALs), any
+				// other as no INTEGER (the column's bit in the mask).
+				x, whole := WholeFloat(math.Float64frombits(binary.BigEndian.Uint64(pay[o:])))
+				if !whole && c.NullsOnly {
+					return false, Unhandledf("column %d holds a REAL that is not a whole number", oc)
+				}
+				v[oc] = x
+				if !whole {
+					bad |= 1 << oc
+				}
+				break
 			}
 			v[oc], _ = intValue(t, pay[o:])
 		}
@@ -357,6 +382,15 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// WholeFloat returns f as an int64 when it is a whole number within int64; ok is false
+// (and the value 0) for any other REAL (a fraction, inf, NaN, beyond int64).
+func WholeFloat(f float64) (v int64, ok bool) {
+	if !(f >= -9223372036854775808.0 && f < 9223372036854775808.0) || f != math.Trunc(f) {
+		return 0, false
+	}
+	return int64(f), true
 }
 
 // kept reports whether the filter column's value (decoded into d.v; bad: the mask so

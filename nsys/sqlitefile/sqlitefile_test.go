@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,15 +115,18 @@ func TestScanMatchesSQLite(t *testing.T) {
 	}
 }
 
-// A REAL in an integer column is not guessed at: Scan says so.
-func TestScanRealUnhandled(t *testing.T) {
+// A REAL in an integer column reads as SQLite's reading of it does (issue 34 item 7):
+// a whole number as its integer, whatever the column's affinity (a REAL column stores its
+// whole numbers as integers), any other REAL as no INTEGER (its bit in the mask).
+func TestScanReal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.sqlite")
 	db, err := sql.Open("sqlite3", "file:"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE t (a INTEGER, b); INSERT INTO t VALUES (1, 2), (2, 2.5)`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE t (a INTEGER, b, c REAL);
+		INSERT INTO t VALUES (1, 2, 3), (2, 2.5, 4.0), (3, 1e300, -7), (4, -0.0, 1e18)`); err != nil {
 		t.Fatal(err)
 	}
 	var root int64
@@ -136,11 +140,12 @@ func TestScanRealUnhandled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Columns{Fields: []int{0, 1}, Defs: []int64{0, 0}, Nulls: []bool{true, true}, Filter: -1, Text: -1}
-	rows := 0
-	err = tb.Scan(c, 0, len(tb.Leaves), nil, func([]int64, []byte) { rows++ })
-	if !IsUnhandled(err) || !strings.Contains(err.Error(), "REAL") {
-		t.Errorf("Scan = %v after %d rows, want an Unhandled error naming the REAL", err, rows)
+	c := &Columns{Fields: []int{0, 1, 2}, Defs: []int64{0, 0, 0}, Nulls: []bool{true, true, true}, Filter: -1, Text: -1}
+	var got [][4]int64
+	err = tb.Scan(c, 0, len(tb.Leaves), nil, func(v []int64, _ []byte) { got = append(got, [4]int64(v)) })
+	want := [][4]int64{{1, 2, 3, 0}, {2, 0, 4, 2}, {3, 0, -7, 2}, {4, 0, 1e18, 0}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("Scan = %v, %v; want %v (the mask last)", got, err, want)
 	}
 }
 
@@ -160,5 +165,25 @@ func TestVarint(t *testing.T) {
 		if v, n := Varint(c.b); v != c.v || n != c.n {
 			t.Errorf("Varint(% x) = %d, %d; want %d, %d", c.b, v, n, c.v, c.n)
 		}
+	}
+}
+
+// TestPageSet: a page met twice is found whatever its chunk, page 0 and the last page
+// number included; memory is a chunk per 32,768 pages reached.
+func TestPageSet(t *testing.T) {
+	var s pageSet
+	pages := []uint32{0, 1, 63, 64, 32767, 32768, 1 << 31, 1<<32 - 1}
+	for _, pg := range pages {
+		if !s.add(pg) {
+			t.Errorf("page %d: already in the set", pg)
+		}
+	}
+	for _, pg := range pages {
+		if s.add(pg) {
+			t.Errorf("page %d: added twice", pg)
+		}
+	}
+	if len(s.chunks) != 4 {
+		t.Errorf("%d chunks for pages %v, want 4", len(s.chunks), pages)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // This file holds the rank section of the HTML report: the per-device comparison table and
-// the rank charts of a multi-GPU trace. html.go holds the page shell.
+// the rank charts of a multi-GPU trace. page_html.go holds the page shell.
 
 // rankTable compares the devices: the step's median, p10, p90 and mean, and the categories'
 // means per step, which add up to the mean. One column per device and a row per statistic,

@@ -58,101 +58,132 @@ type timelineLane struct {
 	dev   int // index into the StepTimeline's lanes
 }
 
-func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock, error) {
-	t0 := st.Lanes[0].Start
-	for _, l := range st.Lanes {
-		t0 = min(t0, l.Start)
-	}
-	us := func(t nsys.Time) float64 { return chartUS(t.Sub(t0)) }
+// timelineData is the chart's series as the lanes of a step are added: the rows, the
+// activities by category, the host's calls by group, the idle gaps, and the names the
+// items refer to by index.
+type timelineData struct {
+	t0       nsys.Time // the earliest lane's start: the axis' zero
+	lanes    []timelineLane
+	names    []string
+	nameIdx  map[string]int
+	catData  [kernelclass.NumCategories][]opts.CustomData
+	hostData [][]opts.CustomData // by hostGroups
+	gapData  []opts.CustomData
+	what     []string // each lane's words for the subtitle
+}
 
-	var lanes []timelineLane
-	names := []string{}
-	nameIdx := map[string]int{}
-	name := func(s string) int {
-		i, ok := nameIdx[s]
-		if !ok {
-			i = len(names)
-			names = append(names, s)
-			nameIdx[s] = i
-		}
-		return i
+func (d *timelineData) us(t nsys.Time) float64 { return chartUS(t.Sub(d.t0)) }
+
+// name returns the index of s in names, adding it.
+func (d *timelineData) name(s string) int {
+	i, ok := d.nameIdx[s]
+	if !ok {
+		i = len(d.names)
+		d.names = append(d.names, s)
+		d.nameIdx[s] = i
 	}
-	var catData [kernelclass.NumCategories][]opts.CustomData
-	hostData := make([][]opts.CustomData, len(hostGroups))
-	var gapData []opts.CustomData
-	var what []string
+	return i
+}
+
+// addLane adds lane li of the step: its host rows, then its stream rows.
+func (d *timelineData) addLane(li int, l *breakdown.DeviceTimeline) {
+	dev := fmt.Sprintf("dev %d", l.Device)
+	w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
+	if l.Truncated {
+		w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
+	}
+	foldedThreads := d.addHost(li, l, dev)
+	foldedStreams := d.addStreams(li, l, dev)
+	if foldedStreams > 0 || foldedThreads > 0 {
+		w += fmt.Sprintf(", %s folded into one row (the busiest %d streams and %d host threads drawn)",
+			joinWords(nonEmpty(countOf(foldedStreams, "stream"), countOf(foldedThreads, "host thread"))), maxStreamLanes, maxHostLanes)
+	}
+	d.what = append(d.what, w)
+}
+
+// clip returns the span [s, e) cut to the lane's step, on the axis.
+func (d *timelineData) clip(l *breakdown.DeviceTimeline, s, e nsys.Time) (float64, float64) {
+	return d.us(max(s, l.Start)), d.us(min(e, l.End))
+}
+
+// addHost adds the host rows of lane li: one per thread with calls the chart draws (a
+// thread whose calls are all of other kinds would be an empty row), the busiest
+// maxHostLanes in thread order, the others folded into one row; it returns how many
+// threads it folded.
+func (d *timelineData) addHost(li int, l *breakdown.DeviceTimeline, dev string) int {
+	threadBusy := map[int64]time.Duration{}
+	for _, c := range l.Calls {
+		if hostGroup(c.Kind) >= 0 {
+			threadBusy[c.Thread] += min(c.End, l.End).Sub(max(c.Start, l.Start))
+		}
+	}
+	threads, threadRow, folded := keepBusiest(threadBusy, maxHostLanes)
+	for _, th := range threads {
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s host %d", dev, th&0xFFFFFF), li})
+	}
+	if folded > 0 {
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s host: %d other threads", dev, folded), li})
+	}
+	firstHost := len(d.lanes) - len(threads) - min(folded, 1)
+	// The calls thread by thread, in thread order (the order of the rows).
+	byThread := slices.Clone(l.Calls)
+	slices.SortStableFunc(byThread, func(a, b breakdown.TimelineCall) int { return cmp.Compare(a.Thread, b.Thread) })
+	for _, c := range byThread {
+		if g := hostGroup(c.Kind); g >= 0 {
+			s, e := d.clip(l, c.Start, c.End)
+			d.hostData[g] = append(d.hostData[g], opts.CustomData{Value: []any{firstHost + threadRow[c.Thread], s, e, d.name(c.Name)}})
+		}
+	}
+	return folded
+}
+
+// addStreams adds the stream rows of lane li, by stream id: the busiest maxStreamLanes,
+// the others folded into one row; and the device's idle gaps across them. It returns how
+// many streams it folded.
+func (d *timelineData) addStreams(li int, l *breakdown.DeviceTimeline, dev string) int {
+	streamBusy := map[int64]time.Duration{}
+	for _, a := range l.Activities {
+		streamBusy[int64(a.Stream)] += min(a.End, l.End).Sub(max(a.Start, l.Start))
+	}
+	streams, streamRow, folded := keepBusiest(streamBusy, maxStreamLanes)
+	first := len(d.lanes)
+	for _, sid := range streams {
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s stream %d", dev, sid), li})
+	}
+	if folded > 0 {
+		d.lanes = append(d.lanes, timelineLane{fmt.Sprintf("%s: %d other streams", dev, folded), li})
+	}
+	for _, a := range l.Activities {
+		lane := first + streamRow[int64(a.Stream)]
+		s, e := d.clip(l, a.Start, a.End)
+		d.catData[a.Category] = append(d.catData[a.Category], opts.CustomData{Value: []any{lane, s, e, d.name(a.Name)}})
+	}
+	if n := len(d.lanes) - first; n > 0 {
+		for _, g := range l.Gaps {
+			s, e := d.clip(l, g.Start, g.End)
+			// [first lane, start, end, last lane]: drawn across the device's streams.
+			d.gapData = append(d.gapData, opts.CustomData{Value: []any{first, s, e, first + n - 1}})
+		}
+	}
+	return folded
+}
+
+func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock, error) {
+	d := &timelineData{t0: st.Lanes[0].Start, names: []string{}, nameIdx: map[string]int{}, hostData: make([][]opts.CustomData, len(hostGroups))}
+	for _, l := range st.Lanes {
+		d.t0 = min(d.t0, l.Start)
+	}
 	drawn := st.Lanes
 	if len(drawn) > maxTimelineDevices {
 		drawn = drawn[:maxTimelineDevices]
 	}
 	for li := range drawn {
-		l := &st.Lanes[li]
-		dev := fmt.Sprintf("dev %d", l.Device)
-		w := fmt.Sprintf("device %d step %d (%s)", l.Device, l.Step, breakdown.FormatDuration(int64(l.End.Sub(l.Start))))
-		if l.Truncated {
-			w += fmt.Sprintf(", its first %d rows", breakdown.MaxTimelineRows)
-		}
-		clip := func(s, e nsys.Time) (float64, float64) { return us(max(s, l.Start)), us(min(e, l.End)) }
-		// Host lanes: one per thread with calls the chart draws (a thread whose calls are
-		// all of other kinds would be an empty row), the busiest maxHostLanes in thread
-		// order, the others folded into one row.
-		threadBusy := map[int64]time.Duration{}
-		for _, c := range l.Calls {
-			if hostGroup(c.Kind) >= 0 {
-				threadBusy[c.Thread] += min(c.End, l.End).Sub(max(c.Start, l.Start))
-			}
-		}
-		threads, threadRow, foldedThreads := keepBusiest(threadBusy, maxHostLanes)
-		for _, th := range threads {
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s host %d", dev, th&0xFFFFFF), li})
-		}
-		if foldedThreads > 0 {
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s host: %d other threads", dev, foldedThreads), li})
-		}
-		firstHost := len(lanes) - len(threads) - min(foldedThreads, 1)
-		// The calls thread by thread, in thread order (the order of the rows).
-		byThread := slices.Clone(l.Calls)
-		slices.SortStableFunc(byThread, func(a, b breakdown.TimelineCall) int { return cmp.Compare(a.Thread, b.Thread) })
-		for _, c := range byThread {
-			if g := hostGroup(c.Kind); g >= 0 {
-				s, e := clip(c.Start, c.End)
-				hostData[g] = append(hostData[g], opts.CustomData{Value: []any{firstHost + threadRow[c.Thread], s, e, name(c.Name)}})
-			}
-		}
-		// Stream lanes, by stream id: the busiest maxStreamLanes, the others folded.
-		streamBusy := map[int64]time.Duration{}
-		for _, a := range l.Activities {
-			streamBusy[int64(a.Stream)] += min(a.End, l.End).Sub(max(a.Start, l.Start))
-		}
-		streams, streamRow, foldedStreams := keepBusiest(streamBusy, maxStreamLanes)
-		first := len(lanes)
-		for _, sid := range streams {
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s stream %d", dev, sid), li})
-		}
-		if foldedStreams > 0 {
-			lanes = append(lanes, timelineLane{fmt.Sprintf("%s: %d other streams", dev, foldedStreams), li})
-		}
-		for _, a := range l.Activities {
-			lane := first + streamRow[int64(a.Stream)]
-			s, e := clip(a.Start, a.End)
-			catData[a.Category] = append(catData[a.Category], opts.CustomData{Value: []any{lane, s, e, name(a.Name)}})
-		}
-		if n := len(lanes) - first; n > 0 {
-			for _, g := range l.Gaps {
-				s, e := clip(g.Start, g.End)
-				// [first lane, start, end, last lane]: drawn across the device's streams.
-				gapData = append(gapData, opts.CustomData{Value: []any{first, s, e, first + n - 1}})
-			}
-		}
-		if foldedStreams > 0 || foldedThreads > 0 {
-			w += fmt.Sprintf(", %s folded into one row (the busiest %d streams and %d host threads drawn)",
-				joinWords(nonEmpty(countOf(foldedStreams, "stream"), countOf(foldedThreads, "host thread"))), maxStreamLanes, maxHostLanes)
-		}
-		what = append(what, w)
+		d.addLane(li, &st.Lanes[li])
 	}
 	if len(st.Lanes) > len(drawn) {
-		what = append(what, fmt.Sprintf("the first %d of %d devices drawn", len(drawn), len(st.Lanes)))
+		d.what = append(d.what, fmt.Sprintf("the first %d of %d devices drawn", len(drawn), len(st.Lanes)))
 	}
+	lanes, names, catData, hostData, gapData, what := d.lanes, d.names, &d.catData, d.hostData, d.gapData, d.what
 	labels := make([]string, len(lanes))
 	for i, l := range lanes {
 		labels[i] = l.label

@@ -47,7 +47,7 @@ func diffCatsChart(c *compare.Comparison) (chartBlock, error) {
 		charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "mean/step"}),
 	)...)
-	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{"whole step"}})
+	bar.ExtendXAxis(opts.XAxis{Type: "category", GridIndex: 1, Data: []string{compare.WholeStep}})
 	bar.ExtendYAxis(opts.YAxis{Type: "value", GridIndex: 1})
 	bar.SetXAxis(labels)
 	bar.AddSeries(bl, base, charts.WithItemStyleOpts(opts.ItemStyle{Color: baseColor}))
@@ -140,46 +140,46 @@ func diffStepsChart(c *compare.Comparison) (chartBlock, bool, error) {
 	}
 	line.SetXAxis(xs)
 	showSymbol := g.count() <= 100
-	for _, s := range []struct {
-		label string
-		color string
-		walls []time.Duration
-	}{{bl, baseColor, bs}, {nl, newColor, ns}} {
-		if len(s.walls) == 0 {
-			continue
-		}
-		sg := stepGroups{n: len(s.walls), k: g.k}
-		med := make([]opts.LineData, sg.count())
-		lo := make([]opts.LineData, sg.count())
-		hi := make([]opts.LineData, sg.count())
-		for b := range med {
-			first, last := sg.bounds(b)
-			vals := make([]float64, 0, last-first)
-			for _, w := range s.walls[first:last] {
-				vals = append(vals, chartUS(w))
-			}
-			m := bucketMedian(vals) // sorts vals
-			med[b].Value, lo[b].Value, hi[b].Value = m, vals[0], vals[len(vals)-1]
-		}
-		color := s.color
-		if s.color == baseColor {
-			color = "#6b7785" // the base's bars are light; its line needs more contrast
-		}
-		name := s.label
-		if g.bucketed() {
-			name = s.label + " median"
-		}
-		line.AddSeries(name, med, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(showSymbol), SymbolSize: 5}),
-			charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 2}))
-		if g.bucketed() {
-			line.AddSeries(s.label+" shortest", lo, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
-				charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Type: "dashed", Opacity: opts.Float(0.6)}))
-			line.AddSeries(s.label+" longest", hi, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
-				charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Opacity: opts.Float(0.6)}))
-		}
-	}
+	addStepLines(line, g, bl, baseColor, bs, showSymbol)
+	addStepLines(line, g, nl, newColor, ns, showSymbol)
 	cb, err := newChart(b, line)
 	return cb, err == nil, err
+}
+
+// addStepLines adds one side's step walls to the line chart in g's buckets: one line of
+// the steps (the median of each bucket), and when bucketed the shortest and the longest.
+func addStepLines(line *charts.Line, g stepGroups, label, color string, walls []time.Duration, showSymbol bool) {
+	if len(walls) == 0 {
+		return
+	}
+	sg := stepGroups{n: len(walls), k: g.k}
+	med := make([]opts.LineData, sg.count())
+	lo := make([]opts.LineData, sg.count())
+	hi := make([]opts.LineData, sg.count())
+	for b := range med {
+		first, last := sg.bounds(b)
+		vals := make([]float64, 0, last-first)
+		for _, w := range walls[first:last] {
+			vals = append(vals, chartUS(w))
+		}
+		m := bucketMedian(vals) // sorts vals
+		med[b].Value, lo[b].Value, hi[b].Value = m, vals[0], vals[len(vals)-1]
+	}
+	if color == baseColor {
+		color = "#6b7785" // the base's bars are light; its line needs more contrast
+	}
+	name := label
+	if g.bucketed() {
+		name = label + " median"
+	}
+	line.AddSeries(name, med, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(showSymbol), SymbolSize: 5}),
+		charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 2}))
+	if g.bucketed() {
+		line.AddSeries(label+" shortest", lo, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Type: "dashed", Opacity: opts.Float(0.6)}))
+		line.AddSeries(label+" longest", hi, charts.WithLineChartOpts(opts.LineChart{ShowSymbol: opts.Bool(false)}),
+			charts.WithItemStyleOpts(opts.ItemStyle{Color: color}), charts.WithLineStyleOpts(opts.LineStyle{Width: 1, Opacity: opts.Float(0.6)}))
+	}
 }
 
 func diffStepAxisName(c *compare.Comparison, g stepGroups) string {

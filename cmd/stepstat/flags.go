@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,9 +15,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/nsys"
-
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // analysisFlags are the flags shared by report and diff.
@@ -219,151 +215,6 @@ func parseBytes(s string) (int64, error) {
 	return int64(b), nil
 }
 
-// skipLeavesSteps refuses a --skip that drops every step found on every device: the
-// report would have nothing to summarise. The error names the file, the steps found and
-// the largest --skip that leaves one.
-func skipLeavesSteps(path string, skip int, r *breakdown.Report) error {
-	if skip == 0 || len(r.Devices) == 0 {
-		return nil
-	}
-	most := 0
-	var found []string
-	for i := range r.Devices {
-		d := &r.Devices[i]
-		if len(d.Steps) > 0 {
-			return nil
-		}
-		most = max(most, d.Skipped)
-		found = append(found, fmt.Sprintf("%d on device %d", d.Skipped, d.Device))
-	}
-	if most == 0 {
-		return nil // no steps found at all: not --skip's doing
-	}
-	return &nsys.Error{Path: path, Err: fmt.Errorf("--skip %d drops every step (found %s); give --skip %d or less", skip, strings.Join(found, ", "), most-1)}
-}
-
-// openTrace reads a trace for analysis (an export, or a report exported first, see
-// openInput): it must have GPU activity.
-func openTrace(ctx context.Context, path string, o *stdio, showProgress, cache bool) (*nsys.Trace, error) {
-	t, err := openInput(ctx, path, nsys.Options{Progress: progressFor(path, o, showProgress)}, cache)
-	if err != nil {
-		return nil, err
-	}
-	logReads(o, t)
-	if !t.HasGPUActivity() {
-		return nil, &nsys.Error{Path: path, Err: noGPUActivity(ctx, path, t)}
-	}
-	return t, nil
-}
-
-// noGPUActivity explains a trace without GPU work: what nsys recorded (its warnings and
-// errors, the processes they name or that called CUDA), and how to capture a server whose
-// GPU work runs in child processes: the error is the one line, the rest its details.
-func noGPUActivity(ctx context.Context, path string, t *nsys.Trace) error {
-	var lines []string
-	if rec, err := nsys.ReadRecorded(ctx, path); err == nil { // a .nsys-rep input: its export is gone, say the rest
-		if len(rec.Processes) > 0 {
-			var ps []string
-			for _, p := range rec.Processes {
-				s := fmt.Sprintf("%s (pid %d)", orUnnamed(p.Name), p.PID)
-				if p.CUDACall {
-					s += " with CUDA calls"
-				}
-				ps = append(ps, s)
-			}
-			lines = append(lines, "nsys saw: "+strings.Join(ps, ", "))
-		}
-		for _, d := range rec.Diagnostics {
-			s := fmt.Sprintf("nsys %s: %s", strings.ToLower(d.Severity), d.Text)
-			if len(d.PIDs) > 0 {
-				var ps []string
-				for _, p := range d.PIDs {
-					ps = append(ps, strconv.FormatInt(p, 10))
-				}
-				s += " (pid " + strings.Join(ps, ", ") + ")"
-			}
-			lines = append(lines, s)
-		}
-	}
-	if len(t.APICalls) > 0 {
-		lines = append(lines, fmt.Sprintf("the trace has %d CUDA API calls but no GPU work: the work may have run in processes nsys did not trace", len(t.APICalls)))
-	}
-	lines = append(lines, "servers that run their GPU work in child processes (vLLM's engine core and workers, SGLang's schedulers, torch.multiprocessing) need the whole process tree traced: "+
-		"nsys profile -t cuda,nvtx --trace-fork-before-exec=true --cuda-graph-trace=node -o out <server command>, and profile long enough for the workers to start (-y/--delay, --duration); or profile one worker process")
-	return &detailedError{err: nsys.ErrNoGPUActivity, details: lines}
-}
-
-func orUnnamed(s string) string {
-	if s == "" {
-		return "unnamed"
-	}
-	return s
-}
-
-// writeOutput writes through fn to path ("" or "-" is stdout). Nothing is written
-// half-way: a file is written under a temporary name in the same folder (".NAME.tmp*"),
-// flushed, and renamed over path only when fn and every write succeeded, so a failure
-// leaves no partial report and an earlier file at path intact, and the temporary file is
-// removed; stdout gets the output only once fn has succeeded.
-func writeOutput(path string, stdout io.Writer, fn func(w io.Writer) error) error {
-	if path == "" || path == "-" {
-		var buf bytes.Buffer
-		if err := fn(&buf); err != nil {
-			return err
-		}
-		if signalled.Load() {
-			return context.Canceled // nothing written after SIGINT or SIGTERM
-		}
-		_, err := stdout.Write(buf.Bytes())
-		return err
-	}
-	fail := func(err error) error { return fmt.Errorf("writing %s: %w", path, unwrapPath(err)) }
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fail(errors.New("is a directory"))
-	}
-	// What is at the path decides how it is written: a device, a pipe or a socket is
-	// written into, a symlink is followed to its target, a regular file keeps its mode.
-	target, old, err := outputTarget(path)
-	if err != nil {
-		return fail(err)
-	}
-	if old != nil && !old.Mode().IsRegular() {
-		return writeInto(target, fn, fail)
-	}
-	path = target
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fail(err)
-	}
-	untrack := trackTemp(tmp.Name())
-	defer untrack()
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	bw := bufio.NewWriter(tmp)
-	if err := fn(bw); err != nil {
-		tmp.Close()
-		return fail(err)
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return fail(err)
-	}
-	if err := keepMode(tmp, old); err != nil {
-		tmp.Close()
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fail(err)
-	}
-	if signalled.Load() {
-		return fail(errors.New("interrupted"))
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fail(err)
-	}
-	return nil
-}
-
 // parsePercent parses "1%", "0.5%" or "0.01" into a fraction.
 func parsePercent(s string) (float64, error) {
 	var f float64
@@ -378,28 +229,4 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("want a percentage such as 1%% (got %q)", s)
 	}
 	return f, nil
-}
-
-// checkOutputs refuses output paths that name one of the inputs: writing the report
-// there would replace the trace; and two outputs at one path (-o X --html X), of which the
-// second would replace the first.
-func checkOutputs(cmd string, outputs []string, inputs []string) error {
-	if err := sameOutputs(cmd, outputs); err != nil {
-		return err
-	}
-	for _, o := range outputs {
-		if o == "" || o == "-" {
-			continue
-		}
-		ofi, err := os.Stat(o)
-		if err != nil {
-			continue // does not exist yet: cannot be an input
-		}
-		for _, in := range inputs {
-			if ifi, err := os.Stat(in); err == nil && os.SameFile(ofi, ifi) {
-				return usagef(cmd, "output %s is the input trace; choose another file", o)
-			}
-		}
-	}
-	return nil
 }

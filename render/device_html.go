@@ -10,21 +10,14 @@ import (
 
 	"github.com/go-echarts/go-echarts/v2/charts"
 	"github.com/go-echarts/go-echarts/v2/opts"
+
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file holds the device sections of the HTML report: the summary and step tables and
-// the per-device charts (steps, shares, gaps, heat map). html.go holds the page shell;
-// html_ranks.go the rank section.
-
-// phaseWhat names the summarised steps: "decode step", or "step (all phases)".
-func phaseWhat(sm *breakdown.Summary) string {
-	if sm.Phase == breakdown.Unknown {
-		return "step (all phases)"
-	}
-	return sm.Phase.String() + " step"
-}
+// the per-device charts (steps, shares, gaps, heat map). page_html.go holds the page shell,
+// chart_html.go the chart plumbing, ranks_html.go the rank section.
 
 func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	h := htmlDevice{
@@ -109,10 +102,11 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	for _, c := range cats {
 		t.Head = append(t.Head, cellNum(breakable(c.String())))
 	}
-	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText("cut by"), cellText("phase evidence"))
+	how := "cut by; phase evidence"
 	if hasLabel {
-		t.Head = append(t.Head, cellText("label"))
+		how = "label; " + how // one column of prose for the three: the table fits at 1000 px
 	}
+	t.Head = append(t.Head, cellNum("launches"), cellNum("kernels"), cellNum("gaps"), cellText(how))
 	t0 := d.Steps[0].Start
 	outliers := d.Summary.Outliers.Steps
 	if len(outliers) > 0 {
@@ -127,11 +121,12 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 		for _, c := range cats {
 			cells = append(cells, cellNum(breakdown.FormatDuration(int64(s.Exclusive[c]))))
 		}
-		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)),
-			cellText(s.CutBy), cellText(stepEvidence(s)))
+		cells = append(cells, cellNum(strconv.Itoa(s.Launches)), cellNum(strconv.Itoa(s.TotalKernels())), cellNum(strconv.Itoa(s.Gaps.Count)))
+		how := breakable(s.CutBy) + "; " + stepEvidence(s)
 		if hasLabel {
-			cells = append(cells, cellName(s.Label))
+			how = orDefault(s.Label, "-") + "; " + how
 		}
+		cells = append(cells, cellFree(how))
 		return htmlRow{Class: class, Cells: cells}
 	}
 	n := len(d.Steps)
@@ -159,88 +154,6 @@ const prefillColor = "#d4572a"
 
 // outlierColor marks outlier steps (Summary.Outliers) in the step chart and table.
 const outlierColor = "#c62828"
-
-// stepGroups splits n steps into buckets of k consecutive steps for the charts: k is 1 up
-// to maxChartSteps steps, else chosen for about chartBuckets buckets.
-type stepGroups struct {
-	n, k int
-}
-
-func newStepGroups(n int) stepGroups {
-	if n <= maxChartSteps {
-		return stepGroups{n, 1}
-	}
-	return stepGroups{n, (n + chartBuckets - 1) / chartBuckets}
-}
-
-func (g stepGroups) count() int { return (g.n + g.k - 1) / g.k }
-
-func (g stepGroups) bounds(b int) (int, int) { return b * g.k, min((b+1)*g.k, g.n) }
-
-func (g stepGroups) bucketed() bool { return g.k > 1 }
-
-// note says how the steps are shown, for chart subtitles.
-func (g stepGroups) note() string {
-	if !g.bucketed() {
-		return fmt.Sprintf("%d step%s", g.n, plural(g.n))
-	}
-	last := g.n - (g.count()-1)*g.k
-	s := fmt.Sprintf("%d steps in %d buckets of %d", g.n, g.count(), g.k)
-	if last != g.k {
-		s += fmt.Sprintf(" (the last of %d)", last)
-	}
-	return s
-}
-
-// xLabels returns the category-axis data: step indices (prefill steps in colour), or the
-// index ranges of buckets.
-func (g stepGroups) xLabels(steps []breakdown.Step, outliers []int) []any {
-	out := make([]any, 0, g.count())
-	for b := range g.count() {
-		lo, hi := g.bounds(b)
-		if !g.bucketed() {
-			s := &steps[lo]
-			label := strconv.Itoa(s.Index)
-			if slices.Contains(outliers, s.Index) {
-				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": outlierColor, "fontWeight": "bold"}})
-				continue
-			}
-			if s.Phase == breakdown.Prefill {
-				out = append(out, map[string]any{"value": label, "textStyle": map[string]any{"color": prefillColor, "fontWeight": "bold"}})
-				continue
-			}
-			out = append(out, label)
-			continue
-		}
-		out = append(out, fmt.Sprintf("%d-%d", steps[lo].Index, steps[hi-1].Index))
-	}
-	return out
-}
-
-// median returns the median of xs (interpolated, as breakdown's quantiles are); it sorts xs.
-func bucketMedian(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	pos := 0.5 * float64(len(xs)-1)
-	lo := int(pos)
-	if lo+1 >= len(xs) {
-		return xs[lo]
-	}
-	return xs[lo] + (pos-float64(lo))*(xs[lo+1]-xs[lo])
-}
-
-// bucketStat applies f to each step of bucket b and returns the median, min and max.
-func (g stepGroups) bucketStat(steps []breakdown.Step, b int, f func(*breakdown.Step) float64) (med, lo, hi float64) {
-	first, last := g.bounds(b)
-	xs := make([]float64, 0, last-first)
-	for i := first; i < last; i++ {
-		xs = append(xs, f(&steps[i]))
-	}
-	med = bucketMedian(xs) // sorts xs
-	return med, xs[0], xs[len(xs)-1]
-}
 
 // splitPrefill returns the steps the step charts and the heat map show on the main scale
 // (every step but prefill) and the prefill steps, which get a chart of their own scale;
@@ -292,23 +205,6 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// maxAllLabels is the most category-axis values whose labels are all shown (interval 0);
-// beyond it the axis has a zoom and ECharts thins the labels of the zoomed-out view.
-const maxAllLabels = 60
-
-// categoryLabels shows every label of a category axis of n values, turned when they would
-// not fit side by side on a wide chart at 1400 px.
-func categoryLabels(n int) *opts.AxisLabel {
-	if n > maxAllLabels {
-		return nil
-	}
-	l := &opts.AxisLabel{Interval: "0"}
-	if n > 30 {
-		l.Rotate = 90
-	}
-	return l
 }
 
 // stepsChart: stacked bars of each step's exclusive time by category, for the steps given:
@@ -446,21 +342,6 @@ func stepAxisName(g stepGroups) string {
 		return fmt.Sprintf("steps (buckets of %d)", g.k)
 	}
 	return "step"
-}
-
-// dataZooms returns a slider and mouse-wheel zoom for charts with many x values.
-func dataZooms(n int) []opts.DataZoom {
-	if n <= 60 {
-		return nil
-	}
-	return []opts.DataZoom{{Type: "slider", Start: 0, End: 100, XAxisIndex: 0}, {Type: "inside", XAxisIndex: 0}}
-}
-
-func gridBottom(n int) string {
-	if n > 60 {
-		return "64"
-	}
-	return "32"
 }
 
 // shareChart: the share of each category in the summarised steps, as horizontal bars,

@@ -1,19 +1,12 @@
-package render
-
-import (
-	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/breakdown/kernelclass"
-)
-
-// This file holds the JSON contracts stepstat writes, one struct per object: report
+// Package schema holds the JSON contracts stepstat writes, one struct per object: report
 // (stepstat.report.v1, with its ranks and speed-of-light objects), diff
-// (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). The
-// builders and writers are beside the text and HTML of each command (report.go, ranks.go,
-// diff.go, info.go, classify.go).
+// (stepstat.diff.v1), info (stepstat.info.v1) and classify (stepstat.classify.v1). A Go
+// program decodes stepstat's JSON into these types with encoding/json; the package imports
+// only the standard library. Field names are fixed: fields are added, never renamed or
+// removed. The builders and writers are in package render (the *_json.go files).
 //
-// The contracts are v1 and additive: a field is never renamed or removed; new fields are
-// documented on their types. Times are integer nanoseconds; every step, decode summary,
-// CSV row and diff lists every category id, zeros included.
+// New fields are documented on their types. Times are integer nanoseconds; every step,
+// decode summary, CSV row and diff lists every category id, zeros included.
 //
 // `sol.source` names the floor's origin: `--sol-step`, `--bandwidth`, or the datasheet
 // assumption (`H200 datasheet HBM3e bandwidth`); `measured_ns` is the summarised phase's
@@ -56,6 +49,7 @@ import (
 // `stepstat classify --format json` (`"schema": "stepstat.classify.v1"`): `path`,
 // `total_ns`, `other_share`, `kernels` (`name`, `category`, `rule`, `count`, `total_ns`,
 // `share`), unmatched names first.
+package schema
 
 // ReportSchema names the JSON contract of `stepstat report --format json`.
 const ReportSchema = "stepstat.report.v1"
@@ -197,10 +191,10 @@ type StepJSON struct {
 	Gaps          GapsJSON           `json:"gaps"`
 }
 
-// StepCategoriesJSON holds a step's categories, indexed by kernelclass.Category. It marshals
-// as a JSON object keyed by category id in sorted order, as a map would, without building
-// a map per step (reports of long traces have tens of thousands of steps).
-type StepCategoriesJSON [kernelclass.NumCategories]StepCatJSON
+// StepCategoriesJSON holds a step's categories, keyed by category id (every category,
+// idle included). render writes a report's steps without building this map (reports of
+// long traces have tens of thousands of steps), in the bytes encoding/json gives for it.
+type StepCategoriesJSON map[string]StepCatJSON
 
 // StepCatJSON is one category in one step. Gaps is set for idle only.
 type StepCatJSON struct {
@@ -223,20 +217,20 @@ type GapsJSON struct {
 	APINS APIJSON `json:"api_ns"`
 }
 
-// APIJSON holds idle time per API group; it marshals as an object keyed by
-// breakdown.APIGroupKeys in sorted order.
-type APIJSON [breakdown.NumAPIGroups]int64
+// APIJSON holds idle time per API group, keyed by breakdown.APIGroupKeys (launch,
+// graph_launch, sync, copy, memory, module_load, other_api, none).
+type APIJSON map[string]int64
 
 // OutliersJSON describes the steps a summary left out: longer than outlier_factor times
 // the phase's median step (breakdown.Outliers).
 type OutliersJSON struct {
-	Steps        []int    `json:"steps"` // their index, as in "steps"
-	Factor       int      `json:"outlier_factor"`
-	MedianNS     int64    `json:"phase_median_ns"` // outliers included
-	WallNS       int64    `json:"wall_ns"`         // summed
-	IdleNS       int64    `json:"idle_ns"`         // summed
-	LongestGapNS int64    `json:"longest_gap_ns"`
-	LongestGap   *APIJSON `json:"longest_gap_api_ns"` // what the host did in it
+	Steps        []int   `json:"steps"` // their index, as in "steps"
+	Factor       int     `json:"outlier_factor"`
+	MedianNS     int64   `json:"phase_median_ns"` // outliers included
+	WallNS       int64   `json:"wall_ns"`         // summed
+	IdleNS       int64   `json:"idle_ns"`         // summed
+	LongestGapNS int64   `json:"longest_gap_ns"`
+	LongestGap   APIJSON `json:"longest_gap_api_ns"` // what the host did in it
 }
 
 // StallJSON is the recurring long gap of the summarised steps (breakdown.Stall).
@@ -247,13 +241,12 @@ type StallJSON struct {
 	APINS   APIJSON `json:"api_ns"`
 }
 
-// GapSizesJSON holds one number per gap size class; it marshals as an object keyed by the
-// class names (<10us, 10-100us, 100us-1ms, >1ms) in sorted order, as a map would.
-type GapSizesJSON [breakdown.NumGapSizes]int64
+// GapSizesJSON holds one number per gap size class, keyed by the class names
+// (breakdown.GapSizeNames: <10us, 10-100us, 100us-1ms, >1ms).
+type GapSizesJSON map[string]int64
 
-// HostJSON holds idle time per host activity; it marshals as an object keyed by sync,
-// copy, launch and none in sorted order.
-type HostJSON [breakdown.NumHostActivities]int64
+// HostJSON holds idle time per host activity, keyed by sync, copy, launch and none.
+type HostJSON map[string]int64
 
 // SummaryJSON summarises the steps of one phase (decode unless asked otherwise).
 type SummaryJSON struct {
@@ -393,267 +386,6 @@ type SOLJSON struct {
 	TotalTokensPerS    float64 `json:"total_tokens_per_s"`
 }
 
-// DiffSchema names the JSON contract of `stepstat diff --format json`.
-const DiffSchema = "stepstat.diff.v1"
-
-// DiffJSON is the JSON contract v1 of a comparison. Field names are fixed: add, never rename.
-type DiffJSON struct {
-	Schema     string                 `json:"schema"`
-	Phase      string                 `json:"phase"`
-	Unit       string                 `json:"unit"`
-	Config     []ConfigChangeJSON     `json:"config_changes"` // knobs that differ between the sides, by name
-	Base       DiffSideJSON           `json:"base"`
-	New        DiffSideJSON           `json:"new"`
-	Step       DiffRowJSON            `json:"step"`
-	Categories map[string]DiffRowJSON `json:"categories"`
-	Appeared   []KernelChangeJSON     `json:"appeared"`
-	Vanished   []KernelChangeJSON     `json:"vanished"`
-	Variants   []KernelChangeJSON     `json:"changed_variants"`
-	// Findings of each device position on the first run of each side, changes first.
-	Findings []FindingChangeJSON `json:"findings"`
-	// Ranks compares each device position on its own; only when both sides have 2+ devices.
-	Ranks    []DiffRankJSON `json:"ranks,omitempty"`
-	Warnings []string       `json:"warnings"`
-	// Added since v1 began: the tests (mean: permutation test on the difference of means,
-	// the headline; median: Mann-Whitney U, benchstat's table), the threshold of both
-	// verdicts in ns per step, whether the samples can be tested at all, the headline's
-	// rows in order (a category or "whole step", with the ranks shown under it) and, with
-	// 2+ devices, the straggler of each side.
-	MeanTest    string             `json:"mean_test"`
-	MedianTest  string             `json:"median_test"`
-	MinChangeNS int64              `json:"min_change_ns"`
-	Tested      bool               `json:"tested"`
-	Untested    string             `json:"untested,omitempty"`
-	WhatChanged []StoryItemJSON    `json:"what_changed"`
-	Straggler   *DiffStragglerJSON `json:"straggler,omitempty"`
-	// Sample says what one sample of the step and category rows is: "step", "aligned_step"
-	// (runs of 2+ devices: one per aligned step, the step on the slowest rank; ranks are
-	// not pooled, n counts aligned steps) or "run" (--unit run). Added field.
-	Sample string `json:"sample"`
-	// Token compares the time per token (the verdict when both sides know their tokens:
-	// --tokens, or vLLM's step NVTX); absent otherwise. Rounds describes each side's steps
-	// as speculative rounds; absent when neither side has rounds. Added fields.
-	Token *DiffRowJSON `json:"token,omitempty"`
-	// TokenMinChangeNS is the token row's threshold: min_change_ns scaled by the base's
-	// time per token over its mean step.
-	TokenMinChangeNS int64           `json:"token_min_change_ns,omitempty"`
-	Rounds           *DiffRoundsJSON `json:"rounds,omitempty"`
-}
-
-// DiffRoundsJSON is each side's rounds.
-type DiffRoundsJSON struct {
-	Base RoundsJSON `json:"base"`
-	New  RoundsJSON `json:"new"`
-}
-
-// RoundsJSON describes steps as speculative rounds and their tokens.
-type RoundsJSON struct {
-	Steps         int     `json:"steps"`
-	Rounds        int     `json:"rounds"`
-	DraftForwards float64 `json:"draft_forwards_per_round"`
-	Speculative   bool    `json:"speculative"` // at least half of the steps are rounds
-	// Tokens known (0: unknown), from "given" (--tokens) or "nvtx"; per token and per step.
-	Tokens        int     `json:"tokens"`
-	TokensFrom    string  `json:"tokens_from,omitempty"`
-	PerTokenNS    int64   `json:"per_token_ns"`
-	TokensPerStep float64 `json:"tokens_per_step"`
-}
-
-// StoryItemJSON is one line of what changed: a row name and the ranks listed under it.
-type StoryItemJSON struct {
-	Name  string `json:"name"`
-	Ranks []int  `json:"ranks"`
-}
-
-// DiffStragglerJSON is each side's straggler; null on a side without matched collectives.
-type DiffStragglerJSON struct {
-	Base *StragglerJSON `json:"base"`
-	New  *StragglerJSON `json:"new"`
-}
-
-// FindingChangeJSON is one finding on either side of a diff.
-type FindingChangeJSON struct {
-	Rank   int          `json:"rank"` // index into each side's devices
-	ID     string       `json:"id"`
-	Change string       `json:"change"` // appeared, vanished, changed, same
-	Base   *FindingJSON `json:"base"`   // null on the side without it
-	New    *FindingJSON `json:"new"`
-	// Expected: the finding appeared (or grew) where the base report's then named it (the
-	// rules re-run with the base's top cause taken out). Added field.
-	Expected bool `json:"expected"`
-}
-
-// DiffRankJSON compares one device position (rank) of the two sides.
-type DiffRankJSON struct {
-	Rank       int                    `json:"rank"`
-	BaseDevice int                    `json:"base_device"`
-	NewDevice  int                    `json:"new_device"`
-	Step       DiffRowJSON            `json:"step"`
-	Categories map[string]DiffRowJSON `json:"categories"`
-	// Added since v1 began: whether the rank can be compared, the rank's means per step
-	// on each side (mean_ns add up to mean_step_ns), and its wait and transfer in matched
-	// collectives per aligned step, with the calls at which it arrived last.
-	Comparable       bool             `json:"comparable"`
-	Reason           string           `json:"reason,omitempty"`
-	BaseMeanStepNS   int64            `json:"base_mean_step_ns"`
-	NewMeanStepNS    int64            `json:"new_mean_step_ns"`
-	BaseMeanNS       map[string]int64 `json:"base_mean_ns"`
-	NewMeanNS        map[string]int64 `json:"new_mean_ns"`
-	BaseWaitNS       int64            `json:"base_wait_ns"`
-	NewWaitNS        int64            `json:"new_wait_ns"`
-	BaseTransferNS   int64            `json:"base_transfer_ns"`
-	NewTransferNS    int64            `json:"new_transfer_ns"`
-	BaseLastArrivals int              `json:"base_last_arrivals"`
-	NewLastArrivals  int              `json:"new_last_arrivals"`
-	BaseCalls        int              `json:"base_calls"`
-	NewCalls         int              `json:"new_calls"`
-}
-
-// DiffSideJSON describes one side.
-type DiffSideJSON struct {
-	Label           string            `json:"label"`
-	Path            string            `json:"path"`
-	Paths           []string          `json:"paths"`
-	DecodeSteps     int               `json:"decode_steps"`
-	MedianStepNS    int64             `json:"median_step_ns"`
-	LaunchesPerStep float64           `json:"launches_per_step"`
-	KernelsPerStep  float64           `json:"kernels_per_step"`
-	GapsPerStep     float64           `json:"gaps_per_step"`
-	StepMethods     []string          `json:"step_methods"`
-	NCCL            []NCCLCountJSON   `json:"nccl"`
-	Config          map[string]string `json:"config"` // the side's run configuration
-	// MeanStepNS is the mean step; MeanNS each category's mean per step, adding up to it.
-	MeanStepNS int64            `json:"mean_step_ns"`
-	MeanNS     map[string]int64 `json:"mean_ns"`
-	// AlignedBy says, per run of 2+ devices, how its ranks' steps were aligned: "index",
-	// "time" or "index, first N" (decode_steps then counts aligned steps). Added field.
-	AlignedBy []string `json:"aligned_by,omitempty"`
-}
-
-// NCCLCountJSON totals NCCL kernels of one op/algorithm/protocol/data type.
-type NCCLCountJSON struct {
-	Op      string `json:"op"`
-	Algo    string `json:"algo"`
-	Proto   string `json:"proto"`
-	DType   string `json:"dtype"`
-	Count   int    `json:"count"`
-	TotalNS int64  `json:"total_ns"`
-	// ProtoSet is NCCL_PROTO of the side's recorded environment, omitted when unset.
-	ProtoSet string `json:"proto_set,omitempty"`
-}
-
-// DiffRowJSON compares one quantity. DeltaPct is null when the base median is 0 and the
-// new one is not.
-type DiffRowJSON struct {
-	BaseMedianNS int64    `json:"base_median_ns"`
-	NewMedianNS  int64    `json:"new_median_ns"`
-	DeltaPct     *float64 `json:"delta_pct"`
-	PValue       float64  `json:"p_value"`
-	Significant  bool     `json:"significant"`
-	BaseN        int      `json:"base_n"`
-	NewN         int      `json:"new_n"`
-	// Added since v1 began: the change of the mean per step (the headline's view) with the
-	// permutation test's interval and p-value (null when too few samples to test: tested
-	// false), whether both sides can measure the quantity (comparable false: reason says
-	// why, and neither view has a verdict), and why the views disagree when they do.
-	BaseMeanNS      int64    `json:"base_mean_ns"`
-	NewMeanNS       int64    `json:"new_mean_ns"`
-	MeanChangeNS    int64    `json:"mean_change_ns"`
-	MeanChangeLoNS  *int64   `json:"mean_change_lo_ns"`
-	MeanChangeHiNS  *int64   `json:"mean_change_hi_ns"`
-	MeanPValue      *float64 `json:"mean_p_value"`
-	MeanSignificant bool     `json:"mean_significant"`
-	Tested          bool     `json:"tested"`
-	Comparable      bool     `json:"comparable"`
-	Reason          string   `json:"reason,omitempty"`
-	Why             string   `json:"why,omitempty"`
-}
-
-// KernelChangeJSON is a kernel family that appeared, vanished or changed variant.
-type KernelChangeJSON struct {
-	Family    string   `json:"family"`
-	Category  string   `json:"category"`
-	BaseNames []string `json:"base_names"`
-	NewNames  []string `json:"new_names"`
-	BaseCount int      `json:"base_count"`
-	NewCount  int      `json:"new_count"`
-	BaseNS    int64    `json:"base_total_ns"`
-	NewNS     int64    `json:"new_total_ns"`
-}
-
-// InfoSchema names the JSON layout written by InfoJSON.
-const InfoSchema = "stepstat.info.v1"
-
-// Info is the display model of `stepstat info`: what an export holds.
-type Info struct {
-	Schema        string       `json:"schema"`
-	Path          string       `json:"path"`
-	NsysVersion   string       `json:"nsys_version"`
-	ExportSchema  string       `json:"export_schema"`
-	MetaTable     string       `json:"meta_table"`
-	StartNS       int64        `json:"start_ns"`
-	EndNS         int64        `json:"end_ns"`
-	DurationNS    int64        `json:"duration_ns"`
-	Devices       []InfoDevice `json:"devices"`
-	Tables        []InfoTable  `json:"tables"`
-	NVTXRanges    int          `json:"nvtx_ranges"`
-	APICalls      int          `json:"cuda_api_calls"`
-	GraphLaunches int          `json:"graph_launches"`
-	Warnings      []string     `json:"warnings"`
-	// Reads says how each large table was read: decoded from the file by stepstat's own
-	// reader, or through SQLite and why.
-	Reads []InfoRead `json:"reads"`
-}
-
-// InfoRead is how one large table was read.
-type InfoRead struct {
-	Table  string `json:"table"`
-	Direct bool   `json:"direct"`
-	Why    string `json:"why,omitempty"`
-}
-
-// InfoDevice is one GPU with activity.
-type InfoDevice struct {
-	Device     int    `json:"device"`
-	GPU        string `json:"gpu"`
-	Kernels    int    `json:"kernels"`
-	Memcpy     int    `json:"memcpy"`
-	Memset     int    `json:"memset"`
-	GraphExecs int    `json:"graph_execs"`
-	KernelNS   int64  `json:"kernel_ns"`
-	// GraphNS is the summed time of the CUDA graph executions traced at graph level
-	// (their kernels have no rows, so kernel_ns leaves it out).
-	GraphNS int64 `json:"graph_ns"`
-}
-
-// InfoTable is one table and its row count.
-type InfoTable struct {
-	Name string `json:"name"`
-	Rows int64  `json:"rows"`
-}
-
-// ClassifySchema names the JSON layout of `stepstat classify --format json`.
-const ClassifySchema = "stepstat.classify.v1"
-
-// ClassifyJSON is the JSON layout of classify: every distinct kernel name with its category.
-type ClassifyJSON struct {
-	Schema     string               `json:"schema"`
-	Path       string               `json:"path"`
-	TotalNS    int64                `json:"total_ns"`
-	OtherShare float64              `json:"other_share"`
-	Kernels    []ClassifyKernelJSON `json:"kernels"`
-}
-
-// ClassifyKernelJSON is one kernel name (and category, when NVTX rules split it).
-type ClassifyKernelJSON struct {
-	Name     string  `json:"name"`
-	Category string  `json:"category"`
-	Rule     string  `json:"rule"`
-	Count    int     `json:"count"`
-	TotalNS  int64   `json:"total_ns"`
-	Share    float64 `json:"share"`
-}
-
 // OutsideJSON sums a device's windows of activity that belong to no step.
 type OutsideJSON struct {
 	Windows    int                       `json:"windows"`
@@ -667,4 +399,52 @@ type OutsideCatJSON struct {
 	NS      int64 `json:"ns"`
 	BusyNS  int64 `json:"busy_ns"`
 	Kernels int   `json:"kernels"`
+}
+
+// RunJSON is the top-level "run" of a report of several files (one per node or process);
+// absent for one file.
+type RunJSON struct {
+	// Clock is "collectives" when at least one file's offset was refined from collectives
+	// matched across ranks, "wall_clock" when the files are placed by their session starts
+	// only (cross-rank timing as exact as the hosts' clocks).
+	Clock     string        `json:"clock"`
+	Reference int           `json:"reference"` // index into files: the file whose clock is the run's
+	Passes    int           `json:"passes"`    // summaries made (1 + refinements)
+	Files     []RunFileJSON `json:"files"`
+}
+
+// RunFileJSON is one file of the run. Its timestamps plus offset_ns are on the run's
+// clock: offset_ns = wall_offset_ns (the session starts' difference) + correction_ns (from
+// the collectives, ± uncertainty_ns, when refined).
+type RunFileJSON struct {
+	Path string `json:"path"`
+	// SessionStartNS is the UTC time of the file's timestamp 0 in ns since the Unix epoch
+	// (TARGET_INFO_SESSION_START_TIME); 0 when the export has none.
+	SessionStartNS int64  `json:"session_start_utc_ns"`
+	Program        string `json:"program,omitempty"`
+	// Rank and LocalRank are RANK and LOCAL_RANK of the recorded environment, when set.
+	Rank          *int  `json:"rank,omitempty"`
+	LocalRank     *int  `json:"local_rank,omitempty"`
+	Devices       []int `json:"devices"` // the report's device ids
+	WallOffsetNS  int64 `json:"wall_offset_ns"`
+	OffsetNS      int64 `json:"offset_ns"`
+	CorrectionNS  int64 `json:"correction_ns"`
+	UncertaintyNS int64 `json:"uncertainty_ns"`
+	Refined       bool  `json:"refined"`
+	MatchedCalls  int   `json:"matched_calls"`
+	// DriftNS is how much the matched calls' end differences change over DriftSpanNS (a
+	// rate difference of the hosts' clocks; one offset is exact at mid-capture); 0 when not
+	// above the spread around it and 1 µs.
+	DriftNS     int64 `json:"drift_ns"`
+	DriftSpanNS int64 `json:"drift_span_ns"`
+}
+
+// DeviceSourceJSON says where a device of a run of several files comes from (per device
+// "source"; absent for one file).
+type DeviceSourceJSON struct {
+	File       int    `json:"file"` // index into run.files
+	Path       string `json:"path"`
+	PID        int64  `json:"pid"`
+	CUDADevice int    `json:"cuda_device"` // the CUDA device ordinal in its file
+	Label      string `json:"label"`       // file, pid, device and RANK/LOCAL_RANK
 }
