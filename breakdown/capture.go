@@ -1,8 +1,10 @@
 package breakdown
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -93,4 +95,111 @@ func markCaptures(steps []Step, bounds []boundary, calls []graphHostCall) {
 		}
 		lo = s.End
 	}
+}
+
+// Window edges: nsys attached to a running server (nsys start/stop, --capture-range,
+// --delay/--duration) begins and ends mid-iteration. The piece of an iteration at either edge
+// is a step of its own, phase Partial, kept out of every summary and named in a warning.
+
+// edgeShape is what the edge checks know of the steps: the most common first kernel of the
+// steps (an iteration's first: the embedding, or the input copy's consumer) and their median
+// kernel count.
+func edgeShape(steps []Step, shapes []stepShape, skip func(int) bool) (first nsys.NameID, median int, ok bool) {
+	count := map[nsys.NameID]int{}
+	var ks []int
+	best := 0
+	for i := range steps {
+		if skip(i) || !shapes[i].started {
+			continue
+		}
+		ks = append(ks, steps[i].TotalKernels())
+		f := shapes[i].first
+		count[f]++
+		if c := count[f]; c > best {
+			first, best = f, c
+		}
+	}
+	if len(ks) < 3 || 2*best <= len(ks) {
+		return 0, 0, false
+	}
+	sort.Ints(ks)
+	return first, ks[len(ks)/2], true
+}
+
+// openTrailingEdge makes the window outside steps at the end of det's bounds a step when it
+// is the start of an iteration the capture cut: its first kernel is the steps' usual first
+// kernel, it runs fewer kernels than the median step and no forward ends in it (fwds: the
+// forward ends, sorted). It returns the index of that step in steps (before splitOutside),
+// or -1.
+func openTrailingEdge(det *detection, steps []Step, shapes []stepShape, fwds []nsys.Time) int {
+	last := len(det.bounds) - 1
+	if last < 3 || !det.bounds[last].outside || steps[last].TotalKernels() == 0 || !shapes[last].started {
+		return -1
+	}
+	first, median, ok := edgeShape(steps, shapes, func(i int) bool { return det.bounds[i].outside })
+	// At least a quarter of an iteration's kernels: a transfer's few kernels after the loop
+	// (a KV export) are no iteration.
+	if k := steps[last].TotalKernels(); !ok || shapes[last].first != first || k >= median || 4*k < median {
+		return -1
+	}
+	j := sort.Search(len(fwds), func(k int) bool { return fwds[k] >= steps[last].Start })
+	if j < len(fwds) && fwds[j] < steps[last].End {
+		return -1 // a forward ends in it: work after the loop, not a cut iteration
+	}
+	det.bounds[last].outside = false
+	return last
+}
+
+// markEdges gives the window's edge steps phase Partial: the first step when it starts at the
+// device's first activity with another first kernel than the steps' usual one, fewer kernels
+// than the median step, and no input copy where at least 3/4 of the other steps copy their
+// inputs (the capture opened mid-forward: a prefill copies its prompt), and the trailing edge
+// opened by openTrailingEdge (trailing: true). It returns a warning naming them, or nil.
+func markEdges(dev nsys.DeviceID, steps []Step, shapes []stepShape, trailing bool, inputs []bool) error {
+	if len(steps) < 4 {
+		return nil
+	}
+	n := len(steps)
+	first, median, ok := edgeShape(steps, shapes, func(i int) bool { return i == 0 || (trailing && i == n-1) })
+	if !ok {
+		return nil
+	}
+	copying := 0
+	for i := 1; i < n; i++ {
+		if inputs[i] {
+			copying++
+		}
+	}
+	var what []string
+	if s := &steps[0]; s.CutBy == CutWindowStart && shapes[0].started && shapes[0].first != first && s.TotalKernels() < median &&
+		!inputs[0] && 4*copying >= 3*(n-1) {
+		s.Phase = Partial
+		s.PhaseEvidence = fmt.Sprintf("window start: the capture opened mid-forward (no input copy, its first kernel not the steps' first; %d of a median %d kernels)", s.TotalKernels(), median)
+		what = append(what, fmt.Sprintf("step 0 (%d kernels) begins mid-forward", s.TotalKernels()))
+	}
+	if trailing {
+		s := &steps[n-1]
+		s.Phase = Partial
+		s.PhaseEvidence = fmt.Sprintf("window end: the capture stopped mid-forward (%d of a median %d kernels, no forward end)", s.TotalKernels(), median)
+		what = append(what, fmt.Sprintf("step %d (%d kernels) ends mid-forward", s.Index, s.TotalKernels()))
+	}
+	if len(what) == 0 {
+		return nil
+	}
+	return fmt.Errorf("device %d: the capture window cuts iterations: %s; partial steps are kept out of every summary (a window opened on a running server holds no prefill)", dev, strings.Join(what, ", "))
+}
+
+// inputCopies says, per step, whether a host-to-device copy of the device starts in it.
+func inputCopies(t *nsys.Trace, dev nsys.DeviceID, steps []Step) []bool {
+	out := make([]bool, len(steps))
+	for _, m := range t.Memops {
+		if m.Device != dev || m.Kind != nsys.MemcpyHtoD {
+			continue
+		}
+		i := sort.Search(len(steps), func(i int) bool { return steps[i].End > m.Start })
+		if i < len(steps) && steps[i].Start <= m.Start {
+			out[i] = true
+		}
+	}
+	return out
 }

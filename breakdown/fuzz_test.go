@@ -73,7 +73,7 @@ func FuzzStepRanges(f *testing.F) {
 		}
 
 		tr := fuzzTrace(t, lines, shape)
-		ms, detail := stepRanges(tr, nil)
+		ms, detail, _ := stepRanges(tr, nil)
 		checkStepRanges(t, tr, ms)
 		if len(ms) > 0 {
 			var dl *dialect
@@ -96,7 +96,7 @@ func FuzzStepRanges(f *testing.F) {
 			}
 		}
 		if userRe != nil {
-			ms, _ := stepRanges(tr, userRe)
+			ms, _, _ := stepRanges(tr, userRe)
 			checkStepRanges(t, tr, ms)
 			for _, m := range ms {
 				sub := userRe.FindStringSubmatch(m.text)

@@ -20,6 +20,11 @@ type dialect struct {
 	name string
 	re   *regexp.Regexp
 	read func(m []string) stepText
+	// iteration: the range marks the engine's iteration but holds only part of it (vLLM's
+	// range is around execute_model: the sampler and the token read-back follow it; SGLang's
+	// scheduler ranges split the iteration in five): a step runs from one range's start to
+	// the next's on its thread, and the work launched in between is its own.
+	iteration bool
 }
 
 // stepText is what a step range's text says: the phase, the sequences in the batch (0:
@@ -48,9 +53,21 @@ func requestsPhase(ctx, gen int) stepText {
 
 var dialects = []dialect{
 	{"TensorRT-LLM", regexp.MustCompile(`^\[Executor\] _forward_step (\d+): (\d+) ctx reqs, (\d+) gen reqs`),
-		func(m []string) stepText { return requestsPhase(atoi(m[2]), atoi(m[3])) }},
+		func(m []string) stepText { return requestsPhase(atoi(m[2]), atoi(m[3])) }, false},
+	// vLLM's Worker.annotate_profile: execute_context_C(c)_generation_G(g), requests and
+	// tokens per phase; with detailed_trace_annotation execute_T_context_C(sq..sk..sqsq..
+	// sqsk..)_generation_G(sq..sk..sqsq..sqsk..), T the scheduled tokens, per phase the sums
+	// of query lengths, sequence lengths, and their squares and products.
 	{"vLLM", regexp.MustCompile(`execute_context_(\d+)\((\d+)\)_generation_(\d+)\((\d+)\)`),
-		func(m []string) stepText { return requestsPhase(atoi(m[1]), atoi(m[3])) }},
+		func(m []string) stepText { return requestsPhase(atoi(m[1]), atoi(m[3])) }, true},
+	{"vLLM detailed", regexp.MustCompile(`execute_(\d+)_context_(\d+)\(sq\d+sk\d+sqsq\d+sqsk\d+\)_generation_(\d+)\(sq\d+sk\d+sqsq\d+sqsk\d+\)`),
+		func(m []string) stepText { return requestsPhase(atoi(m[2]), atoi(m[3])) }, true},
+	// SGLang's scheduler ranges (SGLANG_ENABLE_NVTX_SCHEDULER): scheduler.recv_requests,
+	// .process_input_requests, .get_next_batch_to_run, .run_batch, .process_batch_result,
+	// in this order every iteration of the event loop; the first starts the iteration. Its
+	// text says no phase.
+	{"SGLang scheduler", regexp.MustCompile(`^scheduler\.recv_requests$`),
+		func(m []string) stepText { return stepText{} }, true},
 	// SGLang's forward modes: step[DECODE bs=64], step[prefill ...], step[mixed ...],
 	// step[idle], step[target_verify ...] (a speculative round's verify: decode),
 	// step[draft_extend ...] (the draft's catch-up in a round: decode).
@@ -71,9 +88,9 @@ var dialects = []dialect{
 				t.idle = true
 			}
 			return t
-		}},
+		}, false},
 	{"plain", regexp.MustCompile(`(?i)^\s*(prefill|decode|extend|step)([^a-z].*)?$`),
-		func(m []string) stepText { return stepText{phase: phaseFromText(m[0])} }},
+		func(m []string) stepText { return stepText{phase: phaseFromText(m[0])} }, false},
 }
 
 var sglangBatch = regexp.MustCompile(`(?i)\bbs\s*=\s*(\d+)`)
@@ -118,7 +135,7 @@ type matchedRange struct {
 
 // stepRanges picks the NVTX ranges that are steps: those matching re (or, with re nil, the
 // first known dialect that matches), outermost only on each thread.
-func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
+func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string, bool) {
 	try := func(re *regexp.Regexp, read func([]string) stepText) []matchedRange {
 		var out []matchedRange
 		lastEnd := map[int64]nsys.Time{}
@@ -157,28 +174,39 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string) {
 		return out
 	}
 	if re != nil {
-		return try(re, nil), "nvtx /" + re.String() + "/"
+		return try(re, nil), "nvtx /" + re.String() + "/", false
 	}
 	for _, d := range dialects {
 		if ms := try(d.re, d.read); len(ms) > 0 {
-			return ms, d.name + " NVTX ranges"
+			return ms, d.name + " NVTX ranges", d.iteration
 		}
 	}
-	return nil, ""
+	return nil, "", false
 }
 
 // nvtxDetect maps step ranges to the first GPU activity each launched on each device,
 // through the launching API call's thread and correlation id (not by GPU time overlap).
 func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Regexp, tls map[nsys.DeviceID]*timeline) map[nsys.DeviceID]*detection {
-	ranges, detail := stepRanges(t, re)
+	ranges, detail, iteration := stepRanges(t, re)
 	if len(ranges) == 0 {
 		return nil
 	}
 	ors := make([]ownerRange, len(ranges))
-	for i, mr := range ranges {
+	next := map[int64]nsys.Time{} // per thread, the start of the range after (walking back)
+	for i := len(ranges) - 1; i >= 0; i-- {
+		mr := ranges[i]
 		end := mr.r.End
 		if mr.r.Open() {
 			end = 1<<63 - 1
+		}
+		if iteration {
+			// The whole iteration: up to the next range's start on the thread (the last
+			// one's, to the end of the capture).
+			end = 1<<63 - 1
+			if n, ok := next[mr.r.Thread]; ok {
+				end = n - 1
+			}
+			next[mr.r.Thread] = mr.r.Start
 		}
 		ors[i] = ownerRange{mr.r.Thread, mr.r.Start, end}
 	}

@@ -270,6 +270,7 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		return // tokens and sampled sequences: a language model's forwards only
 	}
 	prompt, why, minOut := copyPrompts(cp)
+	mixedByReadBack(steps, inferred, starts, cp)
 	if prompt == nil {
 		return
 	}
@@ -284,6 +285,31 @@ func inferPhases(steps []Step, shapes []stepShape, starts []bool, llm bool, cp [
 		if p := i - 1; steps[p].Phase == Decode || (prompt[p] && cp[p].out > minOut) {
 			steps[i].Phase = Mixed
 			steps[i].PhaseEvidence = why[i] + ", reading back more sequences than a prompt's beside decoding ones"
+		}
+	}
+}
+
+// mixedByReadBack makes mixed the prompt-holding steps (by their shape) inside a request that
+// read back more than the run's smallest read-back (more sequences than one prompt's) after
+// a decode step, or after a prompt step that read back more than the smallest too (its
+// sequences decode on): a prompt chunk beside the sequences that were decoding.
+func mixedByReadBack(steps []Step, inferred, starts []bool, cp []iterCopies) {
+	var minOut int64
+	for _, c := range cp {
+		if c.out > 0 && (minOut == 0 || c.out < minOut) {
+			minOut = c.out
+		}
+	}
+	if minOut == 0 {
+		return
+	}
+	for i := 1; i < len(steps); i++ {
+		s := &steps[i]
+		p := &steps[i-1]
+		decoding := p.Phase == Decode || ((p.Phase == Prefill || p.Phase == Mixed) && cp[i-1].out > minOut)
+		if inferred[i] && !starts[i] && s.Phase == Prefill && decoding && cp[i].out > minOut {
+			s.Phase = Mixed
+			s.PhaseEvidence += fmt.Sprintf("; after a decode step it reads back %dx the smallest read-back (sequences beside the prompt)", cp[i].out/minOut)
 		}
 	}
 }
@@ -315,6 +341,19 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 		}
 	}
 	med, gemmMed := Quantile(walls, 0.5), Quantile(gemms, 0.5)
+	// Decode steps that replay a CUDA graph (a launch for several kernels): an eager step
+	// between replays runs what the graphs do not cover (prompt chunks of other shapes).
+	replays := func(s *Step) bool { return s.Launches > 0 && 4*s.Launches <= s.TotalKernels() }
+	eager := func(s *Step) bool { return s.Launches > 0 && 2*s.Launches >= s.TotalKernels() }
+	decodeReplays, firstReplay := false, -1
+	for i, sh := range shapes {
+		if replays(&steps[i]) {
+			decodeReplays = decodeReplays || sh.sig == modal
+			if firstReplay < 0 {
+				firstReplay = i
+			}
+		}
+	}
 	for i := range steps {
 		if steps[i].Phase != Unknown {
 			continue
@@ -337,11 +376,16 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 				why = "attention kernels the decode steps never run"
 			}
 		}
+		between := llm && decodeReplays && i > firstReplay && eager(s)
+		if between && why == "" {
+			why = "eager between the decode steps' graph replays, another kernel mix"
+		}
 		prefill := why != ""
 		// A multi-token decode inside the request (a verify forward) runs the decode
 		// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
-		// on many more rows, for several times as long.
-		if prefill && !starts[i] && s.Kernels[kernelclass.GEMM] == decodeGEMM {
+		// on many more rows, for several times as long, and an eager step between graph
+		// replays is not the decode loop's.
+		if prefill && !starts[i] && !between && s.Kernels[kernelclass.GEMM] == decodeGEMM {
 			if !llm || s.Busy[kernelclass.GEMM] < promptGEMM*gemmMed {
 				prefill = false
 				why = "the decode steps' GEMMs in their time, other attention: a multi-token decode"
@@ -368,6 +412,9 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 // EvidenceNone is the phase evidence of a step given its phase without positive evidence:
 // no kernel mix repeats, so decode is assumed (and a warning says so).
 const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
+
+// EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
+const EvidenceNVTX = "the text of its NVTX range"
 
 func mix64(x uint64) uint64 {
 	x ^= x >> 33

@@ -40,6 +40,10 @@ func forwardChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	ran, want, worst := 0, 0, -1
 	for i, s := range steps {
 		ran += s.forwards
+		if s.Phase == Partial {
+			want += s.forwards // a window edge's piece holds a forward's end or none
+			continue
+		}
 		want += 1 + s.DraftForwards
 		if s.forwards > 1+s.DraftForwards {
 			folded = append(folded, s.Index)
@@ -85,7 +89,7 @@ func longPrefillCheck(dev nsys.DeviceID, steps []Step) error {
 func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	var dec []*Step
 	for i := range steps {
-		if steps[i].Phase == Decode {
+		if steps[i].Phase == Decode && !steps[i].GraphCapture { // a capture is no decode step of the summary
 			dec = append(dec, &steps[i])
 		}
 	}
@@ -267,6 +271,61 @@ func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
 	if len(none) == 0 {
 		return nil
 	}
-	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): each is one forward, called decode; prefill and mixed steps among them are not told apart: steps %v",
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): they are called decode, and prefill or mixed steps among them are not told apart: steps %v",
 		dev, len(none), len(steps), none[:min(len(none), 5)])}
+}
+
+// longMixCheck warns about decode steps that take more than OutlierFactor times the median
+// decode step and run another kernel mix than the most common decode one, with 5% more or
+// fewer kernels: iterations that
+// likely hold prompt tokens (a prefill or a mixed batch) that no evidence showed, or a cut
+// in the wrong place. They are outliers of the summary already (never its limiter); the
+// warning says why their phase is in doubt.
+func longMixCheck(dev nsys.DeviceID, steps []Step, shapes []stepShape) error {
+	count := map[uint64]int{}
+	var modal uint64
+	best := 0
+	var walls []time.Duration
+	for i := range steps {
+		s := &steps[i]
+		if s.Phase != Decode || s.GraphCapture {
+			continue
+		}
+		walls = append(walls, s.Wall())
+		if s.PhaseEvidence == EvidenceNVTX {
+			continue // the engine said decode: its mix is no doubt
+		}
+		count[shapes[i].sig]++
+		if c := count[shapes[i].sig]; c > best {
+			modal, best = shapes[i].sig, c
+		}
+	}
+	if len(walls) < OutlierMinSteps || best < 2 {
+		return nil
+	}
+	med := Quantile(walls, 0.5)
+	modalKernels := 0
+	for i := range steps {
+		if steps[i].Phase == Decode && shapes[i].sig == modal {
+			modalKernels = steps[i].TotalKernels()
+			break
+		}
+	}
+	var odd []int
+	for i := range steps {
+		s := &steps[i]
+		// Another mix of about as many kernels is a variant of decode's (a library's kernel
+		// for the new shape, as cuDNN builds one per sequence length); a prompt chunk adds
+		// kernels (its attention, its copies).
+		k := s.TotalKernels()
+		more := 20*(k-modalKernels) > modalKernels || 20*(modalKernels-k) > modalKernels
+		if s.Phase == Decode && !s.GraphCapture && s.PhaseEvidence != EvidenceNVTX && s.Wall() > OutlierFactor*med && shapes[i].sig != modal && more {
+			odd = append(odd, s.Index)
+		}
+	}
+	if len(odd) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps take more than %dx the median decode step (%v) and run another kernel mix than decode's: they likely hold prompt tokens (prefill or mixed) no evidence showed; left out of the summary as outliers: steps %v",
+		dev, len(odd), OutlierFactor, med, odd[:min(len(odd), 5)])}
 }

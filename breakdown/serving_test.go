@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -318,6 +319,61 @@ func TestMarkersAreNotSignals(t *testing.T) {
 	}
 }
 
+// markerDelete deletes the workloads' cudaMemGetInfo markers from a copy of a capture.
+const markerDelete = `DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE nameId IN (SELECT id FROM StringIds WHERE value LIKE 'cudaMemGetInfo%')`
+
+// TestNVTXWholeIteration: vLLM's range holds execute_model only (input copy, forward,
+// lm_head); the sampler and the token read-back follow it. A step is the whole iteration,
+// from one range's start to the next's: every read-back of engine-nvtx-vllm (one per
+// iteration, after its range ended) lies in a step, no window between steps is outside, and
+// the forward count agrees with the steps (no self-check warning about forwards).
+func TestNVTXWholeIteration(t *testing.T) {
+	for _, name := range []string{"engine-nvtx-vllm", "engine-nvtx-vllm-detailed"} {
+		t.Run(name, func(t *testing.T) {
+			tr := craftedTrace(t, name, markerDelete)
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Phase: breakdown.AllSteps})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &rep.Devices[0]
+			if d.Method != breakdown.MethodNVTX || len(d.Steps) != 34 {
+				t.Fatalf("%d steps by %v (%s), want 34 by nvtx", len(d.Steps), d.Method, d.MethodDetail)
+			}
+			readBacks := 0
+			for _, m := range tr.Memops {
+				if m.Kind != nsys.MemcpyDtoH {
+					continue
+				}
+				readBacks++
+				in := slices.ContainsFunc(d.Steps, func(s breakdown.Step) bool { return s.Start <= m.Start && m.Start < s.End })
+				if !in {
+					t.Errorf("read-back at %d in no step", m.Start)
+				}
+			}
+			if readBacks < 34 {
+				t.Errorf("%d read-backs, want one per iteration (34)", readBacks)
+			}
+			for _, sp := range d.Outside.Spans {
+				if sp.Start >= d.Steps[0].Start && sp.Start < d.Steps[len(d.Steps)-1].End {
+					t.Errorf("window %d..%d outside steps between the steps", sp.Start, sp.End)
+				}
+			}
+			for _, s := range d.Steps {
+				if s.CutBy != breakdown.CutNVTX {
+					t.Errorf("step %d cut by %q, want nvtx", s.Index, s.CutBy)
+				}
+			}
+			// The cuDNN graph builds make some decode steps slow (by design of the workload);
+			// no warning may doubt the steps themselves.
+			for _, w := range selfChecks(rep) {
+				if strings.Contains(w, "forwards") || strings.Contains(w, "no evidence") {
+					t.Errorf("warning: %s", w)
+				}
+			}
+		})
+	}
+}
+
 // truthStep is one iteration of a capture's serving loop as its workload recorded it.
 type truthStep struct {
 	Phase  string
@@ -368,6 +424,47 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
 // prompt-lookup decoding, a batch that grows mid-run, an OLMoE eager loop, a cuDNN SDPA loop
 // with a growing KV length, a host pause in one step, a 526-node CUDA graph, JAX's jitted
 // step and lax.fori_loop, and four runs each of the dense eager and graph loops.
+// notYetExact names the engine-loop captures (issue 30, situations 5, 7, 9, 10 and the
+// eager chunked-prefill engine) whose steps or phases stepstat does not yet get right, and
+// what is wrong. TestTruthCaptures checks that each still differs from its truth (so the
+// list cannot go stale) and skips it, naming the first mismatch.
+var notYetExact = map[string]string{
+	"engine-bench":          "the same short request served six times: prefill and decode steps swapped",
+	"engine-disagg-decode":  "a decode-only worker: KV imports cut steps of their own, one step is called prefill",
+	"engine-disagg-prefill": "a prefill-only worker: its prompt chunks are called decode",
+	"engine-eager-cb":       "eager chunked prefill: 11 of 70 mixed iterations called decode",
+	"engine-eagle":          "a graph-replayed draft: the last round's drafts without their verify become decode steps",
+	"engine-nvtx-sglang":    "SGLang scheduler ranges: one prompt-holding iteration called decode",
+	"engine-piecewise":      "piecewise CUDA graphs: 6 of 58 phases wrong",
+}
+
+// truthMismatches compares a device's steps with a capture's truth: one line per step
+// count, draft-forward, sampling or phase difference.
+func truthMismatches(d *breakdown.DeviceReport, want []truthStep) []string {
+	var got []truthStep
+	for _, s := range d.Steps {
+		got = append(got, truthStep{s.Phase.String(), s.DraftForwards})
+	}
+	if len(got) != len(want) {
+		return []string{fmt.Sprintf("%d steps by %v (%s), want %d: got %v, want %v", len(got), d.Method, d.MethodDetail, len(want), got, want)}
+	}
+	var miss []string
+	for i := range want {
+		if got[i].Drafts != want[i].Drafts {
+			miss = append(miss, fmt.Sprintf("step %d: %d draft forwards, want %d", i, got[i].Drafts, want[i].Drafts))
+		}
+		// Every forward of a round samples (the drafts their draft tokens): context
+		// reads each forward apart.
+		if s := &d.Steps[i]; want[i].Drafts > 0 && s.Kernels[kernelclass.Sampling] < 1+want[i].Drafts {
+			miss = append(miss, fmt.Sprintf("round %d: %d sampling kernels, want one per forward (%d)", i, s.Kernels[kernelclass.Sampling], 1+want[i].Drafts))
+		}
+		if got[i].Phase != want[i].Phase {
+			miss = append(miss, fmt.Sprintf("step %d: %s, want %s", i, got[i].Phase, want[i].Phase))
+		}
+	}
+	return miss
+}
+
 func TestTruthCaptures(t *testing.T) {
 	var files []string
 	for _, dir := range []string{"", "runs"} {
@@ -385,7 +482,21 @@ func TestTruthCaptures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, requests := captureTruth(t, truth)
 			gz := strings.TrimSuffix(truth, ".truth.json") + ".sqlite.gz"
-			tr, err := nsys.Open(context.Background(), nsystest.GunzipInto(t, gz, t.TempDir()), nsys.Options{})
+			path := nsystest.GunzipInto(t, gz, t.TempDir())
+			if strings.HasPrefix(name, "engine-") {
+				// The engine workload's markers (a cudaMemGetInfo per iteration) are its
+				// ground truth, not a signal: the steps must be found without them.
+				db, err := sql.Open("sqlite3", path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = db.Exec(markerDelete)
+				db.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -394,30 +505,27 @@ func TestTruthCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := &rep.Devices[0]
-			var got []truthStep
-			for _, s := range d.Steps {
-				got = append(got, truthStep{s.Phase.String(), s.DraftForwards})
+			miss := truthMismatches(d, want)
+			if why, pending := notYetExact[name]; pending {
+				// Strict: a capture that becomes exact must leave the list.
+				if len(miss) == 0 {
+					t.Fatalf("%s is exact now: remove it from notYetExact", name)
+				}
+				t.Skipf("not yet exact (issue 30: %s): %d mismatches, the first: %s", why, len(miss), miss[0])
 			}
-			if len(got) != len(want) {
-				t.Fatalf("%d steps by %v (%s), want %d: got %v, want %v", len(got), d.Method, d.MethodDetail, len(want), got, want)
+			for _, m := range miss {
+				t.Error(m)
 			}
-			for i := range want {
-				if got[i].Drafts != want[i].Drafts {
-					t.Errorf("step %d: %d draft forwards, want %d", i, got[i].Drafts, want[i].Drafts)
-				}
-				// Every forward of a round samples (the drafts their draft tokens): context
-				// reads each forward apart.
-				if s := &d.Steps[i]; want[i].Drafts > 0 && s.Kernels[kernelclass.Sampling] < 1+want[i].Drafts {
-					t.Errorf("round %d: %d sampling kernels, want one per forward (%d)", i, s.Kernels[kernelclass.Sampling], 1+want[i].Drafts)
-				}
-				if got[i].Phase != want[i].Phase {
-					t.Errorf("step %d: %s, want %s", i, got[i].Phase, want[i].Phase)
-				}
+			if len(miss) > 0 {
+				return
 			}
 			if requests > 1 && name == "serve-multireq" && d.Outside.Windows < requests-1 {
 				t.Errorf("%d windows outside steps, want the %d pauses between requests", d.Outside.Windows, requests-1)
 			}
-			silentSelfChecksBut(t, rep, name == "slow-step")
+			// slow-step sleeps in one step; the engine loops run torch's SDPA on cuDNN, which
+			// builds a graph on the host for each new shape (testdata/traces/README.md: eager
+			// iterations of 50 ms to 2.5 s against 2-8 ms): steps far from the median, by design.
+			silentSelfChecksBut(t, rep, name == "slow-step" || strings.HasPrefix(name, "engine-"))
 		})
 	}
 }
@@ -427,7 +535,7 @@ func TestTruthCaptures(t *testing.T) {
 func silentSelfChecksBut(t *testing.T, rep *breakdown.Report, slow bool) {
 	t.Helper()
 	for _, w := range selfChecks(rep) {
-		if slow && strings.Contains(w, "more than 10x away from the median step") {
+		if slow && (strings.Contains(w, "more than 10x away from the median step") || strings.Contains(w, "more than 10x the median prefill")) {
 			continue
 		}
 		t.Errorf("warning: %v", w)
@@ -565,6 +673,112 @@ func TestFirstDecodeNotInPrefill(t *testing.T) {
 			}
 			if k0, k1, k2 := d.Steps[0].TotalKernels(), d.Steps[1].TotalKernels(), d.Steps[2].TotalKernels(); k1 != k2+3 || k0 >= k1+k2 {
 				t.Errorf("prefill %d, first decode %d, second %d kernels; want the first decode step 3 kernels longer than the second, on its own", k0, k1, k2)
+			}
+		})
+	}
+}
+
+// TestWindowEdges: engine-window was captured with cudaProfilerStart after layer 2 of one
+// iteration and cudaProfilerStop after layer 1 of another (a window opened on a running
+// server). Both edges are steps of their own, partial, named in a warning and kept out of the
+// summary; no prefill is claimed; the 19 whole iterations between are the decode summary.
+func TestWindowEdges(t *testing.T) {
+	rep := craftedReport(t, "engine-window", markerDelete)
+	d := &rep.Devices[0]
+	n := len(d.Steps)
+	if n != 21 || d.Steps[0].Phase != breakdown.Partial || d.Steps[n-1].Phase != breakdown.Partial {
+		t.Fatalf("%d steps, edges %v and %v; want 21, both partial", n, d.Steps[0].Phase, d.Steps[n-1].Phase)
+	}
+	for _, s := range d.Steps[1 : n-1] {
+		if s.Phase != breakdown.Decode {
+			t.Errorf("step %d: %v, want decode", s.Index, s.Phase)
+		}
+	}
+	if got := d.Summary.Steps + len(d.Summary.Outliers.Steps); got != 19 {
+		t.Errorf("summary over %d steps and %d outliers, want the 19 whole iterations", d.Summary.Steps, len(d.Summary.Outliers.Steps))
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.Contains(w.Error(), "window cuts iterations")
+	}
+	if !warned {
+		t.Errorf("no warning names the partial edges: %v", rep.Warnings)
+	}
+	all, _, _ := breakdown.SelectSteps(d.Steps, breakdown.AllSteps)
+	if len(all) != 19 {
+		t.Errorf("--phase all summarises %d steps, want 19 (partial edges in no summary)", len(all))
+	}
+}
+
+// TestExtraInputCopy (issue 30 item 6): one extra 32-byte input copy in every fifth step (a
+// flag, a seed) must not make those steps prompt-holding: their inputs are the batch's, a
+// copy's size says nothing alone. The steps and phases stay those of the capture as it is
+// (its truth sidecar's), or a self-check warning names the doubt.
+func TestExtraInputCopy(t *testing.T) {
+	for _, name := range []string{"serve-cb", "engine-eager-cb", "engine-repeat"} {
+		t.Run(name, func(t *testing.T) {
+			base := craftedReport(t, name, markerDelete)
+			db := captureDB(t, name)
+			var stmts []string
+			for i, s := range base.Devices[0].Steps {
+				if i%5 != 4 {
+					continue
+				}
+				at := int64(s.Start) + int64(s.Wall())/2
+				stmts = append(stmts, copyRows(t, db, "CUPTI_ACTIVITY_KIND_MEMCPY",
+					"rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1)",
+					map[string]string{"start": fmt.Sprint(at), "end": fmt.Sprint(at + 900), "bytes": "32",
+						"correlationId": fmt.Sprintf("correlationId + %d", 200000000+i)}))
+			}
+			rep := craftedReport(t, name, append([]string{markerDelete}, stmts...)...)
+			a, b := base.Devices[0].Steps, rep.Devices[0].Steps
+			if len(a) != len(b) {
+				t.Fatalf("%d steps with the extra copies, %d without", len(b), len(a))
+			}
+			wrong := 0
+			for i := range a {
+				if a[i].Phase != b[i].Phase {
+					wrong++
+					t.Logf("step %d: %v with the extra copy, %v without (%s)", i, b[i].Phase, a[i].Phase, b[i].PhaseEvidence)
+				}
+			}
+			if wrong > 0 && len(selfChecks(rep)) == len(selfChecks(base)) {
+				t.Errorf("%d steps change phase with one extra 32-byte copy, and no self-check warning says so", wrong)
+			}
+		})
+	}
+}
+
+// TestDoubledAttention (issue 30 item 6): one decode step that runs twice its attention
+// kernels (a prompt chunk's attention beside the decoding sequences) is one step still; no
+// speculative round is claimed (the other steps' depth is not a draft's), and every other
+// step keeps its bounds and phase.
+func TestDoubledAttention(t *testing.T) {
+	for _, name := range []string{"hf-qwen3moe-eager", "dense-eager"} {
+		t.Run(name, func(t *testing.T) {
+			base := captureReport(t, name, breakdown.Options{Phase: breakdown.AllSteps})
+			a := base.Devices[0].Steps
+			k := len(a) / 2
+			db := captureDB(t, name)
+			where := fmt.Sprintf(`start >= %d AND start < %d AND demangledName IN (SELECT id FROM StringIds WHERE value LIKE '%%flash%%' OR value LIKE '%%sdpa%%' OR value LIKE '%%attention%%' OR value LIKE '%%fmha%%')`, a[k].Start, a[k].End)
+			var n int
+			db.QueryRow(`SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE ` + where).Scan(&n)
+			if n == 0 {
+				t.Fatalf("no attention kernel in step %d", k)
+			}
+			rep := craftedReport(t, name, copyRows(t, db, "CUPTI_ACTIVITY_KIND_KERNEL", where,
+				map[string]string{"start": "start + 1", "end": "end + 1", "correlationId": "correlationId + 300000000"}))
+			b := rep.Devices[0].Steps
+			if len(b) != len(a) {
+				t.Fatalf("%d steps with step %d's %d attention kernels doubled, %d without", len(b), k, n, len(a))
+			}
+			for i := range a {
+				if b[i].DraftForwards != 0 {
+					t.Errorf("step %d: a speculative round of %d drafts, in a capture without a draft model", i, b[i].DraftForwards)
+				}
+				if i != k && (a[i].Start != b[i].Start || a[i].Phase != b[i].Phase) {
+					t.Errorf("step %d: %v at %d, want %v at %d as without the doubled step", i, b[i].Phase, b[i].Start, a[i].Phase, a[i].Start)
+				}
 			}
 		})
 	}

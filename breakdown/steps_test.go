@@ -100,6 +100,14 @@ func TestNVTXDialects(t *testing.T) {
 			"execute_context_0(0)_generation_8(8)",
 			"execute_context_0(0)_generation_8(8)",
 		}, "", "vLLM NVTX ranges", []string{"prefill", "mixed", "decode", "decode"}, []int{2, 8, 8, 8}},
+		// vLLM's detailed_trace_annotation: scheduled tokens, then per phase the sums of query
+		// and sequence lengths and of their squares and products.
+		{"vLLM-detailed", []string{
+			"execute_512_context_2(sq512sk512sqsq131072sqsk131072)_generation_0(sq0sk0sqsq0sqsk0)",
+			"execute_134_context_1(sq128sk300sqsq16384sqsk38400)_generation_6(sq6sk900sqsq6sqsk900)",
+			"execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_8(sq8sk1210sqsq8sqsk1210)",
+			"execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_8(sq8sk1218sqsq8sqsk1218)",
+		}, "", "vLLM detailed NVTX ranges", []string{"prefill", "mixed", "decode", "decode"}, []int{2, 7, 8, 8}},
 		// SGLang: the forward mode and bs=N; an idle step is no step (its work outside),
 		// a speculative verify is a decode step.
 		{"SGLang", []string{

@@ -213,7 +213,10 @@ type device struct {
 	steps  []Step      // accounted, outside windows taken out, warm-up skipped (account, skip)
 	shapes []stepShape // one per step of steps
 	starts []bool      // per step: it starts a request (account)
-	fwds   []nsys.Time // the model's forwards (phases)
+	fwds   []nsys.Time // the model's forwards (account)
+	// trailing: the window outside steps at the end was made a step, a partial iteration the
+	// capture's end cut (openTrailingEdge, account).
+	trailing bool
 }
 
 // report finds the steps of the device (nvtx: its NVTX detection, if any), accounts them,
@@ -264,6 +267,16 @@ func (d *device) account() error {
 	if err := d.cancelled(); err != nil {
 		return err // the sweep stopped part-way
 	}
+	d.fwds = d.det.forwards
+	if d.fwds == nil && d.det.method != MethodWhole {
+		d.fwds = deviceForwards(d.t, d.h, d.tl)
+	}
+	if err := d.cancelled(); err != nil {
+		return err
+	}
+	if d.det.method != MethodWhole && d.det.method != MethodNVTX && len(d.fwds) >= 2 {
+		d.trailing = openTrailingEdge(d.det, steps, shapes, d.fwds) >= 0
+	}
 	d.starts = requestStarts(d.det)
 	if d.det.method != MethodWhole {
 		markCaptures(steps, d.det.bounds, graphCalls(d.t, d.tl))
@@ -274,13 +287,6 @@ func (d *device) account() error {
 
 // phases counts each step's forwards and infers the phases detection gave no phase.
 func (d *device) phases() error {
-	d.fwds = d.det.forwards
-	if d.fwds == nil && d.det.method != MethodWhole {
-		d.fwds = deviceForwards(d.t, d.h, d.tl)
-	}
-	if err := d.cancelled(); err != nil {
-		return err
-	}
 	countStepForwards(d.steps, d.fwds)
 	if d.det.method != MethodWhole {
 		for i := range d.steps {
@@ -289,6 +295,11 @@ func (d *device) phases() error {
 			}
 		}
 		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
+		if d.det.method != MethodNVTX && len(d.fwds) >= 2 {
+			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.dev, d.steps)); w != nil {
+				d.dr.Warnings = append(d.dr.Warnings, w)
+			}
+		}
 	}
 	return nil
 }
@@ -301,6 +312,11 @@ func (d *device) skip() {
 	}
 	d.dr.Steps = d.steps
 	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.dev, d.steps, len(d.fwds) >= 2)...)
+	if d.det.method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
+		if w := longMixCheck(d.tl.dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
+			d.dr.Warnings = append(d.dr.Warnings, w)
+		}
+	}
 	if len(d.fwds) < 2 && d.det.method != MethodWhole {
 		if w := foldedPatternCheck(d.tl, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)

@@ -106,7 +106,7 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start, Batch: b.batch, DraftForwards: b.drafts,
 			CutBy: b.by, DraftDepth: int(b.draftDepth), VerifyDepth: int(b.verifyDepth)}
 		if b.phase != Unknown && b.by == CutNVTX {
-			steps[i].PhaseEvidence = "the text of its NVTX range"
+			steps[i].PhaseEvidence = EvidenceNVTX
 		}
 		if i+1 < len(det.bounds) {
 			steps[i].End = det.bounds[i+1].start

@@ -73,8 +73,37 @@
 //   - Signals: SIGINT or SIGTERM removes the run's temporary files and export folder, kills
 //     a running `nsys export`, renames no output after the signal, and exits 128 + the
 //     signal number (130, 143) with one line on stderr.
-//   - WAL: the trace is read immutably; a non-empty `-wal` or `-journal` file beside it is
-//     named in a warning, since the changes it holds are not read.
+//   - WAL and journal: the trace is read immutably. `-wal` and `-journal` are looked for
+//     beside the file a symlink names, as SQLite does. A WAL with frames holds committed
+//     changes that are not read (open the file once with sqlite3 to apply them); a hot
+//     journal holds the rollback of an unfinished write, so the file may hold part of that
+//     write (open it once with sqlite3 to roll it back). Either is a warning; a WAL without
+//     frames or a zeroed journal header is not.
+//   - Damaged files: when the direct reader finds a damaged B-tree (a page met twice,
+//     rowids out of order, a cell past its page, ...), SQLite's `PRAGMA quick_check` of
+//     that table decides: if it fails too, exit 1 with one line naming the table, the page
+//     and quick_check's findings (the same answer on every run); only if it passes is the
+//     table read through SQLite, with a warning in every output.
+//   - Columns: names match in any letter case, as in SQLite; an optional column a table
+//     lacks is a warning saying what is lost. A REAL that is a whole number is read as that
+//     integer on both readers; any other REAL drops its row, as other bad values do.
+//   - Memory follows the pages the file's B-trees reach, not the page count its size or
+//     header claims (a sparse file "of 2 TiB": 16 MB). A step's distinct kernel names cost
+//     linear time (320,000 distinct attention names).
+//   - Non-regular inputs (a FIFO or device named .sqlite or .nsys-rep) are refused before
+//     they are opened ("is not a regular file"). SIGINT/SIGTERM during the analysis end the
+//     run within a second (checked per device and per range of steps).
+//   - Run configuration: knobs are allow-listed by prefix, and credential-shaped parts of
+//     their values are replaced by `[redacted]`: URL user:password, webhook URL paths, query
+//     parameters and key=value pairs whose key is a credential word (token, sig, password,
+//     api-key, ...), the credential after Bearer/Basic/Token, runs of 20+ letters and digits
+//     that mix case or letters and digits (a 40-hex git hash too), and a *SALT* knob whole.
+//     A warning in every output names the redacted knobs.
+//   - Step timeline (HTML): each device draws its busiest 32 streams and 8 host threads, the
+//     others folded into one row each (said in the subtitle); at most 64 devices.
+//   - Speed of light: a floor above the measured median step is a warning naming the likely
+//     unit mistake (`--bandwidth` is in GB/s: 4.8 TB/s is 4800); a floor outside 1ns-24h is a
+//     usage error.
 //   - Text output: all untrusted text (kernel names, NVTX text, GPU names, file names, knob
 //     values, flag values in usage errors, the `--progress` line) goes through one escaping
 //     function (`render.TerminalSafe`): C0 controls, DEL, C1 controls (also as raw bytes,

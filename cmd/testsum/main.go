@@ -86,12 +86,19 @@ func summarize(r io.Reader, w io.Writer, label string) bool {
 				for _, o := range outputs[k] {
 					fmt.Fprint(w, o)
 				}
-				for sk, o := range outputs { // the failed test's subtests
+				var subs []key // the failed test's subtests that failed, in name order
+				for sk := range outputs {
 					if sk.pkg == e.Package && strings.HasPrefix(sk.test, e.Test+"/") {
-						fmt.Fprint(w, strings.Join(o, ""))
-						delete(outputs, sk)
+						subs = append(subs, sk)
 					}
 				}
+				sort.Slice(subs, func(i, j int) bool { return subs[i].test < subs[j].test })
+				for _, sk := range subs {
+					fmt.Fprint(w, strings.Join(outputs[sk], ""))
+					delete(outputs, sk)
+				}
+			} else {
+				break // a failed subtest: its output waits for its top-level test's
 			}
 			delete(outputs, k)
 		}

@@ -7,9 +7,10 @@ import (
 )
 
 // TestTotals reads real go test -json output (testdata/sample.json: a package with two
-// passing tests, one with a subtest, one failing and one skipped test) and checks the
-// summary: the failed test's output, the skip's reason, and the totals as the last line,
-// subtests not counted.
+// passing tests, one with a subtest, one failing test, one whose subtest fails, and one
+// skipped test) and checks the summary: the failed tests' output, the failed subtest's
+// message (it was dropped before its test's line), the skip's reason, and the totals as
+// the last line, subtests not counted.
 func TestTotals(t *testing.T) {
 	f, err := os.Open("testdata/sample.json")
 	if err != nil {
@@ -21,10 +22,10 @@ func TestTotals(t *testing.T) {
 		t.Error("a failed test reported as success")
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if last := lines[len(lines)-1]; last != "tests: 2 passed, 1 failed, 1 skipped; 1 package failed" {
+	if last := lines[len(lines)-1]; last != "tests: 2 passed, 2 failed, 1 skipped; 1 package failed" {
 		t.Errorf("last line %q\n%s", last, out.String())
 	}
-	for _, want := range []string{"--- FAIL: TestFail", "boom", "skipped 1: TestSkip (no browser)"} {
+	for _, want := range []string{"--- FAIL: TestFail", "boom", "--- FAIL: TestSubFail/capture", "steps differ from the truth", "skipped 1: TestSkip (no browser)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}
