@@ -429,7 +429,6 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
 // what is wrong. TestTruthCaptures checks that each still differs from its truth (so the
 // list cannot go stale) and skips it, naming the first mismatch.
 var notYetExact = map[string]string{
-	"engine-bench":          "the same short request served six times: prefill and decode steps swapped",
 	"engine-disagg-decode":  "a decode-only worker: KV imports cut steps of their own, one step is called prefill",
 	"engine-disagg-prefill": "a prefill-only worker: its prompt chunks are called decode",
 	"engine-eager-cb":       "eager chunked prefill: 11 of 70 mixed iterations called decode",
