@@ -122,6 +122,24 @@
 //     prefill (a prompt's next chunk, or prompts alone). `serve-cb`: 2 prefill, 4 mixed, 33
 //     decode, as its truth. A verify forward that reads back a token per position keeps
 //     decode's ratio.
+//   - Evidence: every step says which signal started it (`cut_by`, ids joined by `+` when
+//     several apply: `nvtx`, `read_back`, `sync`, `graph_launch`, `input_copy`,
+//     `forward_end`, `pause`, `periodicity`, `window_start`, `whole`) and why it has its
+//     phase (`phase_evidence`); the text report counts them per device (`Steps cut by:`,
+//     `Phases by:`), the HTML step table shows them. A step with no positive evidence is
+//     decode, its evidence says "no evidence", and a self-check warning names those steps.
+//     A speculative round is claimed only where the trace shows a draft: forwards of one
+//     smaller depth (`draft_depth`, attention kernels) before each verify forward of full
+//     depth (`verify_depth`), in at least two rounds. An iteration cut by the capture
+//     window's start or end (`nsys start`/`stop`, a capture range, `--delay`) is `partial`:
+//     kept out of every summary and named in a warning. An iteration that captures a CUDA
+//     graph (`cudaStreamBeginCapture`, `cudaGraphInstantiate`) is one step marked
+//     `graph_capture`, its host time in graph calls `capture_host_ns`, kept out of every
+//     summary but the prefill's. vLLM's plain and detailed step ranges
+//     (`execute_T_context_C(...)_generation_G(...)`) and SGLang's scheduler ranges
+//     (`SGLANG_ENABLE_NVTX_SCHEDULER`) make whole iterations: a step runs from one range's
+//     start to the next's, the sampler and the read-back inside it. Decode steps over 3x
+//     the median with another kernel mix are named as likely prompt-holding.
 //   - Exclusive time: at each instant the running kernel with the highest-priority category
 //     owns the device (allreduce > collective > attention > moe_expert > gemm > moe_routing
 //     > sampling > elementwise > other > untraced_graph > memory); instants with nothing
