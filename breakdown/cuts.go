@@ -156,6 +156,10 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	if use&cutSync != 0 {
 		after, cc.sync = syncAfter(t, tl)
 	}
+	side := func(*activity) bool { return false }
+	if use&cutH2D != 0 {
+		side = sideCopies(t, tl)
+	}
 	var segs []segment
 	var d2hEnd nsys.Time
 	d2h := false
@@ -169,9 +173,11 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		if a.src == srcKernel && k != keyOf {
 			keyOf, inGraph = k, h.graphs[k]
 		}
-		if use&cutSync != 0 && (after[k] || (d2h && a.start >= d2hEnd)) {
+		aside := side(a)
+		readBack := d2h && a.start >= d2hEnd && !aside
+		if use&cutSync != 0 && !aside && (after[k] || readBack) {
 			why |= cutSync
-			if d2h && a.start >= d2hEnd {
+			if readBack {
 				why |= cutReadBack
 			}
 			delete(after, k) // a graph's kernels share the key: the first one cuts
@@ -184,12 +190,12 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 				cc.graph++
 			}
 		}
-		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD {
+		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD && !aside {
 			why |= cutH2D
 			cc.h2d++
 		}
 		if len(segs) == 0 || why != 0 {
-			if why&cutSync != 0 {
+			if why&cutSync != 0 && !aside {
 				d2h = false
 			}
 			if len(segs) > 0 {
@@ -216,6 +222,63 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 		last.fwd = last.fwdAt != 0
 	}
 	return segs, cc
+}
+
+// sideCopies returns whether a kernel or memory operation of the device runs on a side
+// stream: not the loop's stream (the one of most kernels and graph executions), when the
+// loop's stream copies inputs of its own. A transfer stream's work (a disaggregated decode
+// worker's KV imports beside the loop: copies, then per-layer cache writes) starts no
+// iteration: neither its host-to-device copies nor its first activity after a read-back
+// cut, nor does it as the first launch after a synchronize. Where every input copy runs on a copy stream, nothing is on a side stream.
+func sideCopies(t *nsys.Trace, tl *timeline) func(*activity) bool {
+	type sk struct {
+		proc   nsys.ProcID
+		stream nsys.StreamID
+	}
+	count := map[sk]int{}
+	tl.each(func(a *activity) bool {
+		switch a.src {
+		case srcKernel:
+			st := &t.Sites[t.Kernels[a.idx].Site]
+			count[sk{st.Proc, st.Stream}]++
+		case srcGraph:
+			g := &t.Graphs[a.idx]
+			count[sk{g.Proc, g.Stream}]++
+		}
+		return true
+	})
+	var main sk
+	best := 0
+	for k, c := range count {
+		if c > best || (c == best && (k.proc < main.proc || (k.proc == main.proc && k.stream < main.stream))) {
+			main, best = k, c
+		}
+	}
+	own := false
+	for i := range t.Memops {
+		m := &t.Memops[i]
+		if m.Device == tl.dev && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
+			own = true
+			break
+		}
+	}
+	if best == 0 || !own {
+		return func(*activity) bool { return false }
+	}
+	return func(a *activity) bool {
+		var at sk
+		switch a.src {
+		case srcMemop:
+			m := &t.Memops[a.idx]
+			at = sk{m.Proc, m.Stream}
+		case srcKernel:
+			st := &t.Sites[t.Kernels[a.idx].Site]
+			at = sk{st.Proc, st.Stream}
+		default:
+			return false
+		}
+		return at != main
+	}
 }
 
 // mergeEmpty joins each run of segments without kernels (an input copy, a copy after a

@@ -352,12 +352,23 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 			bi = j + 1
 			continue
 		}
+		if j == len(bounds) && rounds > 0 {
+			// Draft forwards that end the device's activity, no verify after them: the
+			// capture window ended mid-round. One partial step (kept out of summaries).
+			b := bounds[bi]
+			b.drafts, b.draftDepth, b.phase = j-bi, draft, Partial
+			b.why = fmt.Sprintf("window end: %d draft forwards and no verify forward after them (the capture stopped mid-round)", j-bi)
+			out = append(out, b)
+			bi = j
+			continue
+		}
 		out = append(out, bounds[bi:j]...)
 		bi = j
 	}
 	if rounds < 2 || 2*rounds < verifies {
 		return bounds
 	}
+	out = leadingDraft(out, bounds, func(bi int) bool { return fwds[bi] == 1 && depth[bi] == draft })
 	// Fewer layer bodies: a draft forward runs at most 3/4 of the verify's kernels (a
 	// chunked prefill's extra attention calls, one per prompt chunk, add a few kernels to a
 	// forward of the same layers).
@@ -375,4 +386,31 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 		return bounds
 	}
 	return out
+}
+
+// leadingDraft gives the first round (of rounds: groupRounds' boundaries) the one forward of
+// the draft's depth just before it that the finder left outside steps (the window before the
+// loop's first cut: too few kernels for a step of its own), when that round has one draft
+// forward fewer than the most common round: that forward is the round's first draft.
+// lone says whether a boundary of bounds holds one forward of the draft's depth.
+func leadingDraft(rounds, bounds []boundary, lone func(int) bool) []boundary {
+	if len(rounds) < 3 || len(bounds) < 2 || !bounds[0].outside || !lone(0) || rounds[1].start != bounds[1].start || rounds[1].drafts == 0 {
+		return rounds
+	}
+	count := map[int]int{}
+	modal, best := 0, 0
+	for _, b := range rounds {
+		if b.drafts > 0 && b.phase != Partial {
+			count[b.drafts]++
+			if c := count[b.drafts]; c > best {
+				modal, best = b.drafts, c
+			}
+		}
+	}
+	if best < 2 || rounds[1].drafts+1 != modal {
+		return rounds
+	}
+	b := rounds[1]
+	b.start, b.by, b.drafts = bounds[0].start, bounds[0].by, modal
+	return append([]boundary{b}, rounds[2:]...)
 }

@@ -327,6 +327,7 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 			modal, best = s.sig, c
 		}
 	}
+	modal = leastWorkMix(steps, shapes, count, modal, best)
 	decodeAttn := map[nsys.NameID]bool{}
 	var walls, gemms []time.Duration
 	decodeGEMM := -1
@@ -407,6 +408,38 @@ func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
 			s.Phase = Decode
 		}
 	}
+}
+
+// leastWorkMix breaks a tie between kernel mixes that are equally the most common (a
+// loop of two alternating kinds of iteration: each request one prompt and one decode
+// step): decode is the mix whose steps do the least GEMM and attention work (median busy
+// time), since a prompt runs the same layers on many more tokens. Without a tie, or with
+// equal work, it returns modal (the first seen).
+func leastWorkMix(steps []Step, shapes []stepShape, count map[uint64]int, modal uint64, best int) uint64 {
+	if best < 2 {
+		return modal
+	}
+	work := map[uint64][]time.Duration{}
+	var order []uint64
+	for i, s := range shapes {
+		if count[s.sig] != best {
+			continue
+		}
+		if _, seen := work[s.sig]; !seen {
+			order = append(order, s.sig)
+		}
+		work[s.sig] = append(work[s.sig], steps[i].Busy[kernelclass.GEMM]+steps[i].Busy[kernelclass.Attention])
+	}
+	if len(order) < 2 {
+		return modal
+	}
+	least := Quantile(work[modal], 0.5)
+	for _, sig := range order {
+		if w := Quantile(work[sig], 0.5); w < least {
+			modal, least = sig, w
+		}
+	}
+	return modal
 }
 
 // EvidenceNone is the phase evidence of a step given its phase without positive evidence:

@@ -25,6 +25,7 @@ type boundary struct {
 	split bool
 	// draftDepth, verifyDepth: a round's forward depths (attention kernels).
 	draftDepth, verifyDepth int32
+	why                     string // the evidence of a phase the finder gave (a partial round)
 }
 
 // Cut ids: what started a step (Step.CutBy).

@@ -108,6 +108,9 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 		if b.phase != Unknown && b.by == CutNVTX {
 			steps[i].PhaseEvidence = EvidenceNVTX
 		}
+		if b.why != "" {
+			steps[i].PhaseEvidence = b.why
+		}
 		if i+1 < len(det.bounds) {
 			steps[i].End = det.bounds[i+1].start
 		}
