@@ -1,6 +1,7 @@
 // Command testsum reads `go test -json` on stdin and writes what `go test` writes without
 // -json (each package's ok/FAIL line, and the output of failed tests and of packages that
-// did not build), then one line naming the tests that were skipped and why, and last the
+// did not build), then one line naming the tests that were skipped and why (and one for
+// skipped subtests, when there are any), and last the
 // totals of the top-level tests: "tests: 512 passed, 0 failed, 9 skipped" (-label names
 // the pass: "race: ..."), with the packages that failed to build. `make test` and
 // `make check` run it; it exits 1 when a test or a package failed.
@@ -39,7 +40,7 @@ func summarize(r io.Reader, w io.Writer, label string) bool {
 	type key struct{ pkg, test string }
 	var passed, failedTests, skipped, failedPkgs int
 	outputs := map[key][]string{}
-	var skips []string
+	var skips, subSkips []string // top-level tests; subtests (not in the totals)
 	failed := false
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -59,6 +60,8 @@ func summarize(r io.Reader, w io.Writer, label string) bool {
 			if e.Test != "" && !strings.Contains(e.Test, "/") {
 				skipped++
 				skips = append(skips, fmt.Sprintf("%s (%s)", e.Test, skipReason(outputs[k])))
+			} else if e.Test != "" {
+				subSkips = append(subSkips, fmt.Sprintf("%s (%s)", e.Test, skipReason(outputs[k])))
 			}
 			delete(outputs, k)
 		case "pass":
@@ -108,6 +111,10 @@ func summarize(r io.Reader, w io.Writer, label string) bool {
 		fmt.Fprintln(w, "skipped: none")
 	} else {
 		fmt.Fprintf(w, "skipped %d: %s\n", len(skips), strings.Join(skips, "; "))
+	}
+	if len(subSkips) > 0 { // a case of a table-driven test left out on purpose says why
+		sort.Strings(subSkips)
+		fmt.Fprintf(w, "skipped subtests %d: %s\n", len(subSkips), strings.Join(subSkips, "; "))
 	}
 	fmt.Fprintln(w, totals(label, passed, failedTests, skipped, failedPkgs))
 	return !failed

@@ -30,6 +30,16 @@ func TestTotals(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}
 	}
+	var sub strings.Builder
+	summarize(strings.NewReader(`{"Action":"output","Package":"p","Test":"TestT/case","Output":"    x_test.go:9: not yet exact (why)\n"}
+{"Action":"output","Package":"p","Test":"TestT/case","Output":"    --- SKIP: TestT/case (0.00s)\n"}
+{"Action":"skip","Package":"p","Test":"TestT/case"}
+{"Action":"pass","Package":"p","Test":"TestT"}
+{"Action":"pass","Package":"p","Elapsed":0.5}
+`), &sub, "tests")
+	if !strings.HasSuffix(sub.String(), "skipped: none\nskipped subtests 1: TestT/case (not yet exact (why))\ntests: 1 passed, 0 failed, 0 skipped\n") {
+		t.Errorf("a skipped subtest, summary:\n%s", sub.String())
+	}
 	var pass strings.Builder
 	ok := summarize(strings.NewReader(`{"Action":"pass","Package":"p","Test":"TestA"}
 {"Action":"pass","Package":"p","Elapsed":0.5}
