@@ -27,7 +27,8 @@ test:
 	@set -o pipefail; $(GO) test -race -timeout 60m -tags '$(TAGS)' -json $$($(GO) list ./... | grep -vx '$(NORACE)') | $(GO) run ./cmd/testsum -label race
 
 # The edit loop: gofmt, vet and the tests in -short mode (no race pass; the tests that
-# grow large inputs or run child processes for minutes skip), with the same totals line.
+# grow large inputs, run child processes for minutes or open a browser skip), with the same
+# totals line.
 check:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet -tags '$(TAGS)' ./...

@@ -24,8 +24,12 @@ import (
 
 // findBrowser returns a Chromium or Chrome on PATH. Without one the browser test is
 // skipped, except under CI=true, where it fails: CI installs Debian's chromium (.ci/run).
+// In -short mode (make check, the edit loop) the browser tests skip: make test runs them.
 func findBrowser(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("a browser test: -short leaves it to make test")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
