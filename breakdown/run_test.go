@@ -25,7 +25,7 @@ func runCapture(t *testing.T, name, dir string) string {
 	if _, err := os.Stat(gz); err == nil {
 		return nsystest.GunzipInto(t, gz, dir)
 	}
-	xz := filepath.Join("..", "..", "..", "shared", "traces", "truth", name+".sqlite.xz")
+	xz := filepath.Join("..", "..", "shared", "traces", "truth", name+".sqlite.xz")
 	if _, err := os.Stat(xz); err != nil {
 		t.Skipf("%s: no such capture here", name)
 	}

@@ -382,22 +382,32 @@ func mainPIDs(t *Trace) map[DeviceID]int64 {
 // kernels copies every file's kernels into one array and sorts it; each file's array is
 // given back as soon as it is copied.
 func (g *merger) kernels() {
-	n := 0
-	for _, t := range g.traces {
-		n += len(t.Kernels)
-	}
-	ks := bigSlice[Kernel](g.m, n)[:0]
-	for i, t := range g.traces {
-		for _, k := range t.Kernels {
-			k.Start += g.off[i]
-			k.End += g.off[i]
-			k.Site += g.sites[i]
-			ks = append(ks, k)
-		}
-		giveBack(t, &t.Kernels)
-	}
+	ks := mergeRows(g, func(t *Trace) *[]Kernel { return &t.Kernels }, func(k *Kernel, i int) {
+		k.Start += g.off[i]
+		k.End += g.off[i]
+		k.Site += g.sites[i]
+	})
 	sortKernels(ks, g.m.Sites)
 	g.m.Kernels = ks
+}
+
+// mergeRows copies one table of every file (table picks it) into one array of the merged
+// trace, each row moved onto the run's clock and ids by shift (its file's index), and
+// gives each file's table back as soon as it is copied.
+func mergeRows[T any](g *merger, table func(*Trace) *[]T, shift func(*T, int)) []T {
+	n := 0
+	for _, t := range g.traces {
+		n += len(*table(t))
+	}
+	out := bigSlice[T](g.m, n)[:0]
+	for i, t := range g.traces {
+		for _, r := range *table(t) {
+			shift(&r, i)
+			out = append(out, r)
+		}
+		giveBack(t, table(t))
+	}
+	return out
 }
 
 // giveBack returns the memory of *s, one of t's tables just copied, to the system and
@@ -424,20 +434,11 @@ func giveBack[T any](t *Trace, s *[]T) {
 
 // calls copies every file's API calls into one array and sorts it, as kernels does.
 func (g *merger) calls() {
-	n := 0
-	for _, t := range g.traces {
-		n += len(t.APICalls)
-	}
-	cs := bigSlice[APICall](g.m, n)[:0]
-	for i, t := range g.traces {
-		for _, c := range t.APICalls {
-			c.Start += g.off[i]
-			c.End += g.off[i]
-			c.Caller += g.callers[i]
-			cs = append(cs, c)
-		}
-		giveBack(t, &t.APICalls)
-	}
+	cs := mergeRows(g, func(t *Trace) *[]APICall { return &t.APICalls }, func(c *APICall, i int) {
+		c.Start += g.off[i]
+		c.End += g.off[i]
+		c.Caller += g.callers[i]
+	})
 	sortCalls(cs, g.m.Callers)
 	g.m.APICalls = cs
 }
