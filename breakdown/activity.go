@@ -38,9 +38,15 @@ func (a *activity) key() uint64 { return actKey(a.proc, a.corr) }
 // A timeline gives the activities of one device in start order, merging the trace's
 // kernels, memory operations and graph executions without copying them.
 type timeline struct {
-	t    *nsys.Trace
-	dev  nsys.DeviceID
-	cats []kernelclass.Category // category per kernel NameID
+	t   *nsys.Trace
+	dev nsys.DeviceID
+	// oneProc keeps the timeline to the work of process proc on the device: a device
+	// shared by several processes (two servers, a draft server beside its target) has one
+	// timeline, and so one loop, per process (procs.go).
+	oneProc bool
+	proc    nsys.ProcID
+	sharers int                    // with oneProc: the processes with work on the device
+	cats    []kernelclass.Category // category per kernel NameID
 	// over assigns NVTX-mapped categories to kernels; nil when unused.
 	over *overrides
 	// ctx holds the categories the kernels' place in their step gave them (context.go).
@@ -80,13 +86,13 @@ func (tl *timeline) eachFrom(from nsys.Time, fn func(a *activity) bool) {
 			return
 		}
 		// Advance each source to its next activity on this device.
-		for i < len(ks) && sites[ks[i].Site].Device != tl.dev {
+		for i < len(ks) && !tl.owns(sites[ks[i].Site].Device, sites[ks[i].Site].Proc) {
 			i++
 		}
-		for j < len(ms) && ms[j].Device != tl.dev {
+		for j < len(ms) && !tl.owns(ms[j].Device, ms[j].Proc) {
 			j++
 		}
-		for k < len(gs) && gs[k].Device != tl.dev {
+		for k < len(gs) && !tl.owns(gs[k].Device, gs[k].Proc) {
 			k++
 		}
 		best := -1
@@ -155,19 +161,19 @@ func (tl *timeline) runningAt(at nsys.Time, longest time.Duration) []activity {
 	from := at - nsys.Time(longest)
 	ks := tl.t.Kernels
 	for i := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= at }) - 1; i >= 0 && ks[i].Start >= from; i-- {
-		if ks[i].End > at && tl.t.Sites[ks[i].Site].Device == tl.dev {
+		if st := &tl.t.Sites[ks[i].Site]; ks[i].End > at && tl.owns(st.Device, st.Proc) {
 			tl.kernelAct(i, &a)
 			out = append(out, a)
 		}
 	}
 	for j, m := range tl.t.Memops {
-		if m.Start < at && m.End > at && m.Device == tl.dev {
+		if m.Start < at && m.End > at && tl.owns(m.Device, m.Proc) {
 			tl.memopAct(j, &a)
 			out = append(out, a)
 		}
 	}
 	for k, g := range tl.t.Graphs {
-		if g.Start < at && g.End > at && g.Device == tl.dev {
+		if g.Start < at && g.End > at && tl.owns(g.Device, g.Proc) {
 			tl.graphAct(k, &a)
 			out = append(out, a)
 		}
@@ -192,22 +198,27 @@ func (tl *timeline) procs() []bool {
 			tl.procSet[p] = true
 		}
 		for _, st := range tl.t.Sites {
-			if st.Device == tl.dev {
+			if tl.owns(st.Device, st.Proc) {
 				mark(st.Proc)
 			}
 		}
 		for _, m := range tl.t.Memops {
-			if m.Device == tl.dev {
+			if tl.owns(m.Device, m.Proc) {
 				mark(m.Proc)
 			}
 		}
 		for _, g := range tl.t.Graphs {
-			if g.Device == tl.dev {
+			if tl.owns(g.Device, g.Proc) {
 				mark(g.Proc)
 			}
 		}
 	}
 	return tl.procSet
+}
+
+// owns reports whether work of process p on device dev is on the timeline.
+func (tl *timeline) owns(dev nsys.DeviceID, p nsys.ProcID) bool {
+	return dev == tl.dev && (!tl.oneProc || p == tl.proc)
 }
 
 // hasProc reports whether process p runs work on the device.

@@ -257,7 +257,7 @@ func sideCopies(t *nsys.Trace, tl *timeline) func(*activity) bool {
 	own := false
 	for i := range t.Memops {
 		m := &t.Memops[i]
-		if m.Device == tl.dev && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
+		if tl.owns(m.Device, m.Proc) && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
 			own = true
 			break
 		}

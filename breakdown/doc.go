@@ -34,13 +34,16 @@
 //  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
 //     HTML report's step timeline (one step's rows per device).
 //
+// procs.go splits a device that several processes share into one timeline per process.
 // report.go holds the result types; units.go how a time and a share are written in text.
 //
 //   - Steps are the iterations of the serving loop: one forward of the target model, or one
 //     speculative round (the draft model's forwards and the target's verify forward).
 //     Iterations differ in shape (batch, prompt chunk, number of draft tokens) and that is
-//     normal; a run of iterations is never folded into one step. Found per device, by the
-//     first of these that finds any (`--steps auto`; the list is `breakdown/method.go`'s one
+//     normal; a run of iterations is never folded into one step. Found per device (per
+//     process on a device that several processes share, procs.go: each is its own loop,
+//     its own DeviceReport with PID and Processes, and no step holds another process's
+//     work; such reports have no rank view), by the first of these that finds any (`--steps auto`; the list is `breakdown/method.go`'s one
 //     table of methods):
 //   - NVTX ranges (a `--steps nvtx:REGEX`, or the dialects of TensorRT-LLM `[Executor]
 //     _forward_step N: X ctx reqs, Y gen reqs`, vLLM `execute_context_*_generation_*`,

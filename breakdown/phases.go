@@ -96,11 +96,11 @@ const promptGEMM = 3
 // end up to its own last one (its first step: from its start); its read-back the
 // device-to-host copies after its last forward's end, before the next forward's end or the
 // next iteration's first input copy. A step without a forward end says nothing.
-func stepCopies(t *nsys.Trace, dev nsys.DeviceID, steps []Step, ends []nsys.Time) []iterCopies {
+func stepCopies(tl *timeline, steps []Step, ends []nsys.Time) []iterCopies {
 	out := make([]iterCopies, len(steps))
 	var ms []nsys.Memop
-	for _, m := range t.Memops {
-		if m.Device == dev && (m.Kind == nsys.MemcpyHtoD || m.Kind == nsys.MemcpyDtoH) {
+	for _, m := range tl.t.Memops {
+		if tl.owns(m.Device, m.Proc) && (m.Kind == nsys.MemcpyHtoD || m.Kind == nsys.MemcpyDtoH) {
 			ms = append(ms, m)
 		}
 	}

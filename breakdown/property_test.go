@@ -78,7 +78,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		// Stray kernels before the first step, some still running when it starts.
 		for i := rng.IntN(3); i > 0; i-- {
 			s := h - nsys.Time(rng.IntN(200_000))
-			g.kernel(kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
+			g.kernelIn(thread, kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
 		}
 		nsteps := 1 + rng.IntN(6)
 		// Without markers, half the devices repeat one kernel sequence every step (for
@@ -114,7 +114,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 				case marker == "graph" && i > 0 && rng.IntN(4) != 0:
 					graphKs = append(graphKs, s)
 				case rng.IntN(10) == 0:
-					g.kernel(s) // no launch call seen
+					g.kernelIn(thread, s) // no launch call seen
 				default:
 					g.launch(thread, h, s)
 				}
@@ -162,7 +162,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		// Stray kernels after the last step.
 		for i := rng.IntN(2); i > 0; i-- {
 			s := h + nsys.Time(rng.IntN(200_000))
-			g.kernel(kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
+			g.kernelIn(thread, kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
 		}
 		if sharedThread {
 			sharedH = h

@@ -120,6 +120,9 @@ type Step struct {
 	Index int // position among all steps found on the device, before Options.Skip
 	Phase Phase
 	Label string // the NVTX text that defined the step, if any
+	// PID is the process whose work the step holds, on a device that several processes
+	// share (DeviceReport.Processes > 1); 0 otherwise (the device's one process, DeviceReport.PID).
+	PID int64
 	// DraftForwards is the number of the draft model's forwards in a speculative round (a
 	// decode step of draft forwards and the target's verify forward); 0 otherwise.
 	DraftForwards int
@@ -252,7 +255,13 @@ type Outliers struct {
 
 // DeviceReport is the breakdown of one device.
 type DeviceReport struct {
-	Device       nsys.DeviceID
+	Device nsys.DeviceID
+	// PID is the process (operating system pid) whose work the report holds, the one that
+	// launched most of it when it is not split; Processes counts the processes with work on
+	// the device. A device two or more processes share (Processes > 1) has one report per
+	// process, each its own loop, its steps that process's alone (procs.go).
+	PID          int64
+	Processes    int
 	GPU          string
 	Method       Method
 	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"

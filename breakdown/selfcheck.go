@@ -143,7 +143,7 @@ func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 // rankChecks warns when the devices of one trace (ranks of one job) disagree on the number
 // of decode steps.
 func rankChecks(devs []DeviceReport) []error {
-	if len(devs) < 2 {
+	if len(devs) < 2 || sharedDevices(devs) {
 		return nil
 	}
 	counts := make([]int, len(devs))

@@ -74,18 +74,18 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if !opt.NoContext {
 		cc = newContextCats(t, h, cats)
 	}
-	tls := map[nsys.DeviceID]*timeline{}
-	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: cc, done: ctx.Done()}
+	var tls []*timeline // one per device, or per process on a device several share (procs.go)
+	for _, u := range deviceUnits(t, devs) {
+		tls = append(tls, &timeline{t: t, dev: u.dev, oneProc: u.shared, proc: u.proc, sharers: u.sharers, cats: cats, over: over, ctx: cc, done: ctx.Done()})
 	}
-	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
+	nvtx, err := matchNVTX(t, h, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Devices, err = deviceReports(ctx, t, h, devs, tls, nvtx, method, opt); err != nil {
+	if rep.Devices, err = deviceReports(ctx, t, h, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
@@ -163,14 +163,14 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
 // once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
-func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
-	drs := make([]DeviceReport, len(devs))
-	errs := make([]error, len(devs))
+func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, tls []*timeline, nvtx []*detection, method Method, opt Options) ([]DeviceReport, error) {
+	drs := make([]DeviceReport, len(tls))
+	errs := make([]error, len(tls))
 	var wg sync.WaitGroup
 	// At most GOMAXPROCS devices at a time: hundreds of runnable goroutines kept the
 	// signal handler's goroutine waiting for seconds (192 devices: SIGINT took 7 s).
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, dev := range devs {
+	for i, tl := range tls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,8 +180,12 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 				errs[i] = ctx.Err()
 				return
 			}
-			d := &device{t: t, h: h, tl: tls[dev], method: method, opt: opt}
-			drs[i], errs[i] = d.report(nvtx[dev])
+			d := &device{t: t, h: h, tl: tl, method: method, opt: opt}
+			var det *detection
+			if nvtx != nil {
+				det = nvtx[i]
+			}
+			drs[i], errs[i] = d.report(det)
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
 			}
@@ -189,7 +193,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 	}
 	wg.Wait()
 	var out []DeviceReport
-	for i := range devs {
+	for i := range tls {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
@@ -230,6 +234,7 @@ func (d *device) report(nvtx *detection) (DeviceReport, error) {
 	}
 	d.skip()
 	err := d.summarise()
+	nameProcess(&d.dr)
 	return d.dr, err
 }
 
@@ -246,7 +251,13 @@ func (d *device) cancelled() error {
 func (d *device) detect(nvtx *detection) error {
 	det, warn := detectSteps(d.t, d.h, d.tl, nvtx, d.method)
 	d.det = det
-	d.dr = DeviceReport{Device: d.tl.dev}
+	d.dr = DeviceReport{Device: d.tl.dev, Processes: 1}
+	if d.tl.oneProc {
+		d.dr.PID = PIDOf(d.t, d.tl.proc)
+		d.dr.Processes = d.tl.sharers
+	} else if ps := d.tl.procs(); len(ps) > 0 {
+		d.dr.PID = PIDOf(d.t, mainProc(d.t, d.tl))
+	}
 	if g, ok := d.t.Device(d.tl.dev); ok {
 		d.dr.GPU = g.Name
 	}
@@ -294,9 +305,9 @@ func (d *device) phases() error {
 				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
+		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.tl, d.steps, d.fwds))
 		if d.det.method != MethodNVTX && len(d.fwds) >= 2 {
-			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.dev, d.steps)); w != nil {
+			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.tl, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)
 			}
 		}

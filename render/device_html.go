@@ -22,7 +22,7 @@ import (
 func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	h := htmlDevice{
 		Anchor:  fmt.Sprintf("device-%d", d.Device),
-		Heading: fmt.Sprintf("Device %d: %s", d.Device, gpuName(d.GPU)),
+		Heading: fmt.Sprintf("%s: %s", capitalize(d.Name()), gpuName(d.GPU)),
 	}
 	sm := &d.Summary
 	if len(d.Steps) == 0 {
@@ -213,10 +213,10 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart int, prefill bool) (chartBlock, error) {
 	g := newStepGroups(len(steps))
 	cats := presentCategories(steps)
-	title := fmt.Sprintf("Device %d (%s): exclusive time per step by category", d.Device, gpuName(d.GPU))
+	title := fmt.Sprintf("%s (%s): exclusive time per step by category", capitalize(d.Name()), gpuName(d.GPU))
 	id := fmt.Sprintf("steps-%d", d.Device)
 	if prefill {
-		title = fmt.Sprintf("Device %d (%s): prefill steps, on their own scale", d.Device, gpuName(d.GPU))
+		title = fmt.Sprintf("%s (%s): prefill steps, on their own scale", capitalize(d.Name()), gpuName(d.GPU))
 		id = fmt.Sprintf("prefill-%d", d.Device)
 	}
 	sub := stepsSubtitle(d, steps, g, prefillApart, prefill)

@@ -32,7 +32,11 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 		n++
 		ew.printf("  %d. %s\n", n, groupHeadline(r, g))
 		if pr := perRankLine(r, g); pr != "" {
-			ew.printf("     per rank: %s\n", pr)
+			per := "rank"
+			if shared(r) {
+				per = "loop"
+			}
+			ew.printf("     per %s: %s\n", per, pr)
 		}
 		ew.printf("     %s%s\n", evidenceOf(r, g), TerminalSafe(g.Top().Claim))
 		ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(g.Top())))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // This file holds the words every format of render uses (text, HTML, JSON's warnings):
@@ -182,6 +183,27 @@ func fmtCalls(f float64) string {
 		return fmt.Sprint(int64(f))
 	}
 	return fmt.Sprintf("%.1f", f)
+}
+
+// devicesWords counts a report's devices: "2 devices", or, where processes share a
+// device, "1 device, 2 processes on device 0: one loop each".
+func devicesWords(r *breakdown.Report) string {
+	ids := map[nsys.DeviceID]int{}
+	var order []nsys.DeviceID
+	for i := range r.Devices {
+		d := r.Devices[i].Device
+		if ids[d] == 0 {
+			order = append(order, d)
+		}
+		ids[d]++
+	}
+	out := fmt.Sprintf("%d device%s", len(order), plural(len(order)))
+	for _, d := range order {
+		if ids[d] > 1 {
+			out += fmt.Sprintf(", %d processes on device %d: one loop each", ids[d], d)
+		}
+	}
+	return out
 }
 
 func capitalize(s string) string {

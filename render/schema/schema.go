@@ -124,7 +124,13 @@ type SourceJSON struct {
 
 // DeviceJSON is one device's steps and summary.
 type DeviceJSON struct {
-	Device       int         `json:"device"`
+	Device int `json:"device"`
+	// PID is the process whose work the device's steps hold (the one that launched most of
+	// it); Processes counts the processes with work on the device. A device that several
+	// processes share has one entry per process, each its own loop (same "device", its own
+	// "pid"). Added fields.
+	PID          int64       `json:"pid,omitempty"`
+	Processes    int         `json:"processes,omitempty"`
 	GPU          string      `json:"gpu"`
 	StepMethod   string      `json:"step_method"`
 	MethodDetail string      `json:"step_method_detail"`
@@ -164,12 +170,15 @@ type FindingJSON struct {
 
 // StepJSON is one step.
 type StepJSON struct {
-	Index    int    `json:"index"`
-	Phase    string `json:"phase"`
-	Label    string `json:"label,omitempty"`
-	StartNS  int64  `json:"start_ns"`
-	EndNS    int64  `json:"end_ns"`
-	Launches int    `json:"launches"`
+	Index int    `json:"index"`
+	Phase string `json:"phase"`
+	Label string `json:"label,omitempty"`
+	// PID: the process whose work the step holds, on a device several processes share
+	// (absent otherwise: the device's pid). Added field.
+	PID      int64 `json:"pid,omitempty"`
+	StartNS  int64 `json:"start_ns"`
+	EndNS    int64 `json:"end_ns"`
+	Launches int   `json:"launches"`
 	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
 	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
 	DraftForwards int `json:"draft_forwards,omitempty"`
