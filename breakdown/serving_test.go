@@ -428,8 +428,9 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
 // prompt-lookup decoding, a batch that grows mid-run, an OLMoE eager loop, a cuDNN SDPA loop
 // with a growing KV length, a host pause in one step, a 526-node CUDA graph, JAX's jitted
 // step and lax.fori_loop, four runs each of the dense eager and graph loops, and (issue 44)
-// swap-in KV copies on a side stream overlapping decode graph replays and a graph-level
-// capture (one opaque replay a step).
+// swap-in KV copies on a side stream during decode forwards (graph replays and eager) and
+// graph-level captures (one opaque replay a step, the window opened before or after the
+// prefill).
 // notYetExact names the engine-loop captures (issue 30, situations 5, 7, 9, 10 and the
 // eager chunked-prefill engine; issue 44's classes: two processes on one GPU, a whole
 // process lifetime, mixed iterations with two attention calls per layer, not inference)

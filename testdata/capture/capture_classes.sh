@@ -12,19 +12,22 @@
 #   engine-draft-target     draft-target     the same
 #   engine-lifetime         lifetime         NO capture range (the whole process), -t cuda,nvtx,osrt, node-level
 #   engine-swap-in          swap-in          cudaProfilerApi range, node-level graphs
+#   engine-swap-in-eager    swap-in-eager    the same
 #   engine-mixed-eager      mixed-eager      the same
 #   engine-mixed-piecewise  mixed-piecewise  the same
 #   engine-graph-level      graph-level      cudaProfilerApi range, --cuda-graph-trace=graph
+#   engine-graph-level-decode graph-level-decode  the same
 #   train-loop              train            cudaProfilerApi range
 #   load-weights            load             cudaProfilerApi range
 # Each capture runs in its own timeout, failures are logged and the next one runs; the SQLite export
 # runs in the background while the next capture runs, then gzip -9 -n. Writes $OUT/captures.tar
 # (NAME.sqlite.gz + NAME.truth.json per capture) and $OUT/capture-classes.log.
-# DEADLINE (seconds from the start, default 470) stops starting new captures.
+# DEADLINE (seconds from the start, default 470) stops starting new captures; CAPTURE_LOG names the log
+# (default capture-classes).
 set -u
 OUT=${OUT:-/tmp/capture-out}
 mkdir -p "$OUT/stage"
-LOG=$OUT/capture-classes.log
+LOG=$OUT/${CAPTURE_LOG:-capture-classes}.log
 HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=${CAPTURE_TMP:-/tmp/stepstat-classes}
 mkdir -p "$TMP"
@@ -39,7 +42,7 @@ WL=$HERE/classes_workload.py
 
 if [ $# -eq 0 ]; then
   set -- engine-two-servers engine-draft-target engine-lifetime engine-swap-in engine-mixed-eager \
-    engine-mixed-piecewise engine-graph-level train-loop load-weights
+    engine-mixed-piecewise engine-graph-level train-loop load-weights engine-swap-in-eager engine-graph-level-decode
 fi
 
 {
@@ -74,7 +77,7 @@ for name in "$@"; do
     engine-two-servers) c=two-servers; flags="$COMMON $node $RANGE --trace-fork-before-exec=true";;
     engine-draft-target) c=draft-target; flags="$COMMON $node $RANGE --trace-fork-before-exec=true";;
     engine-lifetime) c=lifetime; flags="-t cuda,nvtx,osrt --sample=none --cpuctxsw=none --wait=primary $node";;
-    engine-graph-level) c=graph-level; flags="$COMMON --cuda-graph-trace=graph $RANGE";;
+    engine-graph-level*) c=${name#engine-}; flags="$COMMON --cuda-graph-trace=graph $RANGE";;
     train-loop) c=train; flags="$COMMON $node $RANGE";;
     load-weights) c=load; flags="$COMMON $node $RANGE";;
     engine-*) c=${name#engine-}; flags="$COMMON $node $RANGE";;

@@ -28,8 +28,10 @@ testdata/capture/engine_workload.py), same ground-truth marker: one torch.cuda.m
                   every 5 iterations while 8 run (a chunk beside 7 decode rows), the run ends in decode
   mixed-piecewise the same program under vLLM V1 piecewise graphs: a prompt-holding iteration of <= 128
                   tokens replays graph pieces with each layer's attention eager between them
+  swap-in-eager   the same all eager: the swap-in is issued from a forward hook after layer 1's launches
   graph-level     graph-bucket engine, 8 requests at once: one eager prefill iteration, then 15 decode
                   iterations each one graph replay; profile with --cuda-graph-trace=graph
+  graph-level-decode  the same with the prefill iteration before the window: 13 decode replays only
   train           not inference: a small decoder trained (bf16 autocast, forward, cross-entropy,
                   backward, AdamW step, loss read back), 10 steps in the window
   load            not inference: a weight-loading window: 3 GiB of weight shards copied host to device
@@ -327,11 +329,12 @@ def case_lifetime(a, dev, truth, shards=8, shard_mib=256):
 
 # ------------------------------------------------------------------------------- swap-in (c)
 
-def case_swap_in(a, dev, truth):
+def case_swap_in(a, dev, truth, mode="graph"):
     m, c = build("moe", dev, seed=77)
-    eng = Engine(m, c, dev, a, mode="graph", budget=1024, max_seqs=8)
-    for B in eng.buckets:
-        eng.capture_bucket(B)
+    eng = Engine(m, c, dev, a, mode=mode, budget=1024, max_seqs=8)
+    if mode == "graph":
+        for B in eng.buckets:
+            eng.capture_bucket(B)
     ew.warm(eng, c["vocab"])
     ps = prompts(8, 40, 120, 51, c["vocab"])
     outs = [40, 36, 34, 38, 30, 32, 36, 40]
@@ -378,20 +381,27 @@ def case_swap_in(a, dev, truth):
         r._stage = (stage, sl, host)
         return ev, host.numel() * host.element_size()
 
-    orig = eng.forward_graph
-
-    def forward_graph(batch):
-        out = orig(batch)  # the replay is launched: the swap-in overlaps it on the side stream
+    def issue_swap_in(where):
         if state["swap_in"] is not None:
             r = state["swap_in"]
             ev, nb = swap_in(r)
             swaps.append({"kind": "swap-in", "request": r.id, "iteration": eng.it, "tokens": r.computed,
-                          "bytes": nb, "stream": "side", "issued": "after the iteration's graph replay launch",
-                          "joins_iteration": eng.it + 1})
+                          "bytes": nb, "stream": "side", "issued": where, "joins_iteration": eng.it + 1})
             joining.append((r, ev))
             state["swap_in"] = None
-        return out
-    eng.forward_graph = forward_graph
+
+    if mode == "graph":
+        orig = eng.forward_graph
+
+        def forward_graph(batch):
+            out = orig(batch)  # the replay is launched: the swap-in overlaps it on the side stream
+            issue_swap_in("after the iteration's graph replay launch")
+            return out
+        eng.forward_graph = forward_graph
+    else:
+        # eager: from a hook after layer 1's launches, so the copy overlaps layers 2.. of the forward
+        m.layers[1].register_forward_hook(lambda mod, args, out: issue_swap_in(
+            "inside the iteration's eager forward, after layer 1's launches"))
     eng.rec = Recorder()
     prof_start(a)
     t0 = time.time()
@@ -419,8 +429,8 @@ def case_swap_in(a, dev, truth):
             if i == it and rid in swapped:
                 state["swap_in"] = r
         fw = eng.step(arr)
-        if state["swap_in"] is not None:  # an eager iteration: issue it after the forward all the same
-            raise SystemExit("swap-in planned in a non-graph iteration %d" % it)
+        if state["swap_in"] is not None:
+            raise SystemExit("swap-in planned in iteration %d was not issued" % it)
         if fw is None:
             eng.it += 1
     prof_stop(a)
@@ -432,13 +442,13 @@ def case_swap_in(a, dev, truth):
             f["swap_in"] = bys[f["iteration"]]
     assert all(f["phase"] == "decode" for f in fws[1:]), [f["phase"] for f in fws]
     ew.finish_truth(truth, finish(fws, os.getpid(), "server"))
-    truth.update(family="moe", model=c, engine=dict(mode="graph", buckets=list(eng.buckets), token_budget=1024,
-                                                     max_seqs=8, block_size=eng.bs))
+    truth.update(family="moe", model=c, engine=dict(mode=mode, buckets=list(eng.buckets) if mode == "graph" else None,
+                                                     token_budget=1024, max_seqs=8, block_size=eng.bs))
     truth["swaps"] = swaps
     truth["swap_note"] = ("swap-out: issued between iterations (the marker of the next iteration follows): an "
                           "index_select gather of the request's K and V per layer + one device-to-host copy to pinned "
                           "memory, on the side stream; swap-in: in the iteration named, right after its graph replay "
-                          "was launched: slot indices and the KV copied host to device + index_copy_ per layer and "
+                          "was launched (swap-in-eager: from a forward hook after layer 1's launches): slot indices and the KV copied host to device + index_copy_ per layer and "
                           "K/V on the side stream, overlapping the replay; the request rejoins the next iteration "
                           "(the compute stream waits on the side stream's event)")
     truth["requests"] = req_rows(reqs)
@@ -483,25 +493,32 @@ def case_mixed(a, dev, truth, mode):
 
 # ---------------------------------------------------------------------------- graph-level (e)
 
-def case_graph_level(a, dev, truth):
+def case_graph_level(a, dev, truth, decode_only=False):
     m, c = build("moe", dev, seed=91)
     eng = Engine(m, c, dev, a, mode="graph", budget=1024, max_seqs=8)
     for B in eng.buckets:
         eng.capture_bucket(B)
     ew.warm(eng, c["vocab"])
     ps = prompts(8, 60, 100, 71, c["vocab"])
-    reqs = [Req(i, p, 16) for i, p in enumerate(ps)]
+    reqs = [Req(i, p, 16 if not decode_only else 14) for i, p in enumerate(ps)]
+    if decode_only:  # the prefill iteration before the window: it opens on a decoding engine
+        eng.step(reqs)
+        reqs_run = []
+    else:
+        reqs_run = reqs
     eng.rec = Recorder()
     prof_start(a)
     t0 = time.time()
-    run_program(eng, reqs)
+    run_program(eng, reqs_run)
     prof_stop(a)
     truth["measured_wall_s"] = round(time.time() - t0, 3)
     fws = eng.rec.forwards
     ew.finish_truth(truth, finish(fws, os.getpid(), "server"))
     truth.update(family="moe", model=c, engine=dict(mode="graph", buckets=list(eng.buckets), token_budget=1024,
                                                      max_seqs=8, block_size=eng.bs),
-                 nsys_cuda_graph_trace="graph")
+                 nsys_cuda_graph_trace="graph",
+                 window=("opened after the prefill iteration (iteration 0, untraced): every traced iteration a decode "
+                         "replay" if decode_only else "opened before the prefill iteration"))
     truth["requests"] = req_rows(reqs)
     truth["counts"] = counts(fws, reqs)
     truth["graph_replays"] = sum(1 for f in fws if f["graph"] == "replay")
@@ -600,9 +617,11 @@ CASES = {
     "draft-target": case_draft_target,
     "lifetime": case_lifetime,
     "swap-in": case_swap_in,
+    "swap-in-eager": lambda a, d, t: case_swap_in(a, d, t, "eager"),
     "mixed-eager": lambda a, d, t: case_mixed(a, d, t, "graph"),
     "mixed-piecewise": lambda a, d, t: case_mixed(a, d, t, "piecewise"),
     "graph-level": case_graph_level,
+    "graph-level-decode": lambda a, d, t: case_graph_level(a, d, t, decode_only=True),
     "train": case_train,
     "load": case_load,
 }

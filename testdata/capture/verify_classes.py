@@ -27,11 +27,12 @@ Checked against the truth (what classes_workload.py did):
 - lifetime: the clock offset (marker end - its t_ns) is constant within 100 us; mapped to the trace, the
   load span holds the >= 1 MiB host-to-device copies (>= 2 GiB), the warm-up span kernels and no marker, the
   graph-capture span the 4 cudaGraphInstantiate calls, the serve span every marker, shutdown no kernel;
-- swap-in: per swap-in iteration two host-to-device copies on a side stream (slot indices, 8 bytes a token, and
-  the KV of the truth's bytes) whose KV copy overlaps the window's graph-replay kernels in time; per swap-out
+- swap-in, swap-in-eager: per swap-in iteration two host-to-device copies on a side stream (slot indices, 8 bytes a token, and
+  the KV of the truth's bytes) whose KV copy lies inside the window's forward (between its first and last
+  compute-stream kernels) and, under graphs, overlaps a replay kernel; per swap-out
   (issued before its iteration's marker: in the window before) the slot indices host to device and the KV
   device to host of the truth's bytes, on a side stream; no side-stream copy in any other window;
-- graph-level: one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per replay window, none elsewhere;
+- graph-level, graph-level-decode: one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per replay window, none elsewhere;
 - train-loop: per window a loss read-back (4 bytes), backward kernels (names with "backward" or "Backward")
   and AdamW's multi_tensor_apply kernels;
 - load-weights: the truth's host-to-device copies (count, bytes), one kernel (the fp32 -> bf16 conversion).
@@ -147,9 +148,9 @@ def verify(path, write_spans=False):
         kind = truth.get("case")
         if kind == "lifetime":
             lifetime_checks(name, truth, procs[tpids[0]], rt, ks, ms, names, tpath if write_spans else None)
-        if kind == "swap-in":
+        if kind in ("swap-in", "swap-in-eager"):
             swap_checks(name, truth, procs[tpids[0]], ks, ms)
-        if kind == "graph-level":
+        if kind in ("graph-level", "graph-level-decode"):
             p = procs[tpids[0]]
             per = per_window(p, gt, len(p.markers))
             check(name, "graph-trace rows per window", [1 if f["graph"] == "replay" else 0 for f in fws],
@@ -289,12 +290,18 @@ def swap_checks(name, truth, p, ks, ms):
         want_side.append(sorted(w))
         got_side.append(sorted(({1: "h2d", 2: "d2h"}.get(m[5], str(m[5])), m[6]) for m in side))
     check(name, "side-stream KV copies per window", want_side, got_side)
-    ov = []
+    ov, inside = [], []
     for i in sorted(ins):
         kv = max((m for m in mw[i] if m[4] != cs and m[5] == 1), key=lambda m: m[6])
         gk = [k for k in kw[i] if k[4] == cs]
         ov.append(any(k[0] < kv[1] and kv[0] < k[1] for k in gk))
-    check(name, "each swap-in KV copy overlaps a kernel of its window's forward", [True] * len(ins), ov)
+        inside.append(min(k[0] for k in gk) < kv[0] and kv[1] < max(k[1] for k in gk))
+    check(name, "each swap-in KV copy lies inside its window's forward (its compute-stream kernels' span)",
+          [True] * len(ins), inside)
+    if truth["engine"]["mode"] == "graph":
+        # a replay keeps the GPU busy; an eager decode forward is launch-bound: the copy falls between kernels
+        check(name, "each swap-in KV copy overlaps a kernel of its window's replay", [True] * len(ins), ov)
+    print("  swap-in KV copies overlapping a compute-stream kernel: %s" % ov)
 
 
 def train_checks(name, truth, p, ks, ms, names):
