@@ -34,7 +34,9 @@
 //  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
 //     HTML report's step timeline (one step's rows per device).
 //
-// procs.go splits a device that several processes share into one timeline per process.
+// procs.go splits a device that several processes share into one timeline per process;
+// lifetime.go keeps a whole-process capture's served loop (DeviceReport.Lifetime names
+// the load, warm-up, capture and shutdown around it).
 // report.go holds the result types; units.go how a time and a share are written in text.
 //
 //   - Steps are the iterations of the serving loop: one forward of the target model, or one

@@ -270,7 +270,12 @@ type DeviceReport struct {
 	// Outside is the activity that belongs to no step (before the first, between step
 	// ranges, after the last).
 	Outside Outside
-	Summary Summary // over the phase chosen by Options.Phase
+	// Lifetime names what lies outside the served loop in a capture of a whole process
+	// (no capture range): start-up and loading, warm-up and graph capture before it,
+	// shutdown after it, in time order (lifetime.go); nil for a capture of the loop alone.
+	// Warm-up and capture iterations are in Outside, not steps.
+	Lifetime []LoopSpan
+	Summary  Summary // over the phase chosen by Options.Phase
 	// StepKernels totals the GPU work of the summarised steps (the steps Summary covers,
 	// outliers left out) per name and category, by total time, descending: kernels by
 	// name, memory operations by kind, graph replays traced at graph level as one row

@@ -458,7 +458,6 @@ var notYetExact = map[string]string{
 	// Issue 44's classes (classes_workload.py). The two-process truths give each
 	// iteration's pid; their forwards are in time order across both processes.
 	"engine-two-servers":     "two model servers on one GPU: each pid its own loop with the right steps (29 + 43), but 3 mixed iterations of the early burst called decode (pid 533 step 1, pid 534 steps 1 and 9; issue 44 item 1)",
-	"engine-lifetime":        "a whole process (no capture range): 42 steps for 37 served iterations: 5 warm-up iterations are steps, graph capture (0.24 s) and the first served iteration are one 449 ms decode step",
 	"engine-mixed-eager":     "mixed iterations (two attention calls per layer, chunks of 27-110 tokens beside 1-7 decode rows): 5 of the 12 (1, 2, 4, 5, 6: the early burst) called decode",
 	"engine-mixed-piecewise": "mixed iterations under piecewise graphs (attention eager between the pieces): all 12 called decode",
 	"train-loop":             "not inference: a training loop (forward, backward, AdamW) reported as 10 decode steps, want no inference steps",

@@ -274,6 +274,11 @@ func (d *device) detect(nvtx *detection) error {
 // account gives each step its time, counts and gaps, marks the steps that capture a CUDA
 // graph, and takes the windows outside steps out.
 func (d *device) account() error {
+	var calls []graphHostCall
+	if d.det.method != MethodWhole {
+		calls = graphCalls(d.t, d.tl)
+	}
+	d.dr.Lifetime = lifetimeSpans(d.t, d.tl, d.det, calls) // a whole process: its loop only (lifetime.go)
 	steps, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
 	if err := d.cancelled(); err != nil {
 		return err // the sweep stopped part-way
@@ -290,9 +295,14 @@ func (d *device) account() error {
 	}
 	d.starts = requestStarts(d.det)
 	if d.det.method != MethodWhole {
-		markCaptures(steps, d.det.bounds, graphCalls(d.t, d.tl))
+		markCaptures(steps, d.det.bounds, calls)
 	}
 	d.steps, d.shapes, d.dr.Outside = splitOutside(steps, shapes, d.det)
+	if d.dr.Lifetime != nil {
+		if s, ok := shutdownSpan(d.t, d.tl, d.steps); ok {
+			d.dr.Lifetime = append(d.dr.Lifetime, s)
+		}
+	}
 	return nil
 }
 

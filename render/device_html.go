@@ -21,8 +21,9 @@ import (
 
 func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	h := htmlDevice{
-		Anchor:  fmt.Sprintf("device-%d", d.Device),
-		Heading: fmt.Sprintf("%s: %s", capitalize(d.Name()), gpuName(d.GPU)),
+		Anchor:   strings.ReplaceAll(d.Name(), " ", "-"), // device-0, or device-0-pid-1234 on a shared device
+		Heading:  fmt.Sprintf("%s: %s", capitalize(d.Name()), gpuName(d.GPU)),
+		Lifetime: lifetimeLine(d),
 	}
 	sm := &d.Summary
 	if len(d.Steps) == 0 {

@@ -14,6 +14,9 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 	}
 	for i := range r.Devices {
 		ew.printf("%s\n", TerminalSafe(capitalize(perTokenHeadline(r, i))))
+		if s := lifetimeLine(&r.Devices[i]); s != "" {
+			ew.printf("  %s\n", s)
+		}
 	}
 	ew.printf("%s\n", limiterLine(r))
 	if t := thenLine(r); t != "" {

@@ -228,6 +228,10 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
 		dj.Outside = outsideJSON(&d.Outside)
+		for _, s := range d.Lifetime {
+			dj.OutsideLoop = append(dj.OutsideLoop, schema.LoopSpanJSON{Kind: s.Kind, StartNS: int64(s.Start), EndNS: int64(s.End),
+				NS: int64(s.Dur()), Iterations: s.Iterations, Bytes: s.Bytes})
+		}
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
 		dj.Source = deviceSource(r.Run, int(d.Device))

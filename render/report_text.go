@@ -161,6 +161,9 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 	if o := &d.Outside; o.Windows > 0 {
 		ew.printf("Outside steps: %s (work before the first step, between step ranges or after the last; in no step)\n", outsideText(o))
 	}
+	if s := lifetimeLine(d); s != "" {
+		ew.printf("%s\n", s)
+	}
 	sm := &d.Summary
 	if sm.Steps == 0 {
 		ew.printf("  no steps to summarise\n")

@@ -140,7 +140,12 @@ type DeviceJSON struct {
 	// Outside is the activity in no step (before the first, between step ranges, after the
 	// last); absent when there is none.
 	Outside *OutsideJSON `json:"outside,omitempty"`
-	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
+	// OutsideLoop names what lies outside the served loop in a capture of a whole process
+	// (no capture range), in time order: "load" (start-up and weight loading, with its
+	// host-to-device bytes), "warm_up" and "capture" (iterations before serving, not steps),
+	// "shutdown"; absent for a capture of the loop alone. Added field.
+	OutsideLoop []LoopSpanJSON `json:"outside_loop,omitempty"`
+	SOL         *SOLJSON       `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
 	// Source says which file, process and CUDA device of a run of several files the
@@ -401,6 +406,16 @@ type OutsideJSON struct {
 	NS         int64                     `json:"ns"`
 	Kernels    int                       `json:"kernels"`
 	Categories map[string]OutsideCatJSON `json:"categories"`
+}
+
+// LoopSpanJSON is one span of a whole-process capture outside its served loop.
+type LoopSpanJSON struct {
+	Kind       string `json:"kind"` // load, warm_up, capture, shutdown
+	StartNS    int64  `json:"start_ns"`
+	EndNS      int64  `json:"end_ns"`
+	NS         int64  `json:"ns"`
+	Iterations int    `json:"iterations,omitempty"` // warm_up, capture
+	Bytes      int64  `json:"bytes,omitempty"`      // load: host-to-device bytes
 }
 
 // OutsideCatJSON is one category's time and count outside steps.
