@@ -378,6 +378,9 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 	for di := range rep.Devices {
 		d := &rep.Devices[di]
 		acts := deviceActs(tr, d.Device, cls)
+		if d.Processes > 1 { // one loop per process on a shared device: its process's work only
+			acts = slices.DeleteFunc(acts, func(x act) bool { return PIDOf(tr, x.proc) != d.PID })
+		}
 		procs := map[nsys.ProcID]bool{}
 		var lastEnd nsys.Time
 		for _, x := range acts {

@@ -63,7 +63,7 @@ func (g *tgen) proc(pid int64) nsys.ProcID {
 		return p
 	}
 	p := nsys.ProcID(len(g.tr.Procs))
-	g.tr.Procs = append(g.tr.Procs, pid)
+	g.tr.Procs = append(g.tr.Procs, pid<<24) // a globalPid, as nsys writes it
 	g.procs[pid] = p
 	return p
 }
