@@ -44,8 +44,8 @@ type segment struct {
 	kernels int32
 	// graphs counts the graph work among kernels: replays traced at graph level, and
 	// kernels a graph launched (node-level traces).
-	graphs int32
-	cut    uint8 // why the segment starts; 0 for the first
+	graphs  int32
+	cut     uint8 // why the segment starts; 0 for the first
 	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
 	// fwd: a forward of the model ends in it: a sampler after a GEMM (the lm_head), with no
 	// GEMM or attention kernel after it before the segment ends (forwards.go).
