@@ -30,6 +30,18 @@ type activity struct {
 	memKind    nsys.MemKind
 }
 
+// KernelCats gives kernels (index into Trace.Kernels) a category other than their name's:
+// 0 for none, else the category plus one.
+type KernelCats []uint8
+
+// Category returns the category c gives kernel i, if any.
+func (c KernelCats) Category(i int32) (kernelclass.Category, bool) {
+	if c == nil || c[i] == 0 {
+		return 0, false
+	}
+	return kernelclass.Category(c[i] - 1), true
+}
+
 // key identifies the host call that launched work: correlation ids are per process.
 func actKey(proc nsys.ProcID, corr uint32) uint64 { return uint64(proc)<<32 | uint64(corr) }
 
@@ -41,10 +53,9 @@ type timeline struct {
 	t    *nsys.Trace
 	dev  nsys.DeviceID
 	cats []kernelclass.Category // category per kernel NameID
-	// over assigns NVTX-mapped categories to kernels; nil when unused.
-	over *overrides
-	// ctx holds the categories the kernels' place in their step gave them (context.go).
-	ctx *contextCats
+	// kernel gives kernels a category other than their name's (NVTX category rules, their
+	// place in their step); nil when none does.
+	kernel KernelCats
 	// procSet caches procs().
 	procSet []bool
 	// done, when closed, stops every pass over the timeline within a few thousand
@@ -124,13 +135,8 @@ func (tl *timeline) kernelAct(i int, a *activity) {
 	st := &tl.t.Sites[kk.Site]
 	*a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
 		src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
-	if c, ok := tl.ctx.category(int32(i)); ok {
+	if c, ok := tl.kernel.Category(int32(i)); ok {
 		a.cat = c
-	}
-	if tl.over != nil {
-		if c, ok := tl.over.category(a.proc, a.corr); ok {
-			a.cat = c
-		}
 	}
 }
 
@@ -144,6 +150,21 @@ func (tl *timeline) graphAct(k int, a *activity) {
 	g := &tl.t.Graphs[k]
 	*a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
 		src: srcGraph, cat: kernelclass.UntracedGraph}
+}
+
+// longest returns the longest duration of any kernel, memory operation or graph execution.
+func longest(t *nsys.Trace) time.Duration {
+	var d nsys.Time
+	for i := range t.Kernels {
+		d = max(d, t.Kernels[i].End-t.Kernels[i].Start)
+	}
+	for _, m := range t.Memops {
+		d = max(d, m.End-m.Start)
+	}
+	for _, g := range t.Graphs {
+		d = max(d, g.End-g.Start)
+	}
+	return time.Duration(d)
 }
 
 // runningAt returns the device's activities that start before at and end after it.

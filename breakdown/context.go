@@ -39,25 +39,21 @@ func isNorm(r kernelclass.Role) bool {
 	return r == kernelclass.RoleNorm || r == kernelclass.RoleNormCombine
 }
 
-// contextCats holds the categories context gave kernels (index into Trace.Kernels; 0 for
-// none, else category+1), filled by each device's pass on its own kernels.
+// contextCats holds the categories context gave kernels (index into Trace.Kernels), filled
+// by each device's pass on its own kernels, on top of the NVTX category rules' (over): the
+// timeline reads both from cat.
 type contextCats struct {
-	cat   []uint8
+	cat   KernelCats
+	over  KernelCats             // the NVTX category rules' (nil for none): context leaves them
 	roles []kernelclass.Role     // per NameID
 	base  []kernelclass.Category // the name's own category, per NameID
 	moved atomic.Bool            // devices run their passes at once
 }
 
-func newContextCats(t *nsys.Trace, h *hostIndex, base []kernelclass.Category) *contextCats {
-	return &contextCats{cat: make([]uint8, len(t.Kernels)), roles: h.roles, base: base}
-}
-
-// category returns the category context gave kernel i, if any.
-func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
-	if c == nil || c.cat[i] == 0 {
-		return 0, false
-	}
-	return kernelclass.Category(c.cat[i] - 1), true
+func newContextCats(t *nsys.Trace, h *hostIndex, base []kernelclass.Category, over KernelCats) *contextCats {
+	cat := make(KernelCats, len(t.Kernels))
+	copy(cat, over)
+	return &contextCats{cat: cat, over: over, roles: h.roles, base: base}
 }
 
 // ctxKernel is a kernel of a step as the context pass sees it.
@@ -124,9 +120,7 @@ func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (mo
 			return true
 		}
 		k := ctxKernel{idx: a.idx, cat: a.cat, role: c.roles[a.name]}
-		if tl.over != nil {
-			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
-		}
+		_, k.fixed = c.over.Category(a.idx) // the user's NVTX category wins
 		buf = append(buf, k)
 		// A speculative round is several forwards, each ending with its own lm_head and
 		// sampler (the drafts sample the draft tokens): the rules read each forward apart.

@@ -340,3 +340,13 @@ func (cc cutCounts) describe(k int) string {
 	}
 	return s
 }
+
+// mix64 scrambles x (a 64-bit finaliser): signatures add it over activities.
+func mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}

@@ -65,21 +65,6 @@ func deviceForwards(t *nsys.Trace, h *hostIndex, tl *timeline) []nsys.Time {
 	return forwardTimes(segs)
 }
 
-// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
-func countStepForwards(steps []Step, ends []nsys.Time) {
-	j := 0
-	for i := range steps {
-		s := &steps[i]
-		for j < len(ends) && ends[j] < s.Start {
-			j++
-		}
-		for j < len(ends) && ends[j] < s.End {
-			s.forwards++
-			j++
-		}
-	}
-}
-
 // countForwards counts the segments that end a forward.
 func countForwards(segs []segment) int {
 	n := 0

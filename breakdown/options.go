@@ -89,45 +89,6 @@ func (s PhaseSelection) Phase() Phase {
 	return Unknown
 }
 
-// An Option names a field of Options, for OptionError.
-type Option uint8
-
-// The Options fields an OptionError can name.
-const (
-	OptSteps Option = iota
-	OptSOLStep
-	OptSOLBytes
-	OptBandwidth
-	OptBatch
-)
-
-var optionNames = [...]string{
-	OptSteps:     "Steps",
-	OptSOLStep:   "SOLStep",
-	OptSOLBytes:  "SOLBytes",
-	OptBandwidth: "Bandwidth",
-	OptBatch:     "Batch",
-}
-
-// String returns the name of the Options field.
-func (o Option) String() string {
-	if int(o) < len(optionNames) {
-		return optionNames[o]
-	}
-	return fmt.Sprintf("option(%d)", int(o))
-}
-
-// An OptionError says that the value of one of the Options is invalid, as opposed to a
-// problem of the trace: a command line reports it as a usage mistake, naming its own flag
-// for Option.
-type OptionError struct {
-	Option Option
-	Err    error
-}
-
-func (e *OptionError) Error() string { return e.Option.String() + ": " + e.Err.Error() }
-func (e *OptionError) Unwrap() error { return e.Err }
-
 // ErrNegative is the Err of an OptionError for an option that must not be negative.
 var ErrNegative = errors.New("must not be negative")
 

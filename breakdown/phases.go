@@ -449,15 +449,6 @@ const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 // EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
 const EvidenceNVTX = "the text of its NVTX range"
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
 func PhaseCounts(steps []Step) string {
 	var n [numPhases]int

@@ -9,6 +9,31 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
+// Phase says whether a step processed prompts (prefill), generated tokens (decode), or both
+// in one batch (mixed: a prompt chunk beside decoding sequences, as continuous batching runs).
+type Phase uint8
+
+// Phases.
+const (
+	Unknown Phase = iota
+	Prefill
+	Decode
+	Mixed
+	// Partial is an iteration cut by the capture window's start or end (nsys attached to a
+	// running server): a piece of a forward, kept out of every summary.
+	Partial
+	numPhases
+)
+
+var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed", "partial"}
+
+func (p Phase) String() string {
+	if p < numPhases {
+		return phaseNames[p]
+	}
+	return "unknown"
+}
+
 // A boundary starts a step: the first GPU activity of the step on the device.
 type boundary struct {
 	start   nsys.Time

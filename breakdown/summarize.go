@@ -71,12 +71,14 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 		return nil, ctx.Err()
 	}
 	var cc *contextCats
+	kcats := over
 	if !opt.NoContext {
-		cc = newContextCats(t, h, cats)
+		cc = newContextCats(t, h, cats, over)
+		kcats = cc.cat
 	}
 	tls := map[nsys.DeviceID]*timeline{}
 	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: cc, done: ctx.Done()}
+		tls[d] = &timeline{t: t, dev: d, cats: cats, kernel: kcats, done: ctx.Done()}
 	}
 	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
@@ -85,7 +87,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Devices, err = deviceReports(ctx, t, h, devs, tls, nvtx, method, opt); err != nil {
+	if rep.Devices, err = deviceReports(ctx, t, h, cc, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
@@ -107,7 +109,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
+	if rep.Ranks = rankReport(t, tls, over, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
 	rep.Timelines = stepTimelines(t, tls, rep, opt)
@@ -163,7 +165,7 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
 // once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
-func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
+func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, cc *contextCats, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
@@ -180,7 +182,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 				errs[i] = ctx.Err()
 				return
 			}
-			d := &device{t: t, h: h, tl: tls[dev], method: method, opt: opt}
+			d := &device{t: t, h: h, ctx: cc, tl: tls[dev], method: method, opt: opt}
 			drs[i], errs[i] = d.report(nvtx[dev])
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
@@ -204,6 +206,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 type device struct {
 	t      *nsys.Trace
 	h      *hostIndex
+	ctx    *contextCats // nil without the context pass (Options.NoContext)
 	tl     *timeline
 	method Method
 	opt    Options
@@ -254,8 +257,8 @@ func (d *device) detect(nvtx *detection) error {
 		d.dr.Warnings = append(d.dr.Warnings, warn)
 	}
 	d.dr.Method, d.dr.MethodDetail = det.method, det.detail
-	if d.tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(d.tl, det, d.tl.ctx, d.opt.split) // the whole trace as one step has no place in a step
+	if d.ctx != nil && det.method != MethodWhole {
+		classifyContext(d.tl, det, d.ctx, d.opt.split) // the whole trace as one step has no place in a step
 	}
 	return d.cancelled()
 }
@@ -379,4 +382,19 @@ func requestStarts(det *detection) []bool {
 		after = false
 	}
 	return out
+}
+
+// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
+func countStepForwards(steps []Step, ends []nsys.Time) {
+	j := 0
+	for i := range steps {
+		s := &steps[i]
+		for j < len(ends) && ends[j] < s.Start {
+			j++
+		}
+		for j < len(ends) && ends[j] < s.End {
+			s.forwards++
+			j++
+		}
+	}
 }

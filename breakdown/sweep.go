@@ -184,21 +184,6 @@ func callsRunningFrom(calls []nsys.APICall) func(b nsys.Time) int {
 	}
 }
 
-// longest returns the longest duration of any kernel, memory operation or graph execution.
-func longest(t *nsys.Trace) time.Duration {
-	var d nsys.Time
-	for i := range t.Kernels {
-		d = max(d, t.Kernels[i].End-t.Kernels[i].Start)
-	}
-	for _, m := range t.Memops {
-		d = max(d, m.End-m.Start)
-	}
-	for _, g := range t.Graphs {
-		d = max(d, g.End-g.Start)
-	}
-	return time.Duration(d)
-}
-
 // A sweep accounts steps [lo, hi) of a device, seeing its activities in start order.
 type sweep struct {
 	h      *hostIndex

@@ -85,7 +85,7 @@ func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, 
 	if len(rep.Devices) == 0 {
 		return nil
 	}
-	longest := longestActivity(t)
+	longest := longest(t)
 	// picks[d] is the Step.Index of the chosen step on device d, or -1.
 	type choice struct {
 		which   string
@@ -169,22 +169,6 @@ func medianAndSlowest(walls []time.Duration) (med, slow int) {
 		}
 	}
 	return med, slow
-}
-
-// longestActivity returns the longest duration of any kernel, memory operation or graph
-// execution of the trace.
-func longestActivity(t *nsys.Trace) time.Duration {
-	var d time.Duration
-	for i := range t.Kernels {
-		d = max(d, t.Kernels[i].End.Sub(t.Kernels[i].Start))
-	}
-	for i := range t.Memops {
-		d = max(d, t.Memops[i].End.Sub(t.Memops[i].Start))
-	}
-	for i := range t.Graphs {
-		d = max(d, t.Graphs[i].End.Sub(t.Graphs[i].Start))
-	}
-	return d
 }
 
 func timelineStep(steps []Step, index int) *Step {
