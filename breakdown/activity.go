@@ -12,22 +12,22 @@ import (
 
 // Activity sources.
 const (
-	srcKernel uint8 = iota
-	srcMemop
-	srcGraph
+	SrcKernel uint8 = iota
+	SrcMemop
+	SrcGraph
 )
 
-// An activity is one unit of GPU work on a device: a kernel, a memory operation or a
+// An Activity is one unit of GPU work on a device: a kernel, a memory operation or a
 // graph execution traced at graph level.
-type activity struct {
-	start, end nsys.Time
-	idx        int32 // index into the source slice of the trace
+type Activity struct {
+	Start, End nsys.Time
+	Idx        int32 // index into the source slice of the trace
 	corr       uint32
 	proc       nsys.ProcID
-	src        uint8
-	cat        kernelclass.Category
-	name       nsys.NameID // kernels only
-	memKind    nsys.MemKind
+	Src        uint8
+	Cat        kernelclass.Category
+	Name       nsys.NameID // kernels only
+	MemKind    nsys.MemKind
 }
 
 // KernelCats gives kernels (index into Trace.Kernels) a category other than their name's:
@@ -45,59 +45,59 @@ func (c KernelCats) Category(i int32) (kernelclass.Category, bool) {
 // key identifies the host call that launched work: correlation ids are per process.
 func actKey(proc nsys.ProcID, corr uint32) uint64 { return uint64(proc)<<32 | uint64(corr) }
 
-func (a *activity) key() uint64 { return actKey(a.proc, a.corr) }
+func (a *Activity) Key() uint64 { return actKey(a.proc, a.corr) }
 
-// A timeline gives the activities of one device in start order, merging the trace's
+// A Timeline gives the activities of one device in start order, merging the trace's
 // kernels, memory operations and graph executions without copying them.
-type timeline struct {
-	t    *nsys.Trace
-	dev  nsys.DeviceID
-	cats []kernelclass.Category // category per kernel NameID
-	// kernel gives kernels a category other than their name's (NVTX category rules, their
+type Timeline struct {
+	Trace *nsys.Trace
+	Dev   nsys.DeviceID
+	Cats  []kernelclass.Category // category per kernel NameID
+	// Kernel gives kernels a category other than their name's (NVTX category rules, their
 	// place in their step); nil when none does.
-	kernel KernelCats
+	Kernel KernelCats
 	// procSet caches procs().
 	procSet []bool
-	// done, when closed, stops every pass over the timeline within a few thousand
+	// Done, when closed, stops every pass over the timeline within a few thousand
 	// activities (Summarize's context); nil never stops.
-	done <-chan struct{}
+	Done <-chan struct{}
 }
 
-// cancelled reports whether done is closed.
-func (tl *timeline) cancelled() bool {
+// Cancelled reports whether done is closed.
+func (tl *Timeline) Cancelled() bool {
 	select {
-	case <-tl.done:
+	case <-tl.Done:
 		return true
 	default:
 		return false
 	}
 }
 
-// each calls fn for every activity of the device in start order; fn returns false to stop.
-func (tl *timeline) each(fn func(a *activity) bool) { tl.eachFrom(math.MinInt64, fn) }
+// Each calls fn for every activity of the device in start order; fn returns false to stop.
+func (tl *Timeline) Each(fn func(a *Activity) bool) { tl.EachFrom(math.MinInt64, fn) }
 
-// eachFrom is each for the activities that start at from or later.
-func (tl *timeline) eachFrom(from nsys.Time, fn func(a *activity) bool) {
-	ks, ms, gs, sites := tl.t.Kernels, tl.t.Memops, tl.t.Graphs, tl.t.Sites
+// EachFrom is each for the activities that start at from or later.
+func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
+	ks, ms, gs, sites := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs, tl.Trace.Sites
 	var i, j, k int
 	if from != math.MinInt64 {
 		i = sort.Search(len(ks), func(i int) bool { return ks[i].Start >= from })
 		j = sort.Search(len(ms), func(j int) bool { return ms[j].Start >= from })
 		k = sort.Search(len(gs), func(k int) bool { return gs[k].Start >= from })
 	}
-	var a activity
+	var a Activity
 	for n := 1; ; n++ {
-		if n&(1<<14-1) == 0 && tl.cancelled() {
+		if n&(1<<14-1) == 0 && tl.Cancelled() {
 			return
 		}
 		// Advance each source to its next activity on this device.
-		for i < len(ks) && sites[ks[i].Site].Device != tl.dev {
+		for i < len(ks) && sites[ks[i].Site].Device != tl.Dev {
 			i++
 		}
-		for j < len(ms) && ms[j].Device != tl.dev {
+		for j < len(ms) && ms[j].Device != tl.Dev {
 			j++
 		}
-		for k < len(gs) && gs[k].Device != tl.dev {
+		for k < len(gs) && gs[k].Device != tl.Dev {
 			k++
 		}
 		best := -1
@@ -130,30 +130,30 @@ func (tl *timeline) eachFrom(from nsys.Time, fn func(a *activity) bool) {
 	}
 }
 
-func (tl *timeline) kernelAct(i int, a *activity) {
-	kk := &tl.t.Kernels[i]
-	st := &tl.t.Sites[kk.Site]
-	*a = activity{start: kk.Start, end: kk.End, idx: int32(i), corr: kk.Correlation, proc: st.Proc,
-		src: srcKernel, cat: tl.cats[st.Name], name: st.Name}
-	if c, ok := tl.kernel.Category(int32(i)); ok {
-		a.cat = c
+func (tl *Timeline) kernelAct(i int, a *Activity) {
+	kk := &tl.Trace.Kernels[i]
+	st := &tl.Trace.Sites[kk.Site]
+	*a = Activity{Start: kk.Start, End: kk.End, Idx: int32(i), corr: kk.Correlation, proc: st.Proc,
+		Src: SrcKernel, Cat: tl.Cats[st.Name], Name: st.Name}
+	if c, ok := tl.Kernel.Category(int32(i)); ok {
+		a.Cat = c
 	}
 }
 
-func (tl *timeline) memopAct(j int, a *activity) {
-	m := &tl.t.Memops[j]
-	*a = activity{start: m.Start, end: m.End, idx: int32(j), corr: m.Correlation, proc: m.Proc,
-		src: srcMemop, cat: kernelclass.Memory, memKind: m.Kind}
+func (tl *Timeline) memopAct(j int, a *Activity) {
+	m := &tl.Trace.Memops[j]
+	*a = Activity{Start: m.Start, End: m.End, Idx: int32(j), corr: m.Correlation, proc: m.Proc,
+		Src: SrcMemop, Cat: kernelclass.Memory, MemKind: m.Kind}
 }
 
-func (tl *timeline) graphAct(k int, a *activity) {
-	g := &tl.t.Graphs[k]
-	*a = activity{start: g.Start, end: g.End, idx: int32(k), corr: g.Correlation, proc: g.Proc,
-		src: srcGraph, cat: kernelclass.UntracedGraph}
+func (tl *Timeline) graphAct(k int, a *Activity) {
+	g := &tl.Trace.Graphs[k]
+	*a = Activity{Start: g.Start, End: g.End, Idx: int32(k), corr: g.Correlation, proc: g.Proc,
+		Src: SrcGraph, Cat: kernelclass.UntracedGraph}
 }
 
-// longest returns the longest duration of any kernel, memory operation or graph execution.
-func longest(t *nsys.Trace) time.Duration {
+// Longest returns the Longest duration of any kernel, memory operation or graph execution.
+func Longest(t *nsys.Trace) time.Duration {
 	var d nsys.Time
 	for i := range t.Kernels {
 		d = max(d, t.Kernels[i].End-t.Kernels[i].Start)
@@ -167,28 +167,28 @@ func longest(t *nsys.Trace) time.Duration {
 	return time.Duration(d)
 }
 
-// runningAt returns the device's activities that start before at and end after it.
+// RunningAt returns the device's activities that start before at and end after it.
 // longest bounds every activity's duration: only activities that start within it of at
 // are looked at.
-func (tl *timeline) runningAt(at nsys.Time, longest time.Duration) []activity {
-	var out []activity
-	var a activity
+func (tl *Timeline) RunningAt(at nsys.Time, longest time.Duration) []Activity {
+	var out []Activity
+	var a Activity
 	from := at - nsys.Time(longest)
-	ks := tl.t.Kernels
+	ks := tl.Trace.Kernels
 	for i := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= at }) - 1; i >= 0 && ks[i].Start >= from; i-- {
-		if ks[i].End > at && tl.t.Sites[ks[i].Site].Device == tl.dev {
+		if ks[i].End > at && tl.Trace.Sites[ks[i].Site].Device == tl.Dev {
 			tl.kernelAct(i, &a)
 			out = append(out, a)
 		}
 	}
-	for j, m := range tl.t.Memops {
-		if m.Start < at && m.End > at && m.Device == tl.dev {
+	for j, m := range tl.Trace.Memops {
+		if m.Start < at && m.End > at && m.Device == tl.Dev {
 			tl.memopAct(j, &a)
 			out = append(out, a)
 		}
 	}
-	for k, g := range tl.t.Graphs {
-		if g.Start < at && g.End > at && g.Device == tl.dev {
+	for k, g := range tl.Trace.Graphs {
+		if g.Start < at && g.End > at && g.Device == tl.Dev {
 			tl.graphAct(k, &a)
 			out = append(out, a)
 		}
@@ -196,13 +196,13 @@ func (tl *timeline) runningAt(at nsys.Time, longest time.Duration) []activity {
 	return out
 }
 
-// procs returns, by ProcID, whether the process runs work on the device: kernels (from the
+// Procs returns, by ProcID, whether the process runs work on the device: kernels (from the
 // trace's sites, without a pass over the kernels), memory operations or graph executions.
-func (tl *timeline) procs() []bool {
+func (tl *Timeline) Procs() []bool {
 	if tl.procSet == nil {
 		// Size for every ProcID in use, even in traces built without Trace.Procs.
-		n := len(tl.t.Procs)
-		for _, w := range tl.t.Callers {
+		n := len(tl.Trace.Procs)
+		for _, w := range tl.Trace.Callers {
 			n = max(n, int(w.Proc)+1)
 		}
 		tl.procSet = make([]bool, max(n, 1))
@@ -212,18 +212,18 @@ func (tl *timeline) procs() []bool {
 			}
 			tl.procSet[p] = true
 		}
-		for _, st := range tl.t.Sites {
-			if st.Device == tl.dev {
+		for _, st := range tl.Trace.Sites {
+			if st.Device == tl.Dev {
 				mark(st.Proc)
 			}
 		}
-		for _, m := range tl.t.Memops {
-			if m.Device == tl.dev {
+		for _, m := range tl.Trace.Memops {
+			if m.Device == tl.Dev {
 				mark(m.Proc)
 			}
 		}
-		for _, g := range tl.t.Graphs {
-			if g.Device == tl.dev {
+		for _, g := range tl.Trace.Graphs {
+			if g.Device == tl.Dev {
 				mark(g.Proc)
 			}
 		}
@@ -231,8 +231,8 @@ func (tl *timeline) procs() []bool {
 	return tl.procSet
 }
 
-// hasProc reports whether process p runs work on the device.
-func (tl *timeline) hasProc(p nsys.ProcID) bool {
-	ps := tl.procs()
+// HasProc reports whether process p runs work on the device.
+func (tl *Timeline) HasProc(p nsys.ProcID) bool {
+	ps := tl.Procs()
 	return int(p) < len(ps) && ps[p]
 }

@@ -11,13 +11,13 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) KernelCats {
 	if len(rules) == 0 {
 		return nil
 	}
-	var los []*launchOwners // one per rule, in rule order
+	var los []*LaunchOwners // one per rule, in rule order
 	for _, rl := range rules {
 		matches := make([]bool, len(t.RangeTexts))
 		for j, s := range t.RangeTexts {
 			matches[j] = rl.Match.MatchString(s)
 		}
-		var rs []ownerRange
+		var rs []OwnerRange
 		for _, r := range t.Ranges {
 			if !matches[r.Text] {
 				continue
@@ -26,10 +26,10 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) KernelCats {
 			if r.Open() {
 				end = 1<<63 - 1
 			}
-			rs = append(rs, ownerRange{r.Thread, r.Start, end})
+			rs = append(rs, OwnerRange{r.Thread, r.Start, end})
 		}
-		rs = mergeOwnerRanges(rs)
-		los = append(los, newLaunchOwners(t, rs, func(w *nsys.Caller) bool {
+		rs = MergeOwnerRanges(rs)
+		los = append(los, NewLaunchOwners(t, rs, func(w *nsys.Caller) bool {
 			return w.Kind == nsys.APILaunch || w.Kind == nsys.APIGraphLaunch
 		}))
 	}
@@ -38,7 +38,7 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) KernelCats {
 		k := &t.Kernels[i]
 		proc := t.Sites[k.Site].Proc
 		for r, lo := range los {
-			if _, ok := lo.owner(proc, k.Correlation); ok {
+			if _, ok := lo.Owner(proc, k.Correlation); ok {
 				over[i] = uint8(rules[r].Category) + 1
 				break
 			}

@@ -117,8 +117,8 @@ func (m StepMethod) String() string {
 	return m.Method.String()
 }
 
-// check reports whether m is a method ParseStepMethod could return.
-func (m StepMethod) check() error {
+// Check reports whether m is a method ParseStepMethod could return.
+func (m StepMethod) Check() error {
 	if _, ok := m.Method.spec(); !ok {
 		return &OptionError{OptSteps, fmt.Errorf("unknown method %v (want %s)", m.Method, StepMethodChoices())}
 	}

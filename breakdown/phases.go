@@ -26,16 +26,16 @@ type stepShape struct {
 	started         bool
 }
 
-func (s *stepShape) add(a *activity) {
-	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention {
-		s.addAttn(a.name)
+func (s *stepShape) add(a *Activity) {
+	s.sig += Mix64(uint64(a.Name) + 1)
+	if a.Cat == kernelclass.Attention {
+		s.addAttn(a.Name)
 	}
 	if !s.started {
-		s.first, s.started = a.name, true
+		s.first, s.started = a.Name, true
 	}
-	if a.cat == kernelclass.GEMM {
-		s.lastGEMM = a.name
+	if a.Cat == kernelclass.GEMM {
+		s.lastGEMM = a.Name
 	}
 }
 
@@ -451,9 +451,9 @@ const EvidenceNVTX = "the text of its NVTX range"
 
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
 func PhaseCounts(steps []Step) string {
-	var n [numPhases]int
+	var n [NumPhases]int
 	for _, s := range steps {
-		if s.Phase < numPhases {
+		if s.Phase < NumPhases {
 			n[s.Phase]++
 		}
 	}

@@ -199,7 +199,7 @@ func cutEdgeCheck(dev nsys.DeviceID, dec []*Step, fwdKnown bool) error {
 // lm_head) recur once per forward, so a step (any phase) that runs both at least twice as
 // often as the decode steps do holds several iterations. One more pass over the timeline,
 // counting the two names per step.
-func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
+func foldedPatternCheck(tl *Timeline, steps []Step, shapes []stepShape) error {
 	count := map[uint64]int{}
 	modal, best := -1, 0
 	for i, s := range shapes {
@@ -217,21 +217,21 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 	first, last := shapes[modal].first, shapes[modal].lastGEMM
 	n := make([][2]int, len(steps))
 	j := 0
-	tl.each(func(a *activity) bool {
-		if a.src != srcKernel || (a.name != first && a.name != last) {
+	tl.Each(func(a *Activity) bool {
+		if a.Src != SrcKernel || (a.Name != first && a.Name != last) {
 			return true
 		}
-		for j < len(steps) && a.start >= steps[j].End {
+		for j < len(steps) && a.Start >= steps[j].End {
 			j++
 		}
 		if j == len(steps) {
 			return false
 		}
-		if a.start >= steps[j].Start {
-			if a.name == first {
+		if a.Start >= steps[j].Start {
+			if a.Name == first {
 				n[j][0]++
 			}
-			if a.name == last {
+			if a.Name == last {
 				n[j][1]++
 			}
 		}
@@ -256,7 +256,7 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 	}
 	w := &steps[worst]
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several iterations' worth of forwards (the decode step's first kernel and last GEMM recur %dx and %dx in step %d, %v): iterations are likely folded together: steps %v",
-		tl.dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
+		tl.Dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
 }
 
 // evidenceCheck warns when steps have their phase without positive evidence (EvidenceNone):

@@ -61,7 +61,7 @@ func TestShapeLinearInNames(t *testing.T) {
 	}
 	var s stepShape
 	for i := range 1000 {
-		a := activity{name: nsys.NameID(i % 300), cat: kernelclass.Attention}
+		a := Activity{Name: nsys.NameID(i % 300), Cat: kernelclass.Attention}
 		s.add(&a)
 	}
 	if len(s.attn) != 300 || len(s.attnSet) != 300 {

@@ -69,11 +69,11 @@ func (h *endHeap[T]) pop() ending[T] {
 // ends at the last end of the activities that start in it. Long timelines are swept in
 // pieces at once, split at step boundaries (see accountPieces); split says where (nil:
 // splitSteps).
-func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
+func account(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
 	if split == nil {
 		split = splitSteps
 	}
-	return accountPieces(t, h, tl, det, split(len(det.bounds), len(t.Kernels)))
+	return accountPieces(t, h, tl, det, split(len(det.Bounds), len(t.Kernels)))
 }
 
 // splitSteps returns the steps where the pieces of a parallel pass start, for steps steps
@@ -99,20 +99,20 @@ func splitSteps(steps, kernels int) []int {
 // and hands over the busy time of activities that run past it. Graph launches whose
 // kernels fall in several pieces are counted once, in the first, as one sweep would. The
 // result is the same as one sweep's, to the nanosecond (TestAccountSplit).
-func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cuts []int) ([]Step, []stepShape) {
-	steps := make([]Step, len(det.bounds))
-	shapes := make([]stepShape, len(det.bounds))
-	for i, b := range det.bounds {
-		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start, Batch: b.batch, DraftForwards: b.drafts,
-			CutBy: b.by, DraftDepth: int(b.draftDepth), VerifyDepth: int(b.verifyDepth)}
-		if b.phase != Unknown && b.by == CutNVTX {
+func accountPieces(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, cuts []int) ([]Step, []stepShape) {
+	steps := make([]Step, len(det.Bounds))
+	shapes := make([]stepShape, len(det.Bounds))
+	for i, b := range det.Bounds {
+		steps[i] = Step{Index: i, Phase: b.Phase, Label: b.Label, Start: b.Start, Batch: b.Batch, DraftForwards: b.Drafts,
+			CutBy: b.By, DraftDepth: int(b.DraftDepth), VerifyDepth: int(b.VerifyDepth)}
+		if b.Phase != Unknown && b.By == CutNVTX {
 			steps[i].PhaseEvidence = EvidenceNVTX
 		}
-		if b.why != "" {
-			steps[i].PhaseEvidence = b.why
+		if b.Why != "" {
+			steps[i].PhaseEvidence = b.Why
 		}
-		if i+1 < len(det.bounds) {
-			steps[i].End = det.bounds[i+1].start
+		if i+1 < len(det.Bounds) {
+			steps[i].End = det.Bounds[i+1].Start
 		}
 	}
 	last := &steps[len(steps)-1]
@@ -120,12 +120,12 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 	firsts := pieceFirsts(cuts, len(steps))
 	if len(firsts) == 1 {
 		w := newSweep(t, h, tl, steps, shapes, 0, len(steps))
-		tl.each(w.add)
+		tl.Each(w.add)
 		w.finish(math.MaxInt64)
 		return steps, shapes
 	}
-	tl.procs() // built once, before the goroutines read it
-	long := longest(t)
+	tl.Procs() // built once, before the goroutines read it
+	long := Longest(t)
 	callsFrom := callsRunningFrom(t.APICalls)
 	ws := make([]*sweep, len(firsts))
 	var wg sync.WaitGroup
@@ -140,12 +140,12 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 			defer wg.Done()
 			w := ws[p]
 			if p == 0 {
-				tl.each(func(a *activity) bool { return a.start < until && w.add(a) })
+				tl.Each(func(a *Activity) bool { return a.Start < until && w.add(a) })
 			} else {
 				b := steps[lo].Start
 				w.host.skipTo(callsFrom(b))
-				w.startAt(b, tl.runningAt(b, long))
-				tl.eachFrom(b, func(a *activity) bool { return a.start < until && w.add(a) })
+				w.startAt(b, tl.RunningAt(b, long))
+				tl.EachFrom(b, func(a *Activity) bool { return a.Start < until && w.add(a) })
 			}
 			w.finish(until)
 		}()
@@ -186,7 +186,7 @@ func callsRunningFrom(calls []nsys.APICall) func(b nsys.Time) int {
 
 // A sweep accounts steps [lo, hi) of a device, seeing its activities in start order.
 type sweep struct {
-	h      *hostIndex
+	h      *HostIndex
 	steps  []Step
 	shapes []stepShape
 	lo, hi int
@@ -221,18 +221,18 @@ type busyBeyond struct {
 	d    time.Duration
 }
 
-func newSweep(t *nsys.Trace, h *hostIndex, tl *timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
+func newSweep(t *nsys.Trace, h *HostIndex, tl *Timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
 	return &sweep{h: h, steps: steps, shapes: shapes, lo: lo, hi: hi, host: newHostGaps(t, tl),
 		si: lo, ai: lo, lastGraphKey: 1<<64 - 1, graphSeen: map[uint64]bool{}}
 }
 
 // startAt begins a sweep that is not the first at b, with the activities running then:
 // they own instants from b on, and their busy time and counts belong to the first half.
-func (w *sweep) startAt(b nsys.Time, running []activity) {
+func (w *sweep) startAt(b nsys.Time, running []Activity) {
 	w.now, w.started = b, true
 	for i := range running {
-		w.start(running[i].cat)
-		w.running.push(runningAct{running[i].end, running[i].cat})
+		w.start(running[i].Cat)
+		w.running.push(runningAct{running[i].End, running[i].Cat})
 	}
 }
 
@@ -329,36 +329,36 @@ func (w *sweep) stepOf(at nsys.Time) int {
 }
 
 // add sees the next activity; it returns true (for timeline.each).
-func (w *sweep) add(a *activity) bool {
+func (w *sweep) add(a *Activity) bool {
 	steps := w.steps
-	for len(w.running) > 0 && w.running[0].end <= a.start {
+	for len(w.running) > 0 && w.running[0].end <= a.Start {
 		r := w.running.pop()
 		w.advance(r.end)
 		w.stop(r.val)
 	}
 	if !w.started {
-		w.now, w.started = a.start, true
+		w.now, w.started = a.Start, true
 	}
-	w.advance(a.start)
-	i := w.stepOf(a.start)
-	if a.start >= steps[i].Start {
+	w.advance(a.Start)
+	i := w.stepOf(a.Start)
+	if a.Start >= steps[i].Start {
 		st := &steps[i]
-		st.Kernels[a.cat]++
-		if g := &st.LongGap; a.src == srcKernel && g.Next == NoKernel && g.End > g.Start && a.start >= g.End {
-			g.Next, g.NextCat = a.name, a.cat // the kernel the step's longest gap waited for
+		st.Kernels[a.Cat]++
+		if g := &st.LongGap; a.Src == SrcKernel && g.Next == NoKernel && g.End > g.Start && a.Start >= g.End {
+			g.Next, g.NextCat = a.Name, a.Cat // the kernel the step's longest gap waited for
 		}
-		switch a.src {
-		case srcKernel:
+		switch a.Src {
+		case SrcKernel:
 			w.shapes[i].add(a)
-			if d := a.end.Sub(a.start); d < ShortKernel {
+			if d := a.End.Sub(a.Start); d < ShortKernel {
 				st.ShortKernels++
 				st.ShortBusy += d
 			}
-			k := a.key()
+			k := a.Key()
 			switch {
 			case k == w.lastGraphKey:
 				// another kernel of the graph launch counted just before
-			case !w.h.graphs[k]:
+			case !w.h.Graphs[k]:
 				st.Launches++
 			default:
 				w.lastGraphKey = k
@@ -370,11 +370,11 @@ func (w *sweep) add(a *activity) bool {
 					}
 				}
 			}
-		case srcGraph:
+		case SrcGraph:
 			st.Launches++
 		}
-		if i == len(steps)-1 && a.end > st.End {
-			st.End = a.end
+		if i == len(steps)-1 && a.End > st.End {
+			st.End = a.End
 		}
 	}
 	// Busy time, clipped to each step window the activity overlaps; also for an activity
@@ -382,7 +382,7 @@ func (w *sweep) add(a *activity) bool {
 	// accounted as exclusive time too. The first half keeps what falls in the second's
 	// steps apart (the last step's end moves as the second half runs).
 	for j := i; j < len(steps); j++ {
-		s, e := max(a.start, steps[j].Start), a.end
+		s, e := max(a.Start, steps[j].Start), a.End
 		if j+1 < len(steps) {
 			e = min(e, steps[j].End)
 		} else if j >= w.hi {
@@ -394,13 +394,13 @@ func (w *sweep) add(a *activity) bool {
 			break
 		}
 		if j >= w.hi {
-			w.beyond = append(w.beyond, busyBeyond{j, a.cat, e.Sub(s)})
+			w.beyond = append(w.beyond, busyBeyond{j, a.Cat, e.Sub(s)})
 		} else {
-			steps[j].Busy[a.cat] += e.Sub(s)
+			steps[j].Busy[a.Cat] += e.Sub(s)
 		}
 	}
-	w.start(a.cat)
-	w.running.push(runningAct{a.end, a.cat})
+	w.start(a.Cat)
+	w.running.push(runningAct{a.End, a.Cat})
 	return true
 }
 
