@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -43,9 +44,9 @@ func TestSummarizeCancelled(t *testing.T) {
 	}
 	// A pass stops part-way: cancel at the 20,000th activity of device 0.
 	done := make(chan struct{})
-	tl := &Timeline{Trace: tr, Dev: 0, Cats: make([]kernelclass.Category, len(tr.Names)), Done: done}
+	tl := &steps.Timeline{Trace: tr, Dev: 0, Cats: make([]kernelclass.Category, len(tr.Names)), Done: done}
 	n := 0
-	tl.Each(func(*Activity) bool {
+	tl.Each(func(*steps.Activity) bool {
 		if n++; n == 20_000 {
 			close(done)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -35,7 +36,7 @@ type graphHostCall struct {
 
 // graphCalls returns the graph calls (graphCall, launches excluded) of the processes that
 // run work on tl's device, by start.
-func graphCalls(t *nsys.Trace, tl *Timeline) []graphHostCall {
+func graphCalls(t *nsys.Trace, tl *steps.Timeline) []graphHostCall {
 	kind := make([]uint8, len(t.APINames)) // 1: graph call, 2: capture call
 	anyCall := false
 	for i, n := range t.APINames {
@@ -67,7 +68,7 @@ func graphCalls(t *nsys.Trace, tl *Timeline) []graphHostCall {
 // the step is the step's own host work) and before the step's end. CaptureHost sums the
 // graph calls of that window. steps are all of det's windows, outside ones included
 // (before splitOutside); outside windows are never marked.
-func markCaptures(steps []Step, bounds []Boundary, calls []graphHostCall) {
+func markCaptures(steps []Step, bounds []steps.Boundary, calls []graphHostCall) {
 	if len(calls) == 0 {
 		return
 	}
@@ -131,7 +132,7 @@ func edgeShape(steps []Step, shapes []stepShape, skip func(int) bool) (first nsy
 // kernel, it runs fewer kernels than the median step and no forward ends in it (fwds: the
 // forward ends, sorted). It returns the index of that step in steps (before splitOutside),
 // or -1.
-func openTrailingEdge(det *Detection, steps []Step, shapes []stepShape, fwds []nsys.Time) int {
+func openTrailingEdge(det *steps.Detection, steps []Step, shapes []stepShape, fwds []nsys.Time) int {
 	last := len(det.Bounds) - 1
 	if last < 3 || !det.Bounds[last].Outside || steps[last].TotalKernels() == 0 || !shapes[last].started {
 		return -1

@@ -2,22 +2,23 @@ package breakdown
 
 import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
 // nvtxOverrides returns the category the Options.NVTXCategories rules give each kernel
 // launched inside their ranges (the first matching rule wins); nil when there are no rules.
-func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) KernelCats {
+func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) steps.KernelCats {
 	if len(rules) == 0 {
 		return nil
 	}
-	var los []*LaunchOwners // one per rule, in rule order
+	var los []*steps.LaunchOwners // one per rule, in rule order
 	for _, rl := range rules {
 		matches := make([]bool, len(t.RangeTexts))
 		for j, s := range t.RangeTexts {
 			matches[j] = rl.Match.MatchString(s)
 		}
-		var rs []OwnerRange
+		var rs []steps.OwnerRange
 		for _, r := range t.Ranges {
 			if !matches[r.Text] {
 				continue
@@ -26,14 +27,14 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) KernelCats {
 			if r.Open() {
 				end = 1<<63 - 1
 			}
-			rs = append(rs, OwnerRange{r.Thread, r.Start, end})
+			rs = append(rs, steps.OwnerRange{Thread: r.Thread, Start: r.Start, End: end})
 		}
-		rs = MergeOwnerRanges(rs)
-		los = append(los, NewLaunchOwners(t, rs, func(w *nsys.Caller) bool {
+		rs = steps.MergeOwnerRanges(rs)
+		los = append(los, steps.NewLaunchOwners(t, rs, func(w *nsys.Caller) bool {
 			return w.Kind == nsys.APILaunch || w.Kind == nsys.APIGraphLaunch
 		}))
 	}
-	over := make(KernelCats, len(t.Kernels))
+	over := make(steps.KernelCats, len(t.Kernels))
 	for i := range t.Kernels {
 		k := &t.Kernels[i]
 		proc := t.Sites[k.Site].Proc

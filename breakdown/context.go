@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -43,15 +44,15 @@ func isNorm(r kernelclass.Role) bool {
 // by each device's pass on its own kernels, on top of the NVTX category rules' (over): the
 // timeline reads both from cat.
 type contextCats struct {
-	cat   KernelCats
-	over  KernelCats             // the NVTX category rules' (nil for none): context leaves them
+	cat   steps.KernelCats
+	over  steps.KernelCats       // the NVTX category rules' (nil for none): context leaves them
 	roles []kernelclass.Role     // per NameID
 	base  []kernelclass.Category // the name's own category, per NameID
 	moved atomic.Bool            // devices run their passes at once
 }
 
-func newContextCats(t *nsys.Trace, h *HostIndex, base []kernelclass.Category, over KernelCats) *contextCats {
-	cat := make(KernelCats, len(t.Kernels))
+func newContextCats(t *nsys.Trace, h *steps.HostIndex, base []kernelclass.Category, over steps.KernelCats) *contextCats {
+	cat := make(steps.KernelCats, len(t.Kernels))
 	copy(cat, over)
 	return &contextCats{cat: cat, over: over, roles: h.Roles, base: base}
 }
@@ -68,12 +69,12 @@ type ctxKernel struct {
 // outside steps (over each forward of a speculative round). Long timelines are read in
 // pieces of steps at once (split: where, nil for splitSteps); each step is read whole
 // by one piece, so the result is the same whatever the pieces.
-func classifyContext(tl *Timeline, det *Detection, c *contextCats, split func(steps, kernels int) []int) {
+func classifyContext(tl *steps.Timeline, det *steps.Detection, c *contextCats, split func(steps, kernels int) []int) {
 	if split == nil {
 		split = splitSteps
 	}
 	firsts := pieceFirsts(split(len(det.Bounds), len(tl.Trace.Kernels)), len(det.Bounds))
-	if !slices.IsSorted(det.Forwards) || !slices.IsSortedFunc(det.Bounds, func(a, b Boundary) int { return cmp.Compare(a.Start, b.Start) }) {
+	if !slices.IsSorted(det.Forwards) || !slices.IsSortedFunc(det.Bounds, func(a, b steps.Boundary) int { return cmp.Compare(a.Start, b.Start) }) {
 		firsts = firsts[:1]
 	}
 	var moved atomic.Bool
@@ -89,7 +90,7 @@ func classifyContext(tl *Timeline, det *Detection, c *contextCats, split func(st
 
 // classifySteps is classifyContext for the steps [lo, hi) of det; it reports whether it
 // moved any kernel.
-func classifySteps(tl *Timeline, det *Detection, c *contextCats, lo, hi int) (moved bool) {
+func classifySteps(tl *steps.Timeline, det *steps.Detection, c *contextCats, lo, hi int) (moved bool) {
 	var buf []ctxKernel
 	var scan moeScan
 	bi := -1 // the boundary the activity falls in
@@ -108,7 +109,7 @@ func classifySteps(tl *Timeline, det *Detection, c *contextCats, lo, hi int) (mo
 		}
 		buf = buf[:0]
 	}
-	tl.EachFrom(from, func(a *Activity) bool {
+	tl.EachFrom(from, func(a *steps.Activity) bool {
 		if a.Start >= until {
 			return false
 		}
@@ -116,7 +117,7 @@ func classifySteps(tl *Timeline, det *Detection, c *contextCats, lo, hi int) (mo
 			flush()
 			bi++
 		}
-		if bi < 0 || a.Src != SrcKernel {
+		if bi < 0 || a.Src != steps.SrcKernel {
 			return true
 		}
 		k := ctxKernel{idx: a.Idx, cat: a.Cat, role: c.roles[a.Name]}

@@ -3,6 +3,7 @@ package breakdown
 import (
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -95,7 +96,7 @@ type hostGaps struct {
 	count   [NumAPIGroups]int32
 }
 
-func newHostGaps(t *nsys.Trace, tl *Timeline) *hostGaps {
+func newHostGaps(t *nsys.Trace, tl *steps.Timeline) *hostGaps {
 	launching := map[int64]bool{}
 	for _, w := range t.Callers {
 		switch w.Kind {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -25,7 +26,7 @@ func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
 
 // kernelStats totals kernels per distinct name over the whole trace; a name whose launches
 // NVTX category rules moved gets a row per category.
-func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over KernelCats) []KernelStat {
+func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over steps.KernelCats) []KernelStat {
 	type key struct {
 		name nsys.NameID
 		cat  kernelclass.Category

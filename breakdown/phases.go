@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -26,8 +27,8 @@ type stepShape struct {
 	started         bool
 }
 
-func (s *stepShape) add(a *Activity) {
-	s.sig += Mix64(uint64(a.Name) + 1)
+func (s *stepShape) add(a *steps.Activity) {
+	s.sig += steps.Mix64(uint64(a.Name) + 1)
 	if a.Cat == kernelclass.Attention {
 		s.addAttn(a.Name)
 	}
@@ -450,10 +451,10 @@ const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 const EvidenceNVTX = "the text of its NVTX range"
 
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func PhaseCounts(steps []Step) string {
-	var n [NumPhases]int
-	for _, s := range steps {
-		if s.Phase < NumPhases {
+func PhaseCounts(ss []Step) string {
+	var n [steps.NumPhases]int
+	for _, s := range ss {
+		if s.Phase < steps.NumPhases {
 			n[s.Phase]++
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -36,7 +37,7 @@ func summarisedWindows(steps []Step, sum *Summary) []Span {
 // windows' busy time of every category but idle), counting an activity in the window it
 // starts in (as Step.Kernels). Kernels are rows by name; memory operations by kind ("[CUDA
 // memcpy HtoD]"); graph replays traced at graph level one row, GraphReplayName.
-func stepKernels(t *nsys.Trace, tl *Timeline, ws []Span, split func(steps, kernels int) []int) []KernelStat {
+func stepKernels(t *nsys.Trace, tl *steps.Timeline, ws []Span, split func(steps, kernels int) []int) []KernelStat {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -60,7 +61,7 @@ func stepKernels(t *nsys.Trace, tl *Timeline, ws []Span, split func(steps, kerne
 		if hi < len(ws) {
 			until = min(until, ws[hi].Start)
 		}
-		tl.EachFrom(from, func(a *Activity) bool {
+		tl.EachFrom(from, func(a *steps.Activity) bool {
 			if a.Start >= until {
 				return false
 			}
@@ -70,9 +71,9 @@ func stepKernels(t *nsys.Trace, tl *Timeline, ws []Span, split func(steps, kerne
 			}
 			k := kernelKey{src: a.Src, cat: a.Cat}
 			switch a.Src {
-			case SrcKernel:
+			case steps.SrcKernel:
 				k.name = a.Name
-			case SrcMemop:
+			case steps.SrcMemop:
 				k.mem = a.MemKind
 			}
 			x := per[k]
@@ -119,7 +120,7 @@ type kernelAcc struct {
 
 // inWindows returns the activity's time inside the windows (in start order, each
 // clipped) and whether it starts in one of them.
-func inWindows(ws []Span, a *Activity) (d time.Duration, counted bool) {
+func inWindows(ws []Span, a *steps.Activity) (d time.Duration, counted bool) {
 	// The first window that ends after the activity starts.
 	j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.Start })
 	for ; j < len(ws) && ws[j].Start < a.End; j++ {
@@ -140,14 +141,14 @@ func windowKernelStats(t *nsys.Trace, per map[kernelKey]*kernelAcc) []KernelStat
 	for k, x := range per {
 		ks := KernelStat{Category: k.cat, Count: x.n, Total: x.total}
 		switch k.src {
-		case SrcKernel:
+		case steps.SrcKernel:
 			ks.Name = t.Names[k.name]
 			if nk, ok := kernelclass.DecodeNCCL(ks.Name); ok {
 				ks.NCCL = &nk
 			}
-		case SrcMemop:
+		case steps.SrcMemop:
 			ks.Name = "[CUDA " + k.mem.String() + "]"
-		case SrcGraph:
+		case steps.SrcGraph:
 			ks.Name = GraphReplayName
 		}
 		out = append(out, ks)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -52,7 +53,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
 	cats, rules := classifyNames(t, cls)
-	h := NewHostIndex(t)
+	h := steps.NewHostIndex(t)
 	over := nvtxOverrides(t, opt.NVTXCategories)
 	// The whole-trace kernel table is independent of the steps: build it on the other core.
 	kernelsDone := make(chan []KernelStat, 1)
@@ -76,11 +77,11 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 		cc = newContextCats(t, h, cats, over)
 		kcats = cc.cat
 	}
-	tls := map[nsys.DeviceID]*Timeline{}
+	tls := map[nsys.DeviceID]*steps.Timeline{}
 	for _, d := range devs {
-		tls[d] = &Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
+		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
 	}
-	nvtx, err := MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
+	nvtx, err := steps.MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +122,8 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 // one step is not what was asked for. A device where it found none while another found
 // some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
 func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
-	spec, _ := method.spec()
-	if spec.none == "" {
+	none := method.NoneFound()
+	if none == "" {
 		return nil
 	}
 	for i := range drs {
@@ -130,7 +131,7 @@ func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
 			return nil
 		}
 	}
-	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: spec.none}}
+	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: none}}
 }
 
 // A NoStepsError says that the step method asked for (graph, sync or periodic) found no
@@ -165,7 +166,7 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
 // once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
-func deviceReports(ctx context.Context, t *nsys.Trace, h *HostIndex, cc *contextCats, devs []nsys.DeviceID, tls map[nsys.DeviceID]*Timeline, nvtx map[nsys.DeviceID]*Detection, method Method, opt Options) ([]DeviceReport, error) {
+func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *contextCats, devs []nsys.DeviceID, tls map[nsys.DeviceID]*steps.Timeline, nvtx map[nsys.DeviceID]*steps.Detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
@@ -205,18 +206,18 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *HostIndex, cc *context
 // are its methods, run in order by report.
 type device struct {
 	t      *nsys.Trace
-	h      *HostIndex
+	h      *steps.HostIndex
 	ctx    *contextCats // nil without the context pass (Options.NoContext)
-	tl     *Timeline
+	tl     *steps.Timeline
 	method Method
 	opt    Options
 
 	dr     DeviceReport
-	det    *Detection  // the steps found (detect)
-	steps  []Step      // accounted, outside windows taken out, warm-up skipped (account, skip)
-	shapes []stepShape // one per step of steps
-	starts []bool      // per step: it starts a request (account)
-	fwds   []nsys.Time // the model's forwards (account)
+	det    *steps.Detection // the steps found (detect)
+	steps  []Step           // accounted, outside windows taken out, warm-up skipped (account, skip)
+	shapes []stepShape      // one per step of steps
+	starts []bool           // per step: it starts a request (account)
+	fwds   []nsys.Time      // the model's forwards (account)
 	// trailing: the window outside steps at the end was made a step, a partial iteration the
 	// capture's end cut (openTrailingEdge, account).
 	trailing bool
@@ -225,7 +226,7 @@ type device struct {
 // report finds the steps of the device (nvtx: its NVTX detection, if any), accounts them,
 // infers their phases, and summarises them; once the summary's context is done it stops
 // after the stage that saw it, with context.Canceled.
-func (d *device) report(nvtx *Detection) (DeviceReport, error) {
+func (d *device) report(nvtx *steps.Detection) (DeviceReport, error) {
 	for _, stage := range []func() error{func() error { return d.detect(nvtx) }, d.account, d.phases} {
 		if err := stage(); err != nil {
 			return d.dr, err
@@ -246,8 +247,8 @@ func (d *device) cancelled() error {
 }
 
 // detect finds the steps, with the method that found them.
-func (d *device) detect(nvtx *Detection) error {
-	det, warn := Detect(d.t, d.h, d.tl, nvtx, d.method)
+func (d *device) detect(nvtx *steps.Detection) error {
+	det, warn := steps.Detect(d.t, d.h, d.tl, nvtx, d.method)
 	d.det = det
 	d.dr = DeviceReport{Device: d.tl.Dev}
 	if g, ok := d.t.Device(d.tl.Dev); ok {
@@ -266,25 +267,25 @@ func (d *device) detect(nvtx *Detection) error {
 // account gives each step its time, counts and gaps, marks the steps that capture a CUDA
 // graph, and takes the windows outside steps out.
 func (d *device) account() error {
-	steps, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
 	if err := d.cancelled(); err != nil {
 		return err // the sweep stopped part-way
 	}
 	d.fwds = d.det.Forwards
 	if d.fwds == nil && d.det.Method != MethodWhole {
-		d.fwds = Forwards(d.t, d.h, d.tl)
+		d.fwds = steps.Forwards(d.t, d.h, d.tl)
 	}
 	if err := d.cancelled(); err != nil {
 		return err
 	}
 	if d.det.Method != MethodWhole && d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
-		d.trailing = openTrailingEdge(d.det, steps, shapes, d.fwds) >= 0
+		d.trailing = openTrailingEdge(d.det, ss, shapes, d.fwds) >= 0
 	}
 	d.starts = requestStarts(d.det)
 	if d.det.Method != MethodWhole {
-		markCaptures(steps, d.det.Bounds, graphCalls(d.t, d.tl))
+		markCaptures(ss, d.det.Bounds, graphCalls(d.t, d.tl))
 	}
-	d.steps, d.shapes, d.dr.Outside = splitOutside(steps, shapes, d.det)
+	d.steps, d.shapes, d.dr.Outside = splitOutside(ss, shapes, d.det)
 	return nil
 }
 
@@ -345,7 +346,7 @@ func (d *device) summarise() error {
 
 // splitOutside takes the windows that belong to no step out of the accounted steps, sums
 // them, and numbers the remaining steps in order.
-func splitOutside(steps []Step, shapes []stepShape, det *Detection) ([]Step, []stepShape, Outside) {
+func splitOutside(steps []Step, shapes []stepShape, det *steps.Detection) ([]Step, []stepShape, Outside) {
 	var out Outside
 	n := 0
 	for i := range steps {
@@ -370,7 +371,7 @@ func splitOutside(steps []Step, shapes []stepShape, det *Detection) ([]Step, []s
 
 // requestStarts says, for each step of det (in order, outside windows left out), whether it
 // starts a request: the first step, and each step right after a window outside steps.
-func requestStarts(det *Detection) []bool {
+func requestStarts(det *steps.Detection) []bool {
 	var out []bool
 	after := true
 	for _, b := range det.Bounds {

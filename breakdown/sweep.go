@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -69,7 +70,7 @@ func (h *endHeap[T]) pop() ending[T] {
 // ends at the last end of the activities that start in it. Long timelines are swept in
 // pieces at once, split at step boundaries (see accountPieces); split says where (nil:
 // splitSteps).
-func account(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
+func account(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, det *steps.Detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
 	if split == nil {
 		split = splitSteps
 	}
@@ -99,53 +100,53 @@ func splitSteps(steps, kernels int) []int {
 // and hands over the busy time of activities that run past it. Graph launches whose
 // kernels fall in several pieces are counted once, in the first, as one sweep would. The
 // result is the same as one sweep's, to the nanosecond (TestAccountSplit).
-func accountPieces(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, cuts []int) ([]Step, []stepShape) {
-	steps := make([]Step, len(det.Bounds))
+func accountPieces(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, det *steps.Detection, cuts []int) ([]Step, []stepShape) {
+	ss := make([]Step, len(det.Bounds))
 	shapes := make([]stepShape, len(det.Bounds))
 	for i, b := range det.Bounds {
-		steps[i] = Step{Index: i, Phase: b.Phase, Label: b.Label, Start: b.Start, Batch: b.Batch, DraftForwards: b.Drafts,
+		ss[i] = Step{Index: i, Phase: b.Phase, Label: b.Label, Start: b.Start, Batch: b.Batch, DraftForwards: b.Drafts,
 			CutBy: b.By, DraftDepth: int(b.DraftDepth), VerifyDepth: int(b.VerifyDepth)}
 		if b.Phase != Unknown && b.By == CutNVTX {
-			steps[i].PhaseEvidence = EvidenceNVTX
+			ss[i].PhaseEvidence = EvidenceNVTX
 		}
 		if b.Why != "" {
-			steps[i].PhaseEvidence = b.Why
+			ss[i].PhaseEvidence = b.Why
 		}
 		if i+1 < len(det.Bounds) {
-			steps[i].End = det.Bounds[i+1].Start
+			ss[i].End = det.Bounds[i+1].Start
 		}
 	}
-	last := &steps[len(steps)-1]
+	last := &ss[len(ss)-1]
 	last.End = last.Start
-	firsts := pieceFirsts(cuts, len(steps))
+	firsts := pieceFirsts(cuts, len(ss))
 	if len(firsts) == 1 {
-		w := newSweep(t, h, tl, steps, shapes, 0, len(steps))
+		w := newSweep(t, h, tl, ss, shapes, 0, len(ss))
 		tl.Each(w.add)
 		w.finish(math.MaxInt64)
-		return steps, shapes
+		return ss, shapes
 	}
 	tl.Procs() // built once, before the goroutines read it
-	long := Longest(t)
+	long := steps.Longest(t)
 	callsFrom := callsRunningFrom(t.APICalls)
 	ws := make([]*sweep, len(firsts))
 	var wg sync.WaitGroup
 	for p, lo := range firsts {
-		hi, until := len(steps), nsys.Time(math.MaxInt64)
+		hi, until := len(ss), nsys.Time(math.MaxInt64)
 		if p+1 < len(firsts) {
-			hi, until = firsts[p+1], steps[firsts[p+1]].Start
+			hi, until = firsts[p+1], ss[firsts[p+1]].Start
 		}
-		ws[p] = newSweep(t, h, tl, steps, shapes, lo, hi)
+		ws[p] = newSweep(t, h, tl, ss, shapes, lo, hi)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := ws[p]
 			if p == 0 {
-				tl.Each(func(a *Activity) bool { return a.Start < until && w.add(a) })
+				tl.Each(func(a *steps.Activity) bool { return a.Start < until && w.add(a) })
 			} else {
-				b := steps[lo].Start
+				b := ss[lo].Start
 				w.host.skipTo(callsFrom(b))
 				w.startAt(b, tl.RunningAt(b, long))
-				tl.EachFrom(b, func(a *Activity) bool { return a.Start < until && w.add(a) })
+				tl.EachFrom(b, func(a *steps.Activity) bool { return a.Start < until && w.add(a) })
 			}
 			w.finish(until)
 		}()
@@ -153,7 +154,7 @@ func accountPieces(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, cu
 	wg.Wait()
 	for p, w := range ws {
 		for _, x := range w.beyond {
-			steps[x.step].Busy[x.cat] += x.d
+			ss[x.step].Busy[x.cat] += x.d
 		}
 		last.End = max(last.End, w.lastEnd)
 		if p == 0 {
@@ -162,13 +163,13 @@ func accountPieces(t *nsys.Trace, h *HostIndex, tl *Timeline, det *Detection, cu
 		for _, g := range w.counted {
 			for _, e := range ws[:p] {
 				if e.graphSeen[g.key] {
-					steps[g.step].Launches-- // counted at its first kernel, in an earlier piece
+					ss[g.step].Launches-- // counted at its first kernel, in an earlier piece
 					break
 				}
 			}
 		}
 	}
-	return steps, shapes
+	return ss, shapes
 }
 
 // callsRunningFrom returns a function that gives, for a time b, an index of calls (sorted
@@ -186,7 +187,7 @@ func callsRunningFrom(calls []nsys.APICall) func(b nsys.Time) int {
 
 // A sweep accounts steps [lo, hi) of a device, seeing its activities in start order.
 type sweep struct {
-	h      *HostIndex
+	h      *steps.HostIndex
 	steps  []Step
 	shapes []stepShape
 	lo, hi int
@@ -221,14 +222,14 @@ type busyBeyond struct {
 	d    time.Duration
 }
 
-func newSweep(t *nsys.Trace, h *HostIndex, tl *Timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
+func newSweep(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
 	return &sweep{h: h, steps: steps, shapes: shapes, lo: lo, hi: hi, host: newHostGaps(t, tl),
 		si: lo, ai: lo, lastGraphKey: 1<<64 - 1, graphSeen: map[uint64]bool{}}
 }
 
 // startAt begins a sweep that is not the first at b, with the activities running then:
 // they own instants from b on, and their busy time and counts belong to the first half.
-func (w *sweep) startAt(b nsys.Time, running []Activity) {
+func (w *sweep) startAt(b nsys.Time, running []steps.Activity) {
 	w.now, w.started = b, true
 	for i := range running {
 		w.start(running[i].Cat)
@@ -329,8 +330,8 @@ func (w *sweep) stepOf(at nsys.Time) int {
 }
 
 // add sees the next activity; it returns true (for timeline.each).
-func (w *sweep) add(a *Activity) bool {
-	steps := w.steps
+func (w *sweep) add(a *steps.Activity) bool {
+	ss := w.steps
 	for len(w.running) > 0 && w.running[0].end <= a.Start {
 		r := w.running.pop()
 		w.advance(r.end)
@@ -341,14 +342,14 @@ func (w *sweep) add(a *Activity) bool {
 	}
 	w.advance(a.Start)
 	i := w.stepOf(a.Start)
-	if a.Start >= steps[i].Start {
-		st := &steps[i]
+	if a.Start >= ss[i].Start {
+		st := &ss[i]
 		st.Kernels[a.Cat]++
-		if g := &st.LongGap; a.Src == SrcKernel && g.Next == NoKernel && g.End > g.Start && a.Start >= g.End {
+		if g := &st.LongGap; a.Src == steps.SrcKernel && g.Next == NoKernel && g.End > g.Start && a.Start >= g.End {
 			g.Next, g.NextCat = a.Name, a.Cat // the kernel the step's longest gap waited for
 		}
 		switch a.Src {
-		case SrcKernel:
+		case steps.SrcKernel:
 			w.shapes[i].add(a)
 			if d := a.End.Sub(a.Start); d < ShortKernel {
 				st.ShortKernels++
@@ -370,10 +371,10 @@ func (w *sweep) add(a *Activity) bool {
 					}
 				}
 			}
-		case SrcGraph:
+		case steps.SrcGraph:
 			st.Launches++
 		}
-		if i == len(steps)-1 && a.End > st.End {
+		if i == len(ss)-1 && a.End > st.End {
 			st.End = a.End
 		}
 	}
@@ -381,14 +382,14 @@ func (w *sweep) add(a *Activity) bool {
 	// that starts before the first step and runs into it, whose time in the steps is
 	// accounted as exclusive time too. The first half keeps what falls in the second's
 	// steps apart (the last step's end moves as the second half runs).
-	for j := i; j < len(steps); j++ {
-		s, e := max(a.Start, steps[j].Start), a.End
-		if j+1 < len(steps) {
-			e = min(e, steps[j].End)
+	for j := i; j < len(ss); j++ {
+		s, e := max(a.Start, ss[j].Start), a.End
+		if j+1 < len(ss) {
+			e = min(e, ss[j].End)
 		} else if j >= w.hi {
 			w.lastEnd = max(w.lastEnd, e)
-		} else if e > steps[j].End {
-			steps[j].End = e
+		} else if e > ss[j].End {
+			ss[j].End = e
 		}
 		if e <= s {
 			break
@@ -396,7 +397,7 @@ func (w *sweep) add(a *Activity) bool {
 		if j >= w.hi {
 			w.beyond = append(w.beyond, busyBeyond{j, a.Cat, e.Sub(s)})
 		} else {
-			steps[j].Busy[a.Cat] += e.Sub(s)
+			ss[j].Busy[a.Cat] += e.Sub(s)
 		}
 	}
 	w.start(a.Cat)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -81,11 +82,11 @@ type TimelineCall struct {
 
 // stepTimelines builds the report's step timelines: the median and the slowest summarised
 // step (one of each; the slowest only when it is another step than the median).
-func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*Timeline, rep *Report, opt Options) []StepTimeline {
+func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, rep *Report, opt Options) []StepTimeline {
 	if len(rep.Devices) == 0 {
 		return nil
 	}
-	longest := Longest(t)
+	longest := steps.Longest(t)
 	// picks[d] is the Step.Index of the chosen step on device d, or -1.
 	type choice struct {
 		which   string
@@ -184,12 +185,12 @@ const longestCall = 10 * time.Second
 
 // deviceTimeline collects step s on the device of tl.
 // longest bounds every activity's duration.
-func deviceTimeline(t *nsys.Trace, tl *Timeline, s *Step, longest time.Duration) DeviceTimeline {
+func deviceTimeline(t *nsys.Trace, tl *steps.Timeline, s *Step, longest time.Duration) DeviceTimeline {
 	dt := DeviceTimeline{Device: tl.Dev, Step: s.Index, Start: s.Start, End: s.End}
 	// Activities that run in the step: those starting in it, and those started before it
 	// and still running.
 	busyTo := s.Start // the end of the work seen so far, for the gaps
-	add := func(a *Activity) bool {
+	add := func(a *steps.Activity) bool {
 		if a.End <= s.Start || a.Start >= s.End {
 			return true
 		}
@@ -199,11 +200,11 @@ func deviceTimeline(t *nsys.Trace, tl *Timeline, s *Step, longest time.Duration)
 		}
 		ta := TimelineActivity{Start: a.Start, End: a.End, Category: a.Cat}
 		switch a.Src {
-		case SrcKernel:
+		case steps.SrcKernel:
 			ta.Kind, ta.Name, ta.Stream = ActivityKernel, t.Names[a.Name], t.Sites[t.Kernels[a.Idx].Site].Stream
-		case SrcMemop:
+		case steps.SrcMemop:
 			ta.Kind, ta.Name, ta.Stream = ActivityMemop, a.MemKind.String(), t.Memops[a.Idx].Stream
-		case SrcGraph:
+		case steps.SrcGraph:
 			ta.Kind, ta.Name, ta.Stream = ActivityGraph, "CUDA graph (traced at graph level)", t.Graphs[a.Idx].Stream
 		}
 		dt.Activities = append(dt.Activities, ta)
@@ -212,7 +213,7 @@ func deviceTimeline(t *nsys.Trace, tl *Timeline, s *Step, longest time.Duration)
 	for _, a := range tl.RunningAt(s.Start, longest) {
 		add(&a)
 	}
-	tl.EachFrom(s.Start, func(a *Activity) bool { return a.Start < s.End && add(a) })
+	tl.EachFrom(s.Start, func(a *steps.Activity) bool { return a.Start < s.End && add(a) })
 	slices.SortStableFunc(dt.Activities, func(a, b TimelineActivity) int { return cmp.Compare(a.Start, b.Start) })
 	for _, a := range dt.Activities {
 		if a.Start > busyTo {

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -48,6 +48,14 @@ func (m Method) spec() (methodSpec, bool) {
 		}
 	}
 	return methodSpec{}, false
+}
+
+// NoneFound says what it means that the method, asked for by name, found no steps on any
+// device (the What of breakdown's NoStepsError); "" for a method that does not fail so
+// (auto and whole; nvtx fails on its own: MatchNVTX).
+func (m Method) NoneFound() string {
+	s, _ := m.spec()
+	return s.none
 }
 
 func (m Method) String() string {
@@ -128,33 +136,16 @@ func (m StepMethod) Check() error {
 	return nil
 }
 
-// An Option names a field of Options, for OptionError.
-type Option uint8
+// An Option names a field of an options struct (breakdown.Options), for OptionError:
+// each package names the fields it checks.
+type Option string
 
-// The Options fields an OptionError can name.
-const (
-	OptSteps Option = iota
-	OptSOLStep
-	OptSOLBytes
-	OptBandwidth
-	OptBatch
-)
+// OptSteps is the step method (breakdown.Options.Steps): ParseStepMethod and
+// StepMethod.Check name it.
+const OptSteps Option = "Steps"
 
-var optionNames = [...]string{
-	OptSteps:     "Steps",
-	OptSOLStep:   "SOLStep",
-	OptSOLBytes:  "SOLBytes",
-	OptBandwidth: "Bandwidth",
-	OptBatch:     "Batch",
-}
-
-// String returns the name of the Options field.
-func (o Option) String() string {
-	if int(o) < len(optionNames) {
-		return optionNames[o]
-	}
-	return fmt.Sprintf("option(%d)", int(o))
-}
+// String returns the name of the options field.
+func (o Option) String() string { return string(o) }
 
 // An OptionError says that the value of one of the Options is invalid, as opposed to a
 // problem of the trace: a command line reports it as a usage mistake, naming its own flag

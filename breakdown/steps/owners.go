@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"cmp"
@@ -34,8 +34,8 @@ type keyOwner struct {
 
 // OwnerRange is a range whose launches are to be owned: calls of Thread within [Start, End].
 type OwnerRange struct {
-	thread     int64
-	start, end nsys.Time
+	Thread     int64
+	Start, End nsys.Time
 }
 
 // callsIn calls fn with the index of each launch-like call of t that starts within [s, e].
@@ -67,10 +67,10 @@ func NewLaunchOwners(t *nsys.Trace, ranges []OwnerRange, ok func(w *nsys.Caller)
 		sp := corrSpan{owner: int32(i)}
 		n := 0
 		others = others[:0]
-		callsIn(t, r.start, r.end, func(j int) {
+		callsIn(t, r.Start, r.End, func(j int) {
 			c := &calls[j]
 			w := &t.Callers[c.Caller]
-			if w.Thread != r.thread || !ok(w) {
+			if w.Thread != r.Thread || !ok(w) {
 				others = append(others, other{w.Proc, c.Correlation})
 				return
 			}
@@ -120,10 +120,10 @@ func NewLaunchOwners(t *nsys.Trace, ranges []OwnerRange, ok func(w *nsys.Caller)
 	lo.spans = keep
 	for _, i := range inexact {
 		r := ranges[i]
-		callsIn(t, r.start, r.end, func(j int) {
+		callsIn(t, r.Start, r.End, func(j int) {
 			c := &calls[j]
 			w := &t.Callers[c.Caller]
-			if w.Thread == r.thread && ok(w) {
+			if w.Thread == r.Thread && ok(w) {
 				lo.keys = append(lo.keys, keyOwner{actKey(w.Proc, c.Correlation), int32(i)})
 			}
 		})
@@ -159,11 +159,11 @@ func MergeOwnerRanges(rs []OwnerRange) []OwnerRange {
 	open := map[int64]int{} // thread -> index in out of its last merged range
 	out := rs[:0:0]
 	for _, r := range rs {
-		if i, ok := open[r.thread]; ok && r.start <= out[i].end {
-			out[i].end = max(out[i].end, r.end)
+		if i, ok := open[r.Thread]; ok && r.Start <= out[i].End {
+			out[i].End = max(out[i].End, r.End)
 			continue
 		}
-		open[r.thread] = len(out)
+		open[r.Thread] = len(out)
 		out = append(out, r)
 	}
 	return out

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"math"
@@ -42,9 +42,10 @@ func (c KernelCats) Category(i int32) (kernelclass.Category, bool) {
 	return kernelclass.Category(c[i] - 1), true
 }
 
-// key identifies the host call that launched work: correlation ids are per process.
+// actKey identifies the host call that launched work: correlation ids are per process.
 func actKey(proc nsys.ProcID, corr uint32) uint64 { return uint64(proc)<<32 | uint64(corr) }
 
+// Key identifies the host call that launched a.
 func (a *Activity) Key() uint64 { return actKey(a.proc, a.corr) }
 
 // A Timeline gives the activities of one device in start order, merging the trace's
@@ -63,7 +64,7 @@ type Timeline struct {
 	Done <-chan struct{}
 }
 
-// Cancelled reports whether done is closed.
+// Cancelled reports whether Done is closed.
 func (tl *Timeline) Cancelled() bool {
 	select {
 	case <-tl.Done:
@@ -76,7 +77,7 @@ func (tl *Timeline) Cancelled() bool {
 // Each calls fn for every activity of the device in start order; fn returns false to stop.
 func (tl *Timeline) Each(fn func(a *Activity) bool) { tl.EachFrom(math.MinInt64, fn) }
 
-// EachFrom is each for the activities that start at from or later.
+// EachFrom is Each for the activities that start at from or later.
 func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
 	ks, ms, gs, sites := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs, tl.Trace.Sites
 	var i, j, k int
@@ -152,7 +153,7 @@ func (tl *Timeline) graphAct(k int, a *Activity) {
 		Src: SrcGraph, Cat: kernelclass.UntracedGraph}
 }
 
-// Longest returns the Longest duration of any kernel, memory operation or graph execution.
+// Longest returns the longest duration of any kernel, memory operation or graph execution.
 func Longest(t *nsys.Trace) time.Duration {
 	var d nsys.Time
 	for i := range t.Kernels {
