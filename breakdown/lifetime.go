@@ -1,9 +1,12 @@
 package breakdown
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -47,13 +50,13 @@ func (s LoopSpan) Dur() time.Duration { return s.End.Sub(s.Start) }
 // copy after its last capture call (the first served iteration's input, which it would
 // otherwise swallow). It returns the spans before the loop (load, warm_up, capture); nil,
 // with det unchanged, for any other capture.
-func lifetimeSpans(t *nsys.Trace, tl *timeline, det *detection, calls []graphHostCall) []LoopSpan {
-	if det.method == MethodWhole || det.method == MethodNVTX {
+func lifetimeSpans(t *nsys.Trace, tl *steps.Timeline, det *steps.Detection, calls []graphHostCall) []LoopSpan {
+	if det.Method == MethodWhole || det.Method == MethodNVTX {
 		return nil
 	}
 	first := -1
-	for i, b := range det.bounds {
-		if !b.outside {
+	for i, b := range det.Bounds {
+		if !b.Outside {
 			first = i
 			break
 		}
@@ -61,12 +64,12 @@ func lifetimeSpans(t *nsys.Trace, tl *timeline, det *detection, calls []graphHos
 	if first < 0 {
 		return nil
 	}
-	start := det.bounds[first].start
+	start := det.Bounds[first].Start
 	var bytes int64
 	var copies []*nsys.Memop // the device's host-to-device copies, by start
 	for i := range t.Memops {
 		m := &t.Memops[i]
-		if m.Kind != nsys.MemcpyHtoD || !tl.owns(m.Device, m.Proc) {
+		if m.Kind != nsys.MemcpyHtoD || !tl.Owns(m.Device, m.Proc) {
 			continue
 		}
 		copies = append(copies, m)
@@ -78,20 +81,20 @@ func lifetimeSpans(t *nsys.Trace, tl *timeline, det *detection, calls []graphHos
 		return nil
 	}
 	end := func(i int) nsys.Time { // window i's end
-		if i+1 < len(det.bounds) {
-			return det.bounds[i+1].start
+		if i+1 < len(det.Bounds) {
+			return det.Bounds[i+1].Start
 		}
 		return math.MaxInt64
 	}
 	// The last window that holds a capture call, and where its captures end.
 	last, capEnd := -1, nsys.Time(0)
 	firstCap := -1
-	for i := first; i < len(det.bounds); i++ {
-		if det.bounds[i].outside {
+	for i := first; i < len(det.Bounds); i++ {
+		if det.Bounds[i].Outside {
 			continue
 		}
 		for _, c := range calls {
-			if c.capture && c.start >= det.bounds[i].start && c.start < end(i) {
+			if c.capture && c.start >= det.Bounds[i].Start && c.start < end(i) {
 				if firstCap < 0 {
 					firstCap = i
 				}
@@ -102,7 +105,7 @@ func lifetimeSpans(t *nsys.Trace, tl *timeline, det *detection, calls []graphHos
 	var spans []LoopSpan
 	load := LoopSpan{Kind: SpanLoad, Start: start, End: start, Bytes: bytes}
 	for _, c := range t.APICalls {
-		if tl.hasProc(t.Callers[c.Caller].Proc) {
+		if tl.HasProc(t.Callers[c.Caller].Proc) {
 			load.Start = min(load.Start, c.Start)
 			break // by start: the first is the earliest
 		}
@@ -113,48 +116,50 @@ func lifetimeSpans(t *nsys.Trace, tl *timeline, det *detection, calls []graphHos
 	}
 	// Cut the last capture window at the first input copy after its captures.
 	for _, m := range copies {
-		if m.Start > capEnd && m.Start > det.bounds[last].start && m.Start < end(last) {
-			det.bounds = append(det.bounds, boundary{start: m.Start, by: CutInputCopy})
-			det.bounds = sortBounds(det.bounds)
+		if m.Start > capEnd && m.Start > det.Bounds[last].Start && m.Start < end(last) {
+			at, found := slices.BinarySearchFunc(det.Bounds, m.Start, func(b steps.Boundary, t nsys.Time) int { return cmp.Compare(b.Start, t) })
+			if !found {
+				det.Bounds = slices.Insert(det.Bounds, at, steps.Boundary{Start: m.Start, By: CutInputCopy})
+			}
 			break
 		}
 	}
 	served := last + 1
-	if served >= len(det.bounds) {
+	if served >= len(det.Bounds) {
 		return spans[:1] // nothing after the captures: keep the iterations as they are
 	}
 	n := 0
 	for i := first; i < firstCap; i++ {
-		if !det.bounds[i].outside {
+		if !det.Bounds[i].Outside {
 			n++
 		}
 	}
 	if n > 0 {
-		spans = append(spans, LoopSpan{Kind: SpanWarmUp, Start: start, End: det.bounds[firstCap].start, Iterations: n})
+		spans = append(spans, LoopSpan{Kind: SpanWarmUp, Start: start, End: det.Bounds[firstCap].Start, Iterations: n})
 	}
 	k := 0
 	for i := firstCap; i < served; i++ {
-		if !det.bounds[i].outside {
+		if !det.Bounds[i].Outside {
 			k++
 		}
 	}
-	spans = append(spans, LoopSpan{Kind: SpanCapture, Start: det.bounds[firstCap].start, End: det.bounds[served].start, Iterations: k})
+	spans = append(spans, LoopSpan{Kind: SpanCapture, Start: det.Bounds[firstCap].Start, End: det.Bounds[served].Start, Iterations: k})
 	for i := first; i < served; i++ {
-		det.bounds[i].outside = true
+		det.Bounds[i].Outside = true
 	}
 	return spans
 }
 
 // shutdownSpan is the span from the loop's last step end to the last CUDA call of the
 // device's processes, for a whole-process capture; ok is false when there is none.
-func shutdownSpan(t *nsys.Trace, tl *timeline, steps []Step) (LoopSpan, bool) {
+func shutdownSpan(t *nsys.Trace, tl *steps.Timeline, steps []Step) (LoopSpan, bool) {
 	if len(steps) == 0 {
 		return LoopSpan{}, false
 	}
 	lastEnd := steps[len(steps)-1].End
 	var callEnd nsys.Time
 	for _, c := range t.APICalls {
-		if c.End > callEnd && tl.hasProc(t.Callers[c.Caller].Proc) {
+		if c.End > callEnd && tl.HasProc(t.Callers[c.Caller].Proc) {
 			callEnd = c.End
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -26,16 +27,16 @@ type stepShape struct {
 	started         bool
 }
 
-func (s *stepShape) add(a *activity) {
-	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention {
-		s.addAttn(a.name)
+func (s *stepShape) add(a *steps.Activity) {
+	s.sig += steps.Mix64(uint64(a.Name) + 1)
+	if a.Cat == kernelclass.Attention {
+		s.addAttn(a.Name)
 	}
 	if !s.started {
-		s.first, s.started = a.name, true
+		s.first, s.started = a.Name, true
 	}
-	if a.cat == kernelclass.GEMM {
-		s.lastGEMM = a.name
+	if a.Cat == kernelclass.GEMM {
+		s.lastGEMM = a.Name
 	}
 }
 
@@ -96,11 +97,11 @@ const promptGEMM = 3
 // end up to its own last one (its first step: from its start); its read-back the
 // device-to-host copies after its last forward's end, before the next forward's end or the
 // next iteration's first input copy. A step without a forward end says nothing.
-func stepCopies(tl *timeline, steps []Step, ends []nsys.Time) []iterCopies {
+func stepCopies(tl *steps.Timeline, steps []Step, ends []nsys.Time) []iterCopies {
 	out := make([]iterCopies, len(steps))
 	var ms []nsys.Memop
-	for _, m := range tl.t.Memops {
-		if tl.owns(m.Device, m.Proc) && (m.Kind == nsys.MemcpyHtoD || m.Kind == nsys.MemcpyDtoH) {
+	for _, m := range tl.Trace.Memops {
+		if tl.Owns(m.Device, m.Proc) && (m.Kind == nsys.MemcpyHtoD || m.Kind == nsys.MemcpyDtoH) {
 			ms = append(ms, m)
 		}
 	}
@@ -449,20 +450,11 @@ const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 // EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
 const EvidenceNVTX = "the text of its NVTX range"
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func PhaseCounts(steps []Step) string {
-	var n [numPhases]int
-	for _, s := range steps {
-		if s.Phase < numPhases {
+func PhaseCounts(ss []Step) string {
+	var n [steps.NumPhases]int
+	for _, s := range ss {
+		if s.Phase < steps.NumPhases {
 			n[s.Phase]++
 		}
 	}

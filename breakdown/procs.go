@@ -2,6 +2,7 @@ package breakdown
 
 import (
 	"fmt"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"slices"
 	"strings"
 
@@ -72,13 +73,13 @@ func PIDOf(t *nsys.Trace, p nsys.ProcID) int64 {
 }
 
 // mainProc returns the process with the most kernels on the timeline (ties: the lower id).
-func mainProc(t *nsys.Trace, tl *timeline) nsys.ProcID {
-	if tl.oneProc {
-		return tl.proc
+func mainProc(t *nsys.Trace, tl *steps.Timeline) nsys.ProcID {
+	if tl.OneProc {
+		return tl.Proc
 	}
 	n := map[nsys.ProcID]int{}
 	for _, st := range t.Sites {
-		if st.Device == tl.dev {
+		if st.Device == tl.Dev {
 			n[st.Proc]++ // sites, not kernels: one pass over the few sites, not the kernels
 		}
 	}
