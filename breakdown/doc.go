@@ -33,7 +33,8 @@
 //
 // procs.go splits a device that several processes share into one timeline per process;
 // lifetime.go keeps a whole-process capture's served loop (DeviceReport.Lifetime names
-// the load, warm-up, capture and shutdown around it).
+// the load, warm-up, capture and shutdown around it); kind.go says when a device's steps
+// are training steps or a loading window, not an inference loop (DeviceReport.Kind).
 // report.go holds the result types; units.go how a time and a share are written in text.
 //
 //   - Steps are the iterations of the serving loop: one forward of the target model, or one

@@ -250,7 +250,12 @@ type DeviceReport struct {
 	// shutdown after it, in time order (lifetime.go); nil for a capture of the loop alone.
 	// Warm-up and capture iterations are in Outside, not steps.
 	Lifetime []LoopSpan
-	Summary  Summary // over the phase chosen by Options.Phase
+	// Kind says what the device's steps are when they are not an inference loop
+	// (KindTraining, KindLoading; kind.go): its steps then have no inference phase and no
+	// findings apply; KindInference ("") otherwise.
+	Kind    string
+	KindWhy string  // the evidence of Kind, in words; "" for inference
+	Summary Summary // over the phase chosen by Options.Phase
 	// StepKernels totals the GPU work of the summarised steps (the steps Summary covers,
 	// outliers left out) per name and category, by total time, descending: kernels by
 	// name, memory operations by kind, graph replays traced at graph level as one row

@@ -236,6 +236,8 @@ func (d *device) report(nvtx *steps.Detection) (DeviceReport, error) {
 			return d.dr, err
 		}
 	}
+	d.dr.Kind, d.dr.KindWhy = traceKind(d.t, d.tl, d.steps, len(d.fwds)) // training, loading: no inference phases (kind.go)
+	markKind(d.steps, d.dr.Kind, d.dr.KindWhy)
 	d.skip()
 	err := d.summarise()
 	nameProcess(&d.dr)
@@ -282,17 +284,19 @@ func (d *device) account() error {
 	if d.det.Method != MethodWhole {
 		calls = graphCalls(d.t, d.tl)
 	}
-	d.dr.Lifetime = lifetimeSpans(d.t, d.tl, d.det, calls) // a whole process: its loop only (lifetime.go)
-	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
-	if err := d.cancelled(); err != nil {
-		return err // the sweep stopped part-way
-	}
 	d.fwds = d.det.Forwards
 	if d.fwds == nil && d.det.Method != MethodWhole {
 		d.fwds = steps.Forwards(d.t, d.h, d.tl)
 	}
 	if err := d.cancelled(); err != nil {
 		return err
+	}
+	if len(d.fwds) >= 2 { // a model's loop: a whole process holds more than its served loop (lifetime.go)
+		d.dr.Lifetime = lifetimeSpans(d.t, d.tl, d.det, calls)
+	}
+	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	if err := d.cancelled(); err != nil {
+		return err // the sweep stopped part-way
 	}
 	if d.det.Method != MethodWhole && d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
 		d.trailing = openTrailingEdge(d.det, ss, shapes, d.fwds) >= 0
@@ -337,6 +341,7 @@ func (d *device) skip() {
 	}
 	d.dr.Steps = d.steps
 	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.Dev, d.steps, len(d.fwds) >= 2)...)
+
 	if d.det.Method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
 		if w := longMixCheck(d.tl.Dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)

@@ -23,6 +23,17 @@ import (
 // 12.30ms, p10-p90 12.10ms-12.90ms, 40 steps".
 func deviceHeadline(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
+	if d.Kind != breakdown.KindInference { // not inference: say what it is, in no inference words
+		what := "training steps, not inference"
+		if d.Kind == breakdown.KindLoading {
+			what = "loading, no serving loop"
+		}
+		if sm.Steps == 0 {
+			return fmt.Sprintf("%s (%s): %s; no steps to summarise", d.Name(), gpuName(d.GPU), what)
+		}
+		return fmt.Sprintf("%s (%s): %s: step median %s, p10-p90 %s-%s, %d step%s", d.Name(), gpuName(d.GPU), what,
+			breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)), sm.Steps, plural(sm.Steps))
+	}
 	if sm.Steps == 0 {
 		if d.Skipped > 0 && len(d.Steps) == 0 {
 			return fmt.Sprintf("%s (%s): no %ss to summarise (%d step%s found, all skipped)", d.Name(), gpuName(d.GPU), phaseWhat(sm), d.Skipped, plural(d.Skipped))
@@ -175,6 +186,13 @@ func limiterLine(r *findings.Report) string {
 		return fmt.Sprintf("Limiter: %s%s, %s of the %s mean %s (%s) at stake", f.ID, where,
 			breakdown.FormatDuration(int64(f.AtStake)), breakdown.FormatDuration(int64(f.Step)), phaseWhat(&d.Summary),
 			breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
+	}
+	if k := notInference(r); k != "" {
+		p := largestPart(r)
+		if p != "" {
+			p = "; " + p
+		}
+		return "No limiter named: " + k + ", and the findings' rules are for inference loops" + p
 	}
 	if p := largestPart(r); p != "" {
 		return "Limiter: no rule holds; " + p

@@ -45,7 +45,9 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 		ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(g.Top())))
 	}
 	if n == 0 {
-		ew.printf("Findings: no cause above %g%% of the step\n", 100*findings.MinorShare)
+		if notInference(r) == "" {
+			ew.printf("Findings: no cause above %g%% of the step\n", 100*findings.MinorShare)
+		}
 	}
 	if m := minorLine(r, gs); m != "" {
 		ew.printf("  %s\n", m)

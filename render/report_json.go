@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
 	"reflect"
@@ -211,7 +212,7 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 		Source: schema.SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
 		Config: configJSON(r.Config), Devices: []schema.DeviceJSON{}, Kernels: []schema.KernelJSON{}, Warnings: []string{}}
 	for di, d := range r.Devices {
-		dj := schema.DeviceJSON{Device: int(d.Device), PID: d.PID, Processes: d.Processes, GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
+		dj := schema.DeviceJSON{Device: int(d.Device), TraceKind: cmp.Or(d.Kind, "inference"), KindEvidence: d.KindWhy, PID: d.PID, Processes: d.Processes, GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
 			Skipped: d.Skipped, Steps: make([]schema.StepJSON, len(d.Steps))}
 		for i := range d.Steps {
 			dj.Steps[i] = stepJSON(&d.Steps[i])

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -234,6 +235,29 @@ func lifetimeLine(d *breakdown.DeviceReport) string {
 		out += "; after serving: " + strings.Join(after, ", ")
 	}
 	return out + fmt.Sprintf("; the %d step%s are the served loop's", len(d.Steps), plural(len(d.Steps)))
+}
+
+// notInference says what a report's devices are when none is an inference loop
+// (breakdown.DeviceReport.Kind): "this trace holds training steps", "this trace holds
+// loading, no serving loop"; "" when any device is one.
+func notInference(r *findings.Report) string {
+	kind := ""
+	for i := range r.Devices {
+		k := r.Devices[i].Kind
+		if k == breakdown.KindInference {
+			return ""
+		}
+		if kind == "" || k == breakdown.KindTraining {
+			kind = k
+		}
+	}
+	if kind == breakdown.KindLoading {
+		return "this trace holds loading, no serving loop"
+	}
+	if kind == "" {
+		return ""
+	}
+	return "this trace holds training steps, not inference"
 }
 
 func capitalize(s string) string {

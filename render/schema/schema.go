@@ -129,6 +129,12 @@ type DeviceJSON struct {
 	// it); Processes counts the processes with work on the device. A device that several
 	// processes share has one entry per process, each its own loop (same "device", its own
 	// "pid"). Added fields.
+	// TraceKind is what the device's steps are: "inference", or "training" (backward and
+	// optimizer kernels in most steps) or "loading" (host-to-device copies, no loop of a
+	// model), whose steps have the phase "unknown" and no findings; KindEvidence says why.
+	// Added fields.
+	TraceKind    string      `json:"trace_kind"`
+	KindEvidence string      `json:"kind_evidence,omitempty"`
 	PID          int64       `json:"pid,omitempty"`
 	Processes    int         `json:"processes,omitempty"`
 	GPU          string      `json:"gpu"`
