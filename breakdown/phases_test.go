@@ -9,11 +9,11 @@ import (
 // batching runs prompts in decode's kernels) with the copies cp, and returns the phases.
 func phasesOf(cp []iterCopies, starts []bool) []string {
 	steps := make([]Step, len(cp))
-	shapes := make([]stepShape, len(cp))
+	hs := make([]holding, len(cp))
 	for i := range steps {
 		steps[i].Start, steps[i].End = 0, 1_000_000
 	}
-	inferPhases(steps, shapes, starts, true, cp)
+	inferPhases(steps, hs, starts, true, cp)
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Phase.String())
@@ -85,7 +85,7 @@ func TestCopyPhases(t *testing.T) {
 	t.Run("copies in too few steps say nothing", func(t *testing.T) {
 		// generate(): the prompt is copied once, decode steps read back with no input copy.
 		cp := []iterCopies{prompt(64, 1), {out: 1}, {out: 1}, {out: 1}, prompt(200, 1), {out: 1}, {out: 1}, {out: 1}}
-		if p, _, _ := copyPrompts(cp); p != nil {
+		if p, _, _ := copyPrompts(cp, make([]bool, len(cp))); p != nil {
 			t.Errorf("copyPrompts = %v, want nil (2 of 8 steps copy inputs)", p)
 		}
 	})

@@ -432,14 +432,7 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
 // eager chunked-prefill engine) whose steps or phases stepstat does not yet get right, and
 // what is wrong. TestTruthCaptures checks that each still differs from its truth (so the
 // list cannot go stale) and skips it, naming the first mismatch.
-var notYetExact = map[string]string{
-	"engine-disagg-decode":  "a decode-only worker: its first step (a graph replay at the window start) is called prefill",
-	"engine-disagg-prefill": "a prefill-only worker: its prompt chunks are called decode",
-	"engine-eagle":          "the window opened after the prompts: the first round (the capture's first step) is called prefill; its kernels and launches look as serve-assisted's prompt round does",
-	"engine-eager-cb":       "eager chunked prefill: 11 of 70 mixed iterations called decode",
-	"engine-nvtx-sglang":    "SGLang scheduler ranges: one prompt-holding iteration called decode",
-	"engine-piecewise":      "piecewise CUDA graphs: 6 of 58 phases wrong",
-}
+var notYetExact = map[string]string{}
 
 // truthMismatches compares a device's steps with a capture's truth: one line per step
 // count, draft-forward, sampling or phase difference.

@@ -294,7 +294,16 @@ func (d *device) phases() error {
 				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
+		stream, _ := loopStream(d.t, d.tl.dev)
+		hs := stepHoldings(d.tl, d.steps, stream)
+		if err := d.cancelled(); err != nil {
+			return err // the sweep stopped part-way
+		}
+		copies, ok := readBackStream(d.t, d.tl.dev, d.fwds)
+		if !ok {
+			copies = stream
+		}
+		inferPhases(d.steps, hs, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, copies, d.steps, d.fwds))
 		if d.det.method != MethodNVTX && len(d.fwds) >= 2 {
 			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.dev, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)
