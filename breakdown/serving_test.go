@@ -516,8 +516,8 @@ func TestTruthCaptures(t *testing.T) {
 		}
 		files = append(files, fs...)
 	}
-	if len(files) < 41 {
-		t.Fatalf("%d captures with a truth sidecar, want the 41 of testdata/traces/README.md", len(files))
+	if len(files) < 43 {
+		t.Fatalf("%d captures with a truth sidecar, want the 43 of testdata/traces/README.md", len(files))
 	}
 	for _, truth := range files {
 		name := strings.TrimSuffix(filepath.Base(truth), ".truth.json")
