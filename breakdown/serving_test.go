@@ -446,8 +446,8 @@ var notYetExact = map[string]string{
 	"engine-piecewise":      "piecewise CUDA graphs: 6 of 58 phases wrong",
 	// Issue 44's classes (classes_workload.py). The two-process truths give each
 	// iteration's pid; their forwards are in time order across both processes.
-	"engine-two-servers":     "two model servers (two pids) on one GPU: one timeline of both processes' kernels, 67 steps for their 29 + 43 iterations",
-	"engine-draft-target":    "a draft server process beside its target: one timeline, 15 steps for the target's 14 iterations (the draft server's 40 inside them), the last called prefill",
+	"engine-two-servers":     "two model servers (two pids) on one GPU: one timeline of both processes' kernels, 67 steps for their 29 + 43 iterations, 13 of them holding kernels of both",
+	"engine-draft-target":    "a draft server process beside its target: one timeline, 15 steps for the target's 14 iterations, 13 of them holding the draft server's iterations too (its 40 are no steps of their own), the last called prefill",
 	"engine-lifetime":        "a whole process (no capture range): 42 steps for 37 served iterations: 5 warm-up iterations are steps, graph capture (0.24 s) and the first served iteration are one 449 ms decode step",
 	"engine-mixed-eager":     "mixed iterations (two attention calls per layer, chunks of 27-110 tokens beside 1-7 decode rows): 5 of the 12 (1, 2, 4, 5, 6: the early burst) called decode",
 	"engine-mixed-piecewise": "mixed iterations under piecewise graphs (attention eager between the pieces): all 12 called decode",
