@@ -437,7 +437,7 @@ type stepSignals struct {
 	graphVsEager bool    // replays graphs while the template is eager
 	gemmRatio    float64 // the time of its GEMM kernels that the template runs too, over the template's mean time for as many calls; 0: none shared
 	gemmAbove    bool    // gemmRatio at least promptGEMM: the same GEMMs on many more rows
-	gemmBand     bool    // gemmRatio at most 1.25 (or no GEMM kernel shared: nothing to compare)
+	gemmBand     bool    // gemmRatio under promptGEMM: the decode template's GEMM time, within what batch sizes and tile choices vary (or no GEMM kernel shared: nothing to compare)
 	newGEMMs     int     // GEMM kernel names the template never runs
 }
 
@@ -470,7 +470,7 @@ func signalsOf(s *Step, h *holding, tp *template) stepSignals {
 	g.eagerVsGraph = tp.replays && eager(s)
 	g.graphVsEager = !tp.replays && replays(s)
 	g.gemmAbove = g.gemmRatio >= promptGEMM
-	g.gemmBand = g.gemmRatio <= 1.25
+	g.gemmBand = !g.gemmAbove
 	return g
 }
 
