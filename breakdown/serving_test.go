@@ -440,11 +440,11 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int) {
 var notYetExact = map[string]string{
 	// Issue 44's classes (classes_workload.py). The two-process truths give each
 	// iteration's pid; their forwards are in time order across both processes.
-	"engine-two-servers":     "two model servers (two pids) on one GPU: one timeline of both processes' kernels, 67 steps for their 29 + 43 iterations, 13 of them holding kernels of both",
-	"engine-draft-target":    "a draft server process beside its target: one timeline, 15 steps for the target's 14 iterations, 13 of them holding the draft server's iterations too (its 40 are no steps of their own), the last called prefill",
-	"engine-lifetime":        "a whole process (no capture range): 42 steps for 37 served iterations: 5 warm-up iterations are steps, graph capture (0.24 s) and the first served iteration are one 449 ms decode step",
-	"train-loop":             "not inference: a training loop (forward, backward, AdamW) reported as 10 decode steps, want no inference steps",
-	"load-weights":           "not inference: a weight-loading window (3.49 GB host to device, one kernel) reported as one whole-trace step, want no inference steps",
+	"engine-two-servers":  "two model servers (two pids) on one GPU: one timeline of both processes' kernels, 67 steps for their 29 + 43 iterations, 13 of them holding kernels of both",
+	"engine-draft-target": "a draft server process beside its target: one timeline, 15 steps for the target's 14 iterations, 13 of them holding the draft server's iterations too (its 40 are no steps of their own), the last called prefill",
+	"engine-lifetime":     "a whole process (no capture range): 42 steps for 37 served iterations: 5 warm-up iterations are steps, graph capture (0.24 s) and the first served iteration are one 449 ms decode step",
+	"train-loop":          "not inference: a training loop (forward, backward, AdamW) reported as 10 decode steps, want no inference steps",
+	"load-weights":        "not inference: a weight-loading window (3.49 GB host to device, one kernel) reported as one whole-trace step, want no inference steps",
 }
 
 // engineMarkers reports whether a capture's truth was written by one of the engine
