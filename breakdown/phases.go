@@ -87,8 +87,9 @@ const promptRatio = 4
 // (small batches copy offsets of n+1 entries, which the median ratio mixes in).
 const sameBatchRatio = 2
 
-// promptGEMM: a step whose GEMMs are the decode steps' in number but take at least this many
-// times their median busy time runs them on a prompt's rows, not on a few tokens per sequence.
+// promptGEMM: a step whose GEMM kernels run at least this many times as long as the decode
+// template's same kernels, or whose GEMMs take this many times the template's median time,
+// runs them on a prompt's rows, not on a few tokens per sequence.
 const promptGEMM = 3
 
 // stepCopies returns what the copies on the loop's copy stream (readBackStream) say of each step (copies on
@@ -436,7 +437,7 @@ type stepSignals struct {
 	eagerVsGraph bool    // eager while the template replays graphs
 	graphVsEager bool    // replays graphs while the template is eager
 	gemmRatio    float64 // the time of its GEMM kernels that the template runs too, over the template's mean time for as many calls; 0: none shared
-	gemmAbove    bool    // gemmRatio at least promptGEMM: the same GEMMs on many more rows
+	gemmAbove    bool    // gemmRatio, or its GEMM time over the template's median, at least promptGEMM: GEMMs on many more rows
 	gemmBand     bool    // gemmRatio under promptGEMM: the decode template's GEMM time, within what batch sizes and tile choices vary (or no GEMM kernel shared: nothing to compare)
 	newGEMMs     int     // GEMM kernel names the template never runs
 }
@@ -469,7 +470,7 @@ func signalsOf(s *Step, h *holding, tp *template) stepSignals {
 	}
 	g.eagerVsGraph = tp.replays && eager(s)
 	g.graphVsEager = !tp.replays && replays(s)
-	g.gemmAbove = g.gemmRatio >= promptGEMM
+	g.gemmAbove = g.gemmRatio >= promptGEMM || (tp.gemmMed > 0 && h.gemm >= promptGEMM*tp.gemmMed)
 	g.gemmBand = !g.gemmAbove
 	return g
 }
@@ -491,8 +492,12 @@ func phasesByHolding(steps []Step, hs []holding, starts []bool, llm bool, tp *te
 		if g.eagerVsGraph && h.sig != tp.sig {
 			prompt = append(prompt, fmt.Sprintf("eager (%d launches for %d kernels) while the decode template replays a CUDA graph", s.Launches, s.TotalKernels()))
 		}
-		if g.gemmAbove {
-			prompt = append(prompt, fmt.Sprintf("its GEMM kernels run %.1fx as long as the decode template's same kernels", g.gemmRatio))
+		if g.gemmAbove && h.sig != tp.sig { // the template's own kernels, slower: time alone (a throttled or stalled step)
+			if g.gemmRatio >= promptGEMM {
+				prompt = append(prompt, fmt.Sprintf("its GEMM kernels run %.1fx as long as the decode template's same kernels", g.gemmRatio))
+			} else {
+				prompt = append(prompt, fmt.Sprintf("its GEMMs take %.1fx the decode template's median", float64(h.gemm)/float64(tp.gemmMed)))
+			}
 		}
 		multi := g.newAttn && !g.more && !g.fewer && h.gemmN == tp.gemmN && g.gemmBand && !g.eagerVsGraph
 		start := llm && starts[i] && h.sig != tp.sig
