@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -26,16 +27,16 @@ type stepShape struct {
 	started         bool
 }
 
-func (s *stepShape) add(a *activity) {
-	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention {
-		s.addAttn(a.name)
+func (s *stepShape) add(a *steps.Activity) {
+	s.sig += steps.Mix64(uint64(a.Name) + 1)
+	if a.Cat == kernelclass.Attention {
+		s.addAttn(a.Name)
 	}
 	if !s.started {
-		s.first, s.started = a.name, true
+		s.first, s.started = a.Name, true
 	}
-	if a.cat == kernelclass.GEMM {
-		s.lastGEMM = a.name
+	if a.Cat == kernelclass.GEMM {
+		s.lastGEMM = a.Name
 	}
 }
 
@@ -760,20 +761,11 @@ const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 // EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
 const EvidenceNVTX = "the text of its NVTX range"
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func PhaseCounts(steps []Step) string {
-	var n [numPhases]int
-	for _, s := range steps {
-		if s.Phase < numPhases {
+func PhaseCounts(ss []Step) string {
+	var n [steps.NumPhases]int
+	for _, s := range ss {
+		if s.Phase < steps.NumPhases {
 			n[s.Phase]++
 		}
 	}
@@ -871,48 +863,48 @@ func readBackStream(t *nsys.Trace, dev nsys.DeviceID, ends []nsys.Time) (nsys.St
 
 // stepHoldings sweeps the device's kernels once and returns each step's holding on the
 // loop's stream.
-func stepHoldings(tl *timeline, steps []Step, stream nsys.StreamID) []holding {
-	hs := make([]holding, len(steps))
-	if len(steps) == 0 {
+func stepHoldings(tl *steps.Timeline, ss []Step, stream nsys.StreamID) []holding {
+	hs := make([]holding, len(ss))
+	if len(ss) == 0 {
 		return hs
 	}
-	t := tl.t
+	t := tl.Trace
 	j := 0
 	gidx, aidx := map[nsys.NameID]int{}, map[nsys.NameID]int{} // the current step's names, by their index
-	tl.eachFrom(steps[0].Start, func(a *activity) bool {
-		for j < len(steps) && a.start >= steps[j].End {
+	tl.EachFrom(ss[0].Start, func(a *steps.Activity) bool {
+		for j < len(ss) && a.Start >= ss[j].End {
 			j++
 			clear(gidx)
 			clear(aidx)
 		}
-		if j == len(steps) {
+		if j == len(ss) {
 			return false
 		}
-		if a.src != srcKernel || a.start < steps[j].Start || t.Sites[t.Kernels[a.idx].Site].Stream != stream {
+		if a.Src != steps.SrcKernel || a.Start < ss[j].Start || t.Sites[t.Kernels[a.Idx].Site].Stream != stream {
 			return true
 		}
 		h := &hs[j]
-		if a.cat != kernelclass.Sampling { // the sampler's kernels vary with the batch (top-k variants)
-			h.sig += mix64(uint64(a.name) + 1)
+		if a.Cat != kernelclass.Sampling { // the sampler's kernels vary with the batch (top-k variants)
+			h.sig += steps.Mix64(uint64(a.Name) + 1)
 		}
-		switch a.cat {
+		switch a.Cat {
 		case kernelclass.Attention:
-			k, ok := aidx[a.name]
+			k, ok := aidx[a.Name]
 			if !ok {
 				k = len(h.attn)
-				aidx[a.name] = k
-				h.attn = append(h.attn, nameCount{a.name, 0})
+				aidx[a.Name] = k
+				h.attn = append(h.attn, nameCount{a.Name, 0})
 			}
 			h.attn[k].n++
 		case kernelclass.GEMM:
-			d := a.end.Sub(a.start)
+			d := a.End.Sub(a.Start)
 			h.gemm += d
 			h.gemmN++
-			k, ok := gidx[a.name]
+			k, ok := gidx[a.Name]
 			if !ok {
 				k = len(h.gemms)
-				gidx[a.name] = k
-				h.gemms = append(h.gemms, nameTime{name: a.name})
+				gidx[a.Name] = k
+				h.gemms = append(h.gemms, nameTime{name: a.Name})
 			}
 			h.gemms[k].n++
 			h.gemms[k].d += d
