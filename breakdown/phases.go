@@ -758,6 +758,10 @@ func leastWorkMix(steps []Step, hs []holding, count map[uint64]int, modal uint64
 // no kernel mix repeats, so decode is assumed (and a warning says so).
 const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 
+// EvidenceWhole is the phase evidence of the one step of a trace that no signal cut into
+// steps: it holds every iteration, so it has no phase.
+const EvidenceWhole = "the whole trace is one step (no signal cut it into iterations): no phase"
+
 // EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
 const EvidenceNVTX = "the text of its NVTX range"
 

@@ -539,6 +539,11 @@ func TestTruthCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := &rep.Devices[0]
+			for _, s := range d.Steps {
+				if s.PhaseEvidence == "" {
+					t.Errorf("step %d (%v): no phase evidence", s.Index, s.Phase)
+				}
+			}
 			miss := truthMismatches(d, want)
 			if why, pending := notYetExact[name]; pending {
 				// Strict: a capture that becomes exact must leave the list.

@@ -292,6 +292,13 @@ func (d *device) account() error {
 // phases counts each step's forwards and infers the phases detection gave no phase.
 func (d *device) phases() error {
 	countStepForwards(d.steps, d.fwds)
+	if d.det.Method == MethodWhole {
+		for i := range d.steps {
+			if d.steps[i].PhaseEvidence == "" {
+				d.steps[i].PhaseEvidence = EvidenceWhole
+			}
+		}
+	}
 	if d.det.Method != MethodWhole {
 		for i := range d.steps {
 			if i > 0 && d.steps[i].GraphCapture {
