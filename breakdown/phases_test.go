@@ -82,6 +82,20 @@ func TestCopyPhases(t *testing.T) {
 			t.Errorf("got %v, want %v", got, want)
 		}
 	})
+	t.Run("graph buckets copy padded inputs", func(t *testing.T) {
+		// A graph replay copies its static input buffers whole (2240 bytes) whatever the batch:
+		// as the batch drains from 8 to 1 the input stays while the read-back shrinks, and the
+		// last iterations' ratio is 8x the run's; no decode iteration of a larger batch copies
+		// less, so the copies say nothing (pd_decode's and graph_recapture's tails).
+		var cp []iterCopies
+		for _, n := range []int{8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 1, 1, 1} {
+			cp = append(cp, iterCopies{in: 2240, out: 8 * int64(n)})
+		}
+		got := phasesOf(cp, firstOnly(len(cp)))
+		if want := slices.Repeat([]string{"decode"}, len(cp)); !slices.Equal(got, want) {
+			t.Errorf("got %v, want %v", got, want)
+		}
+	})
 	t.Run("copies in too few steps say nothing", func(t *testing.T) {
 		// generate(): the prompt is copied once, decode steps read back with no input copy.
 		cp := []iterCopies{prompt(64, 1), {out: 1}, {out: 1}, {out: 1}, prompt(200, 1), {out: 1}, {out: 1}, {out: 1}}
