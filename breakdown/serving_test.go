@@ -449,25 +449,13 @@ func captureTruth(t *testing.T, path string) (steps []truthStep, requests int, p
 // swap-in KV copies on a side stream during decode forwards (graph replays and eager) and
 // graph-level captures (one opaque replay a step, the window opened before or after the
 // prefill).
-// notYetExact names the engine-loop captures (issue 30, situations 5, 7, 9, 10 and the
-// eager chunked-prefill engine; issue 44's classes: two processes on one GPU, a whole
-// process lifetime, mixed iterations with two attention calls per layer, not inference)
-// whose steps or phases stepstat does not yet get right, and what is wrong.
+// notYetExact names the captures (issue 44's classes: two processes on one GPU, a whole
+// process lifetime, not inference) whose steps or phases stepstat does not yet get right,
+// and what is wrong (issue 30's six engine loops and issue 44's mixed iterations, eager and
+// piecewise, are exact: their phases come from what each iteration holds).
 // TestTruthCaptures checks that each still differs from its truth (so the list cannot go
 // stale) and skips it, naming the first mismatch.
-var notYetExact = map[string]string{
-	"engine-disagg-decode":  "a decode-only worker: its first step (a graph replay at the window start) is called prefill",
-	"engine-disagg-prefill": "a prefill-only worker: its prompt chunks are called decode",
-	"engine-eagle":          "the window opened after the prompts: the first round (the capture's first step) is called prefill; its kernels and launches look as serve-assisted's prompt round does",
-	"engine-eager-cb":       "eager chunked prefill: 11 of 70 mixed iterations called decode",
-	"engine-nvtx-sglang":    "SGLang scheduler ranges: one prompt-holding iteration called decode",
-	"engine-piecewise":      "piecewise CUDA graphs: 6 of 58 phases wrong",
-	// Issue 44's classes (classes_workload.py). The two-process truths give each
-	// iteration's pid; their forwards are in time order across both processes.
-	"engine-two-servers":     "two model servers on one GPU: each pid its own loop with the right steps (29 + 43), but 3 mixed iterations of the early burst called decode (pid 533 step 1, pid 534 steps 1 and 9; issue 44 item 1)",
-	"engine-mixed-eager":     "mixed iterations (two attention calls per layer, chunks of 27-110 tokens beside 1-7 decode rows): 5 of the 12 (1, 2, 4, 5, 6: the early burst) called decode",
-	"engine-mixed-piecewise": "mixed iterations under piecewise graphs (attention eager between the pieces): all 12 called decode",
-}
+var notYetExact = map[string]string{}
 
 // engineMarkers reports whether a capture's truth was written by one of the engine
 // workloads, whose cudaMemGetInfo markers are scaffolding to delete before stepstat runs.
@@ -530,8 +518,8 @@ func TestTruthCaptures(t *testing.T) {
 		}
 		files = append(files, fs...)
 	}
-	if len(files) < 41 {
-		t.Fatalf("%d captures with a truth sidecar, want the 41 of testdata/traces/README.md", len(files))
+	if len(files) < 43 {
+		t.Fatalf("%d captures with a truth sidecar, want the 43 of testdata/traces/README.md", len(files))
 	}
 	for _, truth := range files {
 		name := strings.TrimSuffix(filepath.Base(truth), ".truth.json")
@@ -561,6 +549,11 @@ func TestTruthCaptures(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := &rep.Devices[0]
+			for _, s := range d.Steps {
+				if s.PhaseEvidence == "" {
+					t.Errorf("step %d (%v): no phase evidence", s.Index, s.Phase)
+				}
+			}
 			miss := truthMismatches(d, want)
 			if kind == breakdown.KindLoading && len(d.Steps) == 1 && d.Steps[0].Phase == breakdown.Unknown {
 				miss = nil // a loading window: one span of copies, no iteration of a loop
