@@ -30,6 +30,9 @@ func stepChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	if w := longPrefillCheck(dev, steps); w != nil {
 		out = append(out, w)
 	}
+	if w := prefillTwinCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
 	return append(out, decodeChecks(dev, steps, fwdKnown)...)
 }
 
@@ -348,4 +351,45 @@ func longMixCheck(dev nsys.DeviceID, steps []Step, shapes []stepShape) error {
 	}
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps take more than %dx the median decode step (%v) and run another kernel mix than decode's: they likely hold prompt tokens (prefill or mixed) no evidence showed; left out of the summary as outliers: steps %v",
 		dev, len(odd), OutlierFactor, med, odd[:min(len(odd), 5)])}
+}
+
+// prefillTwinCheck warns about decode steps that are twins of a prefill step: the same
+// kernels per category and within 2% of its wall time, three times the median decode step
+// or longer. A prefill repeats exactly when a capture holds several runs of one program (a
+// benchmark run again, a server answering the same request): the later runs' prefills are
+// then called decode, and the phases cannot be trusted.
+func prefillTwinCheck(dev nsys.DeviceID, steps []Step) error {
+	var pre []*Step
+	var walls []time.Duration
+	for i := range steps {
+		switch s := &steps[i]; {
+		case s.Phase == Prefill: // a prefill may instantiate its graph (XLA's first call)
+			pre = append(pre, s)
+		case s.Phase == Decode && !s.GraphCapture:
+			walls = append(walls, s.Wall())
+		}
+	}
+	if len(pre) == 0 || len(walls) < OutlierMinSteps {
+		return nil
+	}
+	med := Quantile(walls, 0.5)
+	var twins []int
+	for i := range steps {
+		s := &steps[i]
+		if s.Phase != Decode || s.PhaseEvidence == EvidenceNVTX || s.Wall() < 3*med {
+			continue
+		}
+		for _, p := range pre {
+			d := s.Wall() - p.Wall()
+			if s.Kernels == p.Kernels && 50*max(d, -d) <= p.Wall() {
+				twins = append(twins, s.Index)
+				break
+			}
+		}
+	}
+	if len(twins) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps run the very kernels of a prefill step in its time (more than 3x the median decode step %v): the capture likely holds several runs of one program, whose later prefills are called decode; steps %v",
+		dev, len(twins), med, twins[:min(len(twins), 5)])}
 }

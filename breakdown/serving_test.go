@@ -852,3 +852,27 @@ func TestDoubledAttention(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedRunsWarn: a capture of three runs of one JAX program (jax-step, jax-fori: a
+// prefill and 24 decode steps each, 20 ms apart) whose later prefills the steps do not
+// tell apart (1 prefill and 74 decode steps for 3 and 72): a self-check warning names
+// the decode steps that are twins of the prefill. The single runs stay silent
+// (TestTruthCaptures).
+func TestRepeatedRunsWarn(t *testing.T) {
+	for _, name := range []string{"jax-step", "jax-fori"} {
+		t.Run(name, func(t *testing.T) {
+			rep := craftedReport(t, name, repeatRun(t, name, 3, 20_000_000)...)
+			got := phaseCounts(&rep.Devices[0])
+			if got[breakdown.Prefill] == 3 && got[breakdown.Decode] == 72 {
+				return // the steps are right: no warning needed
+			}
+			warned := false
+			for _, w := range selfChecks(rep) {
+				warned = warned || strings.Contains(w, "twins") || strings.Contains(w, "several runs of one program")
+			}
+			if !warned {
+				t.Errorf("%v for 3 prefill and 72 decode, and no self-check warning: %v", got, selfChecks(rep))
+			}
+		})
+	}
+}
