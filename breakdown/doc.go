@@ -103,8 +103,10 @@
 //     or more; and on decode steps: steps that launch no kernel, kernel counts that
 //     alternate between two values (a step cut in two), a first or last step cut short (not
 //     one that holds its whole forward: a round with fewer drafts near the end is normal),
-//     steps more than 10x away from the median, and devices of one trace that disagree on
-//     the number of decode steps.
+//     steps more than 10x away from the median, decode steps that are twins of a prefill
+//     (its kernels in its time: several runs of one program in one capture, the later
+//     prefills called decode), and devices of one trace that disagree on the number of
+//     decode steps.
 //   - Phase: from NVTX text where present (`prefill`, `decode`, `mixed`); else from what each
 //     step holds on the loop's own stream (the device's stream with the most kernels; side
 //     streams' KV transfers are no part of a forward) against the loop's decode template,
