@@ -163,19 +163,10 @@ func miscKept(start, end int64) bool {
 // finishCalls numbers the callers of the parts' calls and sorts the calls.
 func finishCalls(r *reader, calls []APICall, cp []callPart) error {
 	// Number the callers in order of first appearance, whichever part met them.
-	ids := map[Caller]CallerID{}
+	ids := newInterner[Caller, CallerID](&r.t.Callers)
 	renumber(calls, cp, func(c *APICall) *CallerID { return &c.Caller },
 		func(d *callPart) int { return len(d.callers) },
-		func(d *callPart, local CallerID) CallerID {
-			w := d.callers[local]
-			id, ok := ids[w]
-			if !ok {
-				id = CallerID(len(r.t.Callers))
-				ids[w] = id
-				r.t.Callers = append(r.t.Callers, w)
-			}
-			return id
-		})
+		func(d *callPart, local CallerID) CallerID { return ids.id(d.callers[local]) })
 	sortCalls(calls, r.t.Callers)
 	r.t.APICalls = calls
 	return nil

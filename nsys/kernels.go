@@ -71,19 +71,12 @@ func finishKernels(r *reader, ks []Kernel, kp []kernelPart) error {
 		}
 		return id
 	}
-	sites := map[Site]SiteID{}
+	sites := newInterner[Site, SiteID](&r.t.Sites)
 	renumber(ks, kp, func(k *Kernel) *SiteID { return &k.Site },
 		func(d *kernelPart) int { return len(d.sites) },
 		func(d *kernelPart, local SiteID) SiteID {
 			rs := &d.sites[local]
-			st := Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)}
-			id, ok := sites[st]
-			if !ok {
-				id = SiteID(len(r.t.Sites))
-				sites[st] = id
-				r.t.Sites = append(r.t.Sites, st)
-			}
-			return id
+			return sites.id(Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)})
 		})
 	strs, err := r.loadStrings(kernelTable, order)
 	if err != nil {
