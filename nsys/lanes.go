@@ -218,5 +218,5 @@ func (r *reader) renumberProcs() {
 	}
 	// Orders that broke ties by Proc may change: restore them.
 	sortKernels(r.t.Kernels, r.t.Sites)
-	sortUnlessSorted(r.t.Memops, memopLess)
+	sortUnlessSorted(r.t.Memops, memopOrder)
 }

@@ -1,7 +1,6 @@
 package nsys
 
 import (
-	"cmp"
 	"container/heap"
 	"fmt"
 	"slices"
@@ -38,15 +37,6 @@ func (r *reader) readNVTX() error {
 	slices.SortStableFunc(r.t.Ranges, rangeOrder)
 	r.t.Ranges = nestRanges(r.t.Ranges)
 	return nil
-}
-
-// rangeOrder orders ranges by start; ranges that start together nest by length: the
-// longer (or never closed) one first.
-func rangeOrder(a, b Range) int {
-	if c := cmp.Compare(a.Start, b.Start); c != 0 {
-		return c
-	}
-	return cmp.Compare(rangeEnd(b), rangeEnd(a))
 }
 
 // An nvtxRead is readNVTX's state: the ranges' texts numbered so far, the textIds to
@@ -178,14 +168,7 @@ type nvtxRow struct {
 // with each, with its text (valid during the call only): directly from the file when the
 // direct reader handles the table, else through SQLite.
 func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
-	kept := make([]bool, nvtxDomainCreate+1)
-	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
-	q := &tableQuery{table: nvtxTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("eventType"),
-		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept,
-		nullsOnly: true} // a NULL end is a range never closed, another type a broken one
-	if r.hasCol(nvtxTable, "text") {
-		q.text = "text"
-	}
+	q := nvtxQuery(r.hasCol(nvtxTable, "text"))
 	var d *directTable
 	if r.hasCol(nvtxTable, "end") {
 		var err error
@@ -202,18 +185,52 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	return r.scanNVTXSQL(row)
 }
 
+// The NVTX table's columns, by their place in a row of nvtxQuery; nvtxCols, their
+// number, is the place of the row's mask.
+const (
+	nvtxStart = colStart
+	nvtxEnd   = colEnd
+	nvtxType  = iota // eventType
+	nvtxTextID
+	nvtxThread
+	nvtxDomain
+	nvtxCols
+)
+
+// nvtxQuery is the direct read of the NVTX table's push/pop, start/end and domain rows,
+// with their text column when the table has one (hasText).
+func nvtxQuery(hasText bool) *tableQuery {
+	kept := make([]bool, nvtxDomainCreate+1)
+	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
+	cols := [nvtxCols]tableCol{
+		nvtxStart:  needCol("start"),
+		nvtxEnd:    needCol("end"),
+		nvtxType:   needCol("eventType"),
+		nvtxTextID: optCol("textId", 0),
+		nvtxThread: optCol("globalTid", 0),
+		nvtxDomain: optCol("domainId", 0),
+	}
+	q := &tableQuery{table: nvtxTable, cols: cols[:], in: "eventType", kept: kept,
+		nullsOnly: true} // a NULL end is a range never closed, another type a broken one
+	if hasText {
+		q.text = "text"
+	}
+	return q
+}
+
 // scanNVTXDirect is scanNVTX's read through the direct reader.
 func (r *reader) scanNVTXDirect(d *directTable, row func(nr *nvtxRow, text []byte)) error {
 	var nr nvtxRow
 	err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, r.newProgress(nvtxTable, 1), func(v []int64, text []byte) {
 		// The direct reader gives INTEGER or NULL (bit set) start and end; other types
 		// are left to SQLite.
-		nr = nvtxRow{start: v[0], end: v[1], typ: v[2], textID: v[3], tid: v[4], domain: v[5]}
+		nr = nvtxRow{start: v[nvtxStart], end: v[nvtxEnd], typ: v[nvtxType], textID: v[nvtxTextID],
+			tid: v[nvtxThread], domain: v[nvtxDomain]}
 		nr.startKind, nr.endKind = valueInt, valueInt
-		if v[6]&1 != 0 {
+		if v[nvtxCols]&(1<<nvtxStart) != 0 {
 			nr.startKind = valueNull
 		}
-		if v[6]&2 != 0 {
+		if v[nvtxCols]&(1<<nvtxEnd) != 0 {
 			nr.endKind = valueNull
 		}
 		row(&nr, text)

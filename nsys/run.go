@@ -510,7 +510,7 @@ func (g *merger) rest() {
 
 // sortRest puts the memory operations, graph executions and ranges in Open's orders.
 func (t *Trace) sortRest() {
-	sortUnlessSorted(t.Memops, memopLess)
+	sortUnlessSorted(t.Memops, memopOrder)
 	slices.SortStableFunc(t.Graphs, func(a, b GraphExec) int { return cmp.Compare(a.Start, b.Start) })
 	slices.SortStableFunc(t.Ranges, rangeOrder)
 }
