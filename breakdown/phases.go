@@ -12,15 +12,12 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// A stepShape is what inferPhases needs of a step: a signature of its kernel mix (a sum
-// of a hash per kernel name, so independent of order) and its attention kernels' names.
-// account fills it in its one pass.
+// A stepShape is what the window-edge rules and the self-checks need of a step: a signature
+// of its kernel mix (a sum of a hash per kernel name, so independent of order), its first
+// kernel and its last GEMM. account fills it in its one pass; the phases compare what steps
+// hold on the loop's stream instead (holding).
 type stepShape struct {
-	sig  uint64
-	attn []nsys.NameID // distinct, in first-seen order
-	// attnSet holds attn once it is past shortSet names, so that add stays linear in the
-	// step's kernels whatever the number of distinct names (a file can name 320,000).
-	attnSet map[nsys.NameID]struct{}
+	sig uint64
 	// first is the step's first kernel (a forward's embedding), lastGEMM its last GEMM (the
 	// lm_head): the recurring pattern of a forward, counted by foldedPatternCheck.
 	first, lastGEMM nsys.NameID
@@ -29,38 +26,11 @@ type stepShape struct {
 
 func (s *stepShape) add(a *steps.Activity) {
 	s.sig += steps.Mix64(uint64(a.Name) + 1)
-	if a.Cat == kernelclass.Attention {
-		s.addAttn(a.Name)
-	}
 	if !s.started {
 		s.first, s.started = a.Name, true
 	}
 	if a.Cat == kernelclass.GEMM {
 		s.lastGEMM = a.Name
-	}
-}
-
-// shortSet is the most names a linear scan looks through before a set takes over.
-const shortSet = 16
-
-// addAttn adds n to the step's distinct attention names.
-func (s *stepShape) addAttn(n nsys.NameID) {
-	if s.attnSet == nil {
-		if slices.Contains(s.attn, n) {
-			return
-		}
-		s.attn = append(s.attn, n)
-		if len(s.attn) > shortSet {
-			s.attnSet = make(map[nsys.NameID]struct{}, 2*len(s.attn))
-			for _, m := range s.attn {
-				s.attnSet[m] = struct{}{}
-			}
-		}
-		return
-	}
-	if _, ok := s.attnSet[n]; !ok {
-		s.attnSet[n] = struct{}{}
-		s.attn = append(s.attn, n)
 	}
 }
 
