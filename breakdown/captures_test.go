@@ -239,16 +239,10 @@ func TestCaptures(t *testing.T) {
 	}
 }
 
-// publicTraceDir holds the public nsys exports of ../shared/traces/public (not in git).
-var publicTraceDir = filepath.Join("..", "..", "shared", "traces", "public")
-
 // TestPublicPeriodic checks the CS336 2.7B forward benchmark captured without NVTX, sync
 // or memcpys: 18,320 kernels that are 10 identical passes of 1,832 kernels.
 func TestPublicPeriodic(t *testing.T) {
-	path := filepath.Join(publicTraceDir, "cs336a2-zx3xyy__result_2_7B_clean.sqlite")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("public trace not available: %v", err)
-	}
+	path := nsystest.PublicTrace(t, "cs336a2-zx3xyy__result_2_7B_clean.sqlite")
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -286,10 +280,7 @@ func TestPublicPeriodic(t *testing.T) {
 // public trace: each gives a report whose steps add up, or, for the exports without GPU
 // activity, an error wrapping nsys.ErrNoGPUActivity. Nothing panics.
 func TestPublicTracesReport(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(publicTraceDir, "*.sqlite"))
-	if len(files) == 0 {
-		t.Skip("public traces not available")
-	}
+	files := nsystest.PublicTraces(t)
 	if len(files) != 27 {
 		t.Errorf("%d public traces, want 27", len(files))
 	}
