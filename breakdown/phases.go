@@ -317,98 +317,121 @@ func mixedByReadBack(steps []Step, inferred, starts []bool, cp []iterCopies) {
 
 // phasesByShape is inferPhases' rule by kernel mix, for steps of no speculative round.
 func phasesByShape(steps []Step, shapes []stepShape, starts []bool, llm bool) {
+	modal, best := modalMix(steps, shapes)
+	dm := newDecodeRef(steps, shapes, modal)
+	for i := range steps {
+		s := &steps[i]
+		switch {
+		case s.Phase != Unknown:
+		case best < 2:
+			s.Phase, s.PhaseEvidence = Decode, EvidenceNone
+		case shapes[i].sig == modal:
+			s.Phase, s.PhaseEvidence = Decode, "the most common kernel mix (decode's)"
+		default:
+			s.Phase, s.PhaseEvidence = dm.otherMix(s, shapes[i], i, starts[i], llm)
+		}
+	}
+}
+
+// modalMix returns the most common kernel mix (decode's, leastWorkMix breaking a tie) and
+// how many steps run it.
+func modalMix(steps []Step, shapes []stepShape) (modal uint64, best int) {
 	count := map[uint64]int{}
 	for _, s := range shapes {
 		count[s.sig]++
 	}
-	var modal uint64
-	best := -1
+	best = -1
 	for _, s := range shapes { // first-seen order keeps ties deterministic
 		if c := count[s.sig]; c > best {
 			modal, best = s.sig, c
 		}
 	}
-	modal = leastWorkMix(steps, shapes, count, modal, best)
-	decodeAttn := map[nsys.NameID]bool{}
+	return leastWorkMix(steps, shapes, count, modal, best), best
+}
+
+// A decodeRef is what the steps of the decode mix say, that a step of another mix is held
+// against: their attention kernels, median time, median GEMM time and GEMM count, and
+// whether they replay CUDA graphs (and the first step that does).
+type decodeRef struct {
+	attn         map[nsys.NameID]bool
+	med, gemmMed time.Duration
+	gemms        int
+	replays      bool
+	firstReplay  int
+}
+
+func newDecodeRef(steps []Step, shapes []stepShape, modal uint64) *decodeRef {
+	dm := &decodeRef{attn: map[nsys.NameID]bool{}, gemms: -1, firstReplay: -1}
 	var walls, gemms []time.Duration
-	decodeGEMM := -1
 	for i, s := range shapes {
 		if s.sig == modal {
 			for _, n := range s.attn {
-				decodeAttn[n] = true
+				dm.attn[n] = true
 			}
 			walls = append(walls, steps[i].Wall())
 			gemms = append(gemms, steps[i].Busy[kernelclass.GEMM])
-			decodeGEMM = steps[i].Kernels[kernelclass.GEMM]
+			dm.gemms = steps[i].Kernels[kernelclass.GEMM]
 		}
 	}
-	med, gemmMed := Quantile(walls, 0.5), Quantile(gemms, 0.5)
-	// Decode steps that replay a CUDA graph (a launch for several kernels): an eager step
-	// between replays runs what the graphs do not cover (prompt chunks of other shapes).
-	replays := func(s *Step) bool { return s.Launches > 0 && 4*s.Launches <= s.TotalKernels() }
-	eager := func(s *Step) bool { return s.Launches > 0 && 2*s.Launches >= s.TotalKernels() }
-	decodeReplays, firstReplay := false, -1
+	dm.med, dm.gemmMed = Quantile(walls, 0.5), Quantile(gemms, 0.5)
 	for i, sh := range shapes {
-		if replays(&steps[i]) {
-			decodeReplays = decodeReplays || sh.sig == modal
-			if firstReplay < 0 {
-				firstReplay = i
+		if replaysGraphs(&steps[i]) {
+			dm.replays = dm.replays || sh.sig == modal
+			if dm.firstReplay < 0 {
+				dm.firstReplay = i
 			}
 		}
 	}
-	for i := range steps {
-		if steps[i].Phase != Unknown {
-			continue
+	return dm
+}
+
+// replaysGraphs reports whether a step replays a CUDA graph (a launch for several kernels).
+func replaysGraphs(s *Step) bool { return s.Launches > 0 && 4*s.Launches <= s.TotalKernels() }
+
+// runsEager reports whether a step launches its kernels one by one.
+func runsEager(s *Step) bool { return s.Launches > 0 && 2*s.Launches >= s.TotalKernels() }
+
+// otherMix gives step i, of another kernel mix than decode's, its phase and the evidence.
+// Decode steps that replay a CUDA graph: an eager step between replays runs what the graphs
+// do not cover (prompt chunks of other shapes).
+func (dm *decodeRef) otherMix(s *Step, sh stepShape, i int, start, llm bool) (Phase, string) {
+	var why string
+	if s.Wall() >= 3*dm.med {
+		why = fmt.Sprintf("%.1fx the decode steps' median time, another kernel mix", float64(s.Wall())/float64(max(dm.med, 1)))
+	}
+	for _, n := range sh.attn {
+		if !dm.attn[n] {
+			why = "attention kernels the decode steps never run"
 		}
-		s := &steps[i]
-		if best < 2 {
-			s.Phase, s.PhaseEvidence = Decode, EvidenceNone
-			continue
-		}
-		if shapes[i].sig == modal {
-			s.Phase, s.PhaseEvidence = Decode, "the most common kernel mix (decode's)"
-			continue
-		}
-		var why string
-		if s.Wall() >= 3*med {
-			why = fmt.Sprintf("%.1fx the decode steps' median time, another kernel mix", float64(s.Wall())/float64(max(med, 1)))
-		}
-		for _, n := range shapes[i].attn {
-			if !decodeAttn[n] {
-				why = "attention kernels the decode steps never run"
-			}
-		}
-		between := llm && decodeReplays && i > firstReplay && eager(s)
-		if between && why == "" {
-			why = "eager between the decode steps' graph replays, another kernel mix"
-		}
-		prefill := why != ""
-		// A multi-token decode inside the request (a verify forward) runs the decode
-		// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
-		// on many more rows, for several times as long, and an eager step between graph
-		// replays is not the decode loop's.
-		if prefill && !starts[i] && !between && s.Kernels[kernelclass.GEMM] == decodeGEMM {
-			if !llm || s.Busy[kernelclass.GEMM] < promptGEMM*gemmMed {
-				prefill = false
-				why = "the decode steps' GEMMs in their time, other attention: a multi-token decode"
-			} else {
-				why += fmt.Sprintf("; its GEMMs take %.1fx the decode median", float64(s.Busy[kernelclass.GEMM])/float64(max(gemmMed, 1)))
-			}
-		}
-		if llm && starts[i] {
-			prefill = true
-			why = "starts a request (the first step, or the first after a pause) with another kernel mix than decode's"
-		}
-		if why == "" {
-			why = "another kernel mix than decode's, but no sign of prompt tokens"
-		}
-		s.PhaseEvidence = why
-		if prefill {
-			s.Phase = Prefill
+	}
+	between := llm && dm.replays && i > dm.firstReplay && runsEager(s)
+	if between && why == "" {
+		why = "eager between the decode steps' graph replays, another kernel mix"
+	}
+	prefill := why != ""
+	// A multi-token decode inside the request (a verify forward) runs the decode
+	// steps' GEMMs in about their time; a language model's prompt runs as many GEMMs
+	// on many more rows, for several times as long, and an eager step between graph
+	// replays is not the decode loop's.
+	if prefill && !start && !between && s.Kernels[kernelclass.GEMM] == dm.gemms {
+		if !llm || s.Busy[kernelclass.GEMM] < promptGEMM*dm.gemmMed {
+			prefill = false
+			why = "the decode steps' GEMMs in their time, other attention: a multi-token decode"
 		} else {
-			s.Phase = Decode
+			why += fmt.Sprintf("; its GEMMs take %.1fx the decode median", float64(s.Busy[kernelclass.GEMM])/float64(max(dm.gemmMed, 1)))
 		}
 	}
+	if llm && start {
+		prefill = true
+		why = "starts a request (the first step, or the first after a pause) with another kernel mix than decode's"
+	}
+	if why == "" {
+		why = "another kernel mix than decode's, but no sign of prompt tokens"
+	}
+	if prefill {
+		return Prefill, why
+	}
+	return Decode, why
 }
 
 // leastWorkMix breaks a tie between kernel mixes that are equally the most common (a

@@ -35,20 +35,11 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if t.Run != nil && !opt.clockPass {
 		return summarizeRun(t, opt) // several files: their clocks first (run.go)
 	}
-	if !t.HasGPUActivity() {
-		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
-	}
-	cls := opt.Classifier
-	if cls == nil {
-		cls = kernelclass.DefaultClassifier()
-	}
-	if err := opt.Steps.Check(); err != nil {
+	cls, err := checkInputs(t, opt)
+	if err != nil {
 		return nil, err
 	}
 	method := opt.Steps.Method
-	if err := CheckSOL(opt); err != nil {
-		return nil, err
-	}
 	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
@@ -71,16 +62,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	var cc *contextCats
-	kcats := over
-	if !opt.NoContext {
-		cc = newContextCats(t, h, cats, over)
-		kcats = cc.cat
-	}
-	tls := map[nsys.DeviceID]*steps.Timeline{}
-	for _, d := range devs {
-		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
-	}
+	cc, tls := timelines(ctx, t, h, devs, cats, over, opt.NoContext)
 	nvtx, err := steps.MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
@@ -115,6 +97,42 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	}
 	rep.Timelines = stepTimelines(t, tls, rep, opt)
 	return rep, nil
+}
+
+// checkInputs checks that the trace has GPU activity and the options are valid, and
+// returns the classifier to use (Options.Classifier, else the default).
+func checkInputs(t *nsys.Trace, opt Options) (*kernelclass.Classifier, error) {
+	if !t.HasGPUActivity() {
+		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
+	}
+	cls := opt.Classifier
+	if cls == nil {
+		cls = kernelclass.DefaultClassifier()
+	}
+	if err := opt.Steps.Check(); err != nil {
+		return nil, err
+	}
+	if err := CheckSOL(opt); err != nil {
+		return nil, err
+	}
+	return cls, nil
+}
+
+// timelines returns each device's timeline, whose kernels have the categories of their
+// names, of the NVTX category rules (over) and, unless noContext, of their place in their
+// step (the contextCats returned, which the context pass fills; nil with noContext).
+func timelines(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, devs []nsys.DeviceID, cats []kernelclass.Category, over steps.KernelCats, noContext bool) (*contextCats, map[nsys.DeviceID]*steps.Timeline) {
+	var cc *contextCats
+	kcats := over
+	if !noContext {
+		cc = newContextCats(t, h, cats, over)
+		kcats = cc.cat
+	}
+	tls := map[nsys.DeviceID]*steps.Timeline{}
+	for _, d := range devs {
+		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
+	}
+	return cc, tls
 }
 
 // forcedFoundNone fails a step method asked for (graph, sync, periodic) that found no

@@ -98,7 +98,7 @@ func FuzzDirect(f *testing.F) {
 // quickCheckOf returns the first line of SQLite's PRAGMA quick_check of table in the
 // file at path ("ok" when it passes).
 func quickCheckOf(t *testing.T, path, table string) string {
-	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro&immutable=1")
+	db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=ro&immutable=1")
 	if err != nil {
 		t.Fatal(err)
 	}

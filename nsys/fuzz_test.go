@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,7 +198,7 @@ func fuzzBases(tb testing.TB) []fuzzBase {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro")
+		db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=ro")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -214,11 +213,6 @@ func fuzzBases(tb testing.TB) []fuzzBase {
 }
 
 func gunzip(tb testing.TB, src, dst string) { nsystest.Gunzip(tb, src, dst) }
-
-func fileURI(path string) string {
-	abs, _ := filepath.Abs(path)
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
-}
 
 func rootPages(db *sql.DB) (map[string]int64, error) {
 	rows, err := db.Query(`SELECT name, rootpage FROM sqlite_master WHERE type = 'table'`)
@@ -296,7 +290,7 @@ func mutateSQL(t *testing.T, path string, data, program []byte) ([]byte, map[str
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=rw")
+	db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +357,7 @@ func mutateSQL(t *testing.T, path string, data, program []byte) ([]byte, map[str
 			db.Exec(`PRAGMA writable_schema = ON`)
 			db.Exec(`UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE type = 'table' AND name = ?`, table)
 			db.Close()
-			if db, err = sql.Open("sqlite3", fileURI(path)+"?mode=rw"); err != nil {
+			if db, err = sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw"); err != nil {
 				t.Fatal(err)
 			}
 			db.SetMaxOpenConns(1)

@@ -1,4 +1,4 @@
-package nsys_test
+package breakdown_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // FuzzBadRow (issue 17, items 3 and 6) writes one bad timestamp into one row of a real
@@ -79,7 +80,7 @@ func FuzzBadRow(f *testing.F) {
 		own := time.Duration(r.end - r.start)
 		for _, m := range b.methods {
 			want := b.reports[m]
-			got := summarize(t, tr, m)
+			got := badRowSummarize(t, tr, m)
 			if len(got.Devices) != len(want.Devices) {
 				t.Fatalf("%s, --steps %s: %d devices, want %d", what, m, len(got.Devices), len(want.Devices))
 			}
@@ -193,7 +194,7 @@ func (k badKind) update(table string, r badRow, val uint32) (string, []any) {
 // mutate runs q on the file at path, after dropping the table's NOT NULL constraints.
 func mutate(t *testing.T, path, table, q string, args []any) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=rw")
+	db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func mutate(t *testing.T, path, table, q string, args []any) {
 		}
 	}
 	db.Close()
-	if db, err = sql.Open("sqlite3", fileURI(path)+"?mode=rw"); err != nil {
+	if db, err = sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw"); err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
@@ -259,13 +260,13 @@ func badRowBases(tb testing.TB) []badRowBase {
 	var out []badRowBase
 	for i, name := range []string{"dense-eager-nvtx", "dense-graph-nvtx", "tp2-moe-graph-nvtx"} {
 		path := filepath.Join(dir, fmt.Sprintf("base%d.sqlite", i))
-		gunzip(tb, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), path)
+		nsystest.Gunzip(tb, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), path)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		b := badRowBase{data: data, rows: map[string][]badRow{}, reports: map[string]*breakdown.Report{}}
-		db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro")
+		db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=ro")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -296,7 +297,7 @@ func badRowBases(tb testing.TB) []badRowBase {
 			b.methods = append(b.methods, "nvtx")
 		}
 		for _, m := range b.methods {
-			b.reports[m] = summarize(tb, b.ref, m)
+			b.reports[m] = badRowSummarize(tb, b.ref, m)
 		}
 		b.context = summarizeWith(tb, b.ref, "whole", false)
 		out = append(out, b)
@@ -304,21 +305,21 @@ func badRowBases(tb testing.TB) []badRowBase {
 	return out
 }
 
-// summarize classifies by name only: the invariants are about what one row can do to the
+// badRowSummarize classifies by name only: the invariants are about what one row can do to the
 // accounting, and context classification lets a kernel's neighbours decide its category by
 // design (dropping a layer's first expert GEMM makes the gather before it routing).
 // summarizeContext checks the full pipeline conserves time.
-func summarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
+func badRowSummarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
 	return summarizeWith(tb, tr, method, true)
 }
 
 func summarizeWith(tb testing.TB, tr *nsys.Trace, method string, byName bool) *breakdown.Report {
 	tb.Helper()
-	steps, err := steps.ParseStepMethod(method)
+	m, err := steps.ParseStepMethod(method)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: steps, Phase: breakdown.AllSteps, NoContext: byName})
+	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: m, Phase: breakdown.AllSteps, NoContext: byName})
 	if err != nil {
 		tb.Fatalf("--steps %s: %v", method, err)
 	}
