@@ -3,6 +3,7 @@ package breakdown_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -375,4 +376,65 @@ func sumBusy(b [kernelclass.NumCategories]time.Duration) time.Duration {
 		}
 	}
 	return sum
+}
+
+// FuzzDamaged summarises the damaged exports of nsys' FuzzOpen (the same inputs: a base
+// export of nsystest.FuzzBaseNames, its high bit asking Open to count rows, a program of
+// SQL mutations, a program of byte mutations of the file) that nsys opens.
+//
+// Properties: Summarize, automatic and of the whole trace, does not panic; it fails only
+// for a trace without GPU activity or with an *nsys.Error whose one-line text starts with
+// the path; it accounts each step's wall time exactly to categories.
+//
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzDamaged (a copy of nsys' testdata/fuzz/FuzzOpen; go test
+// -fuzz writes a failing input there).
+func FuzzDamaged(f *testing.F) {
+	bases := nsystest.FuzzBases(f)
+	for i := range bases {
+		f.Add(uint8(i), []byte(nil), []byte(nil))
+	}
+	nsystest.NeedSeeds(f)
+	f.Fuzz(func(t *testing.T, base uint8, sqlProg, byteProg []byte) {
+		b := bases[int(base&0x7f)%len(bases)]
+		dir := t.TempDir()
+		data, roots := b.Data, b.Roots
+		if len(sqlProg) > 0 {
+			data, roots = nsystest.MutateSQL(t, filepath.Join(dir, "mutate"), data, sqlProg)
+		}
+		data = nsystest.MutateBytes(data, roots, byteProg)
+		path := filepath.Join(dir, "trace.sqlite")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := nsys.Open(context.Background(), path, nsys.Options{CountRows: base&0x80 != 0})
+		if err != nil {
+			return // nsys' FuzzOpen checks the error
+		}
+		for _, method := range []breakdown.Method{breakdown.MethodAuto, breakdown.MethodWhole} {
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Method: method}, Phase: breakdown.AllSteps})
+			if err != nil {
+				if !tr.HasGPUActivity() && errors.Is(err, nsys.ErrNoGPUActivity) {
+					continue
+				}
+				var ne *nsys.Error
+				if msg := err.Error(); !errors.As(err, &ne) || !strings.HasPrefix(msg, path+": ") || strings.ContainsAny(msg, "\n\r") {
+					t.Errorf("--steps %s: error %q (%T) is not one line of an *nsys.Error starting with the path", method, msg, err)
+				}
+				continue
+			}
+			for _, d := range rep.Devices {
+				for i, s := range d.Steps {
+					var sum time.Duration
+					for _, x := range s.Exclusive {
+						sum += x
+					}
+					if sum != s.Wall() {
+						t.Fatalf("--steps %s: device %d step %d [%d, %d): exclusive times %v sum to %v, wall %v",
+							method, d.Device, i, s.Start, s.End, s.Exclusive, sum, s.Wall())
+					}
+				}
+			}
+		}
+	})
 }
