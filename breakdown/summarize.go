@@ -35,11 +35,20 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if t.Run != nil && !opt.clockPass {
 		return summarizeRun(t, opt) // several files: their clocks first (run.go)
 	}
-	cls, err := checkInputs(t, opt)
-	if err != nil {
+	if !t.HasGPUActivity() {
+		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
+	}
+	cls := opt.Classifier
+	if cls == nil {
+		cls = kernelclass.DefaultClassifier()
+	}
+	if err := opt.Steps.Check(); err != nil {
 		return nil, err
 	}
 	method := opt.Steps.Method
+	if err := CheckSOL(opt); err != nil {
+		return nil, err
+	}
 	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
@@ -76,15 +85,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
 		return nil, err
 	}
-	rep.Kernels = contextKernelStats(t, <-kernelsDone, cc)
-	tabs := make([][]KernelStat, len(rep.Devices))
-	for i := range rep.Devices {
-		tabs[i] = rep.Devices[i].StepKernels
-	}
-	rep.StepKernels = mergeKernelStats(tabs...)
-	if w := unclassifiedWarning(rep.Kernels); w != nil {
-		rep.Warnings = append(rep.Warnings, w)
-	}
+	rep.addKernelTables(t, <-kernelsDone, cc)
 	for _, d := range rep.Devices {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
@@ -99,23 +100,19 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	return rep, nil
 }
 
-// checkInputs checks that the trace has GPU activity and the options are valid, and
-// returns the classifier to use (Options.Classifier, else the default).
-func checkInputs(t *nsys.Trace, opt Options) (*kernelclass.Classifier, error) {
-	if !t.HasGPUActivity() {
-		return nil, &nsys.Error{Path: t.Path, Err: nsys.ErrNoGPUActivity}
+// addKernelTables sets the report's whole-trace kernel table (kernels, with the moves of
+// the context pass) and its step kernels (the devices' summed), and warns of the kernel
+// time left unclassified.
+func (rep *Report) addKernelTables(t *nsys.Trace, kernels []KernelStat, cc *contextCats) {
+	rep.Kernels = contextKernelStats(t, kernels, cc)
+	tabs := make([][]KernelStat, len(rep.Devices))
+	for i := range rep.Devices {
+		tabs[i] = rep.Devices[i].StepKernels
 	}
-	cls := opt.Classifier
-	if cls == nil {
-		cls = kernelclass.DefaultClassifier()
+	rep.StepKernels = mergeKernelStats(tabs...)
+	if w := unclassifiedWarning(rep.Kernels); w != nil {
+		rep.Warnings = append(rep.Warnings, w)
 	}
-	if err := opt.Steps.Check(); err != nil {
-		return nil, err
-	}
-	if err := CheckSOL(opt); err != nil {
-		return nil, err
-	}
-	return cls, nil
 }
 
 // timelines returns each device's timeline, whose kernels have the categories of their
