@@ -14,6 +14,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 	"github.com/stepstat/stepstat/render/schema"
 )
 
@@ -212,10 +213,10 @@ func TestRanksJSON(t *testing.T) {
 // TestRanksPublicText renders the rank view of a public 2-GPU capture (DDP on two RTX
 // 3090s): the table, the straggler and the rank sentences.
 func TestRanksPublicText(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "traces", "public", "cs336a2-lizhieffe__ddp53_profile.sqlite")
+	path := nsystest.PublicTrace(t, "cs336a2-lizhieffe__ddp53_profile.sqlite")
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
-		t.Skipf("public trace not available: %v", err)
+		t.Fatal(err)
 	}
 	r, err := breakdown.Summarize(tr, breakdown.Options{})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,37 +15,14 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
-// truthDir holds the held-out H200 captures (xz): ../shared/traces/truth of the main
-// checkout, or STEPSTAT_TRUTH; tests that read them skip without it.
-func truthDir() string {
-	if d := os.Getenv("STEPSTAT_TRUTH"); d != "" {
-		return d
-	}
-	return "../../../shared/traces/truth"
-}
-
-// truthReport summarises one capture of truthDir (name without .sqlite.xz), decompressed
-// into a temporary folder; it skips the test when the capture or xz is missing.
+// truthReport summarises one held-out H200 capture of the test corpus (name without
+// .sqlite.xz, nsystest.TruthCapture), decompressed into a temporary folder.
 func truthReport(t *testing.T, name string, opt breakdown.Options) *breakdown.Report {
 	t.Helper()
-	src := filepath.Join(truthDir(), name+".sqlite.xz")
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("%s: %v", src, err)
-	}
-	path := filepath.Join(t.TempDir(), name+".sqlite")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("xz", "-dc", src)
-	cmd.Stdout = out
-	if err := cmd.Run(); err != nil {
-		out.Close()
-		t.Skipf("xz -dc %s: %v", src, err)
-	}
-	out.Close()
+	path := nsystest.TruthCapture(t, name, t.TempDir())
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -360,18 +336,11 @@ func TestRounds(t *testing.T) {
 	}
 }
 
-// TestPlanLimiterPublic: on every public trace (../shared/traces/public of the main
-// checkout, or STEPSTAT_PUBLIC) that summarises, the limiter is a cause with time at stake,
-// never a warning; without one, no cause above the minor share holds on any device.
+// TestPlanLimiterPublic: on every public trace of the test corpus (nsystest.PublicTraces)
+// that summarises, the limiter is a cause with time at stake, never a warning; without one,
+// no cause above the minor share holds on any device.
 func TestPlanLimiterPublic(t *testing.T) {
-	dir := os.Getenv("STEPSTAT_PUBLIC")
-	if dir == "" {
-		dir = "../../../shared/traces/public"
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "*.sqlite"))
-	if len(files) == 0 {
-		t.Skipf("no public traces in %s", dir)
-	}
+	files := nsystest.PublicTraces(t)
 	summarised := 0
 	defer func() {
 		if summarised < len(files)/2 {

@@ -109,13 +109,10 @@ func TestDiffSelf(t *testing.T) {
 
 // TestDiffPublicPair runs the public before/after pair of a 2-GPU training script.
 func TestDiffPublicPair(t *testing.T) {
-	before := filepath.Join(publicTracesDir, "nsys-ai__mfu_2gpu_before.sqlite")
-	after := filepath.Join(publicTracesDir, "nsys-ai__mfu_2gpu_after.sqlite")
+	before := nsystest.PublicTrace(t, "nsys-ai__mfu_2gpu_before.sqlite")
+	after := nsystest.PublicTrace(t, "nsys-ai__mfu_2gpu_after.sqlite")
 	for _, f := range []string{"text", "json", "html"} {
 		code, stdout, stderr := stepstat("diff", "-f", f, "-o", filepath.Join(t.TempDir(), "d."+f), before, after)
-		if code == 1 && strings.Contains(stderr, "no such file") {
-			t.Skip("public traces not available")
-		}
 		if code != 0 {
 			t.Errorf("%s: exit %d: %s %s", f, code, stdout, stderr)
 		}

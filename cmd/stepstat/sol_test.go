@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,12 +43,7 @@ func TestParseBytes(t *testing.T) {
 // into a temporary folder.
 func solTrace(t *testing.T) string {
 	t.Helper()
-	gz := filepath.Join("..", "..", "testdata", "traces", "dense-eager.sqlite.gz")
-	if _, err := os.Stat(gz); err != nil {
-		t.Skipf("capture not available: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "dense-eager.sqlite")
-	nsystest.Gunzip(t, gz, path)
+	path := nsystest.GunzipInto(t, nsystest.CapturePath("dense-eager"), t.TempDir())
 	return path
 }
 
