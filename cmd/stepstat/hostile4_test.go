@@ -237,8 +237,9 @@ func TestSignalDuringAnalysis(t *testing.T) {
 			took := time.Since(sent)
 			code := cmd.ProcessState.ExitCode()
 			t.Logf("%v %q: exit %d %v after the signal", sig, args, code, took)
-			if code != 128+int(sig) || !strings.Contains(errText.String(), "stepstat: interrupted by ") {
-				t.Errorf("%v %q: exit %d, stderr %q; want %d and the interrupted line", sig, args, code, errText.String(), 128+int(sig))
+			if code != 128+int(sig) || !strings.Contains(errText.String(), "stepstat: interrupted by "+signalName(sig)+"; ") ||
+				strings.Contains(errText.String(), "by interrupt") || strings.Contains(errText.String(), "by terminated") {
+				t.Errorf("%v %q: exit %d, stderr %q; want %d and the interrupted line naming the signal (%s)", sig, args, code, errText.String(), 128+int(sig), signalName(sig))
 			}
 			if strings.Contains(errText.String(), "stepstat: summarize ") {
 				t.Errorf("%v %q: the analysis ran to its end (%q): the signal came too late to test", sig, args, errText.String())
