@@ -236,7 +236,8 @@ func TestDiffGraphLevel(t *testing.T) {
 		}
 	}
 	_, text, _ := stepstat("diff", "hf-qwen3moe-eager.sqlite", "hf-qwen3moe-compile-graphlevel.sqlite")
-	nc, warn, story := strings.Index(text, "Not comparable"), strings.Index(text, "traced at graph level (nsys' default"), strings.Index(text, "What changed")
+	ft := flat(text)
+	nc, warn, story := strings.Index(ft, "Not comparable"), strings.Index(ft, "traced at graph level (nsys' default"), strings.Index(ft, "What changed")
 	if nc < 0 || warn < 0 || story < 0 || !(nc < story && warn < story) {
 		t.Errorf("not comparable at %d, graph-level warning at %d, what changed at %d; want both before what changed:\n%s", nc, warn, story, text)
 	}
@@ -366,8 +367,8 @@ func TestDiffCaptureOptions(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	warn := regexp.MustCompile(`(?s)Warnings \(the captures' own, then the comparison's\):\n.*different nsys options \(META_DATA_CAPTURE, node -> graph\): PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE Node -> Graph;`)
-	if !warn.MatchString(text) {
+	warn := regexp.MustCompile(`Warnings \(the captures' own, then the comparison's\): .*different nsys options \(META_DATA_CAPTURE, node -> graph\): PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE Node -> Graph;`)
+	if !warn.MatchString(flat(text)) {
 		t.Errorf("the differing capture option is not a warning:\n%s", text)
 	}
 	code, js, stderr := stepstat("diff", "-f", "json", "node=hf-qwen3moe-compile.sqlite", "graph=hf-qwen3moe-compile-graphlevel.sqlite")
