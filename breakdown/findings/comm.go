@@ -40,8 +40,8 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 		tips = append(tips, "the transfer itself is the cost: overlap communication with compute, or reduce what is communicated")
 	}
 	if small && !waiting {
-		tips = append(tips, "transfers are small (latency-bound): try "+protoTip(knobs)+"a custom all-reduce "+
-			"(vLLM/SGLang custom all-reduce, FlashInfer one-shot), or fuse the all-reduce with the following RMSNorm")
+		tips = append(tips, "transfers are small (latency-bound): try "+protoTip(knobs)+customAllReduce(StackOf(r))+
+			", or fuse the all-reduce with the following RMSNorm")
 	}
 	if kn := commKnobs(knobs); kn != "" {
 		f.Evidence = append(f.Evidence, text("knobs", kn))

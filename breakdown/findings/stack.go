@@ -70,3 +70,17 @@ func graphAdvice(s Stack) string {
 	return "capture the step in CUDA graphs (PyTorch: torch.compile(mode=\"reduce-overhead\"), or torch.cuda.CUDAGraph around " +
 		"a static-shape step; transformers generate(): a static cache, cache_implementation=\"static\", with torch.compile)"
 }
+
+// customAllReduce is the one-shot (custom) all-reduce for small transfers on a stack, in its
+// own options.
+func customAllReduce(s Stack) string {
+	switch s {
+	case StackVLLM:
+		return "vLLM's custom all-reduce (on unless --disable-custom-all-reduce)"
+	case StackSGLang:
+		return "SGLang's custom all-reduce (on unless --disable-custom-all-reduce)"
+	case StackTRTLLM:
+		return "a one-shot all-reduce (allreduce_strategy: ONESHOT, or AUTO, in the --extra_llm_api_options YAML)"
+	}
+	return "a one-shot all-reduce (FlashInfer's, or torch's symmetric-memory all-reduce)"
+}
