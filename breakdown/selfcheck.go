@@ -15,13 +15,16 @@ import (
 // stepChecks returns warnings about a device's steps. On every phase, when the model's
 // forwards could be seen (fwdKnown: a sampler after the lm_head ends each): steps that hold
 // several forwards (iterations folded together), and step counts that disagree with the
-// forwards the device ran; prefills far longer than the others. On decode steps: steps
+// forwards the device ran; steps of uncertain phase; prefills far longer than the others. On decode steps: steps
 // without kernels, kernel counts that alternate between two values (several markers per
 // step, cut in two), a first or last step cut short, and steps far from the median (ten
 // times longer or shorter).
 func stepChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	out := forwardChecks(dev, steps, fwdKnown)
 	if w := evidenceCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
+	if w := uncertainCheck(dev, steps); w != nil {
 		out = append(out, w)
 	}
 	if w := longPrefillCheck(dev, steps); w != nil {
@@ -274,6 +277,22 @@ func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
 	}
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps have no evidence of their phase (no kernel mix repeats from step to step): they are called decode, and prefill or mixed steps among them are not told apart: steps %v",
 		dev, len(none), len(steps), none[:min(len(none), 5)])}
+}
+
+// uncertainCheck names the steps of phase Uncertain: iterations that no signal told from
+// decode or showed prompt tokens in, counted apart and kept out of the decode summary.
+func uncertainCheck(dev nsys.DeviceID, steps []Step) error {
+	var un []int
+	for _, s := range steps {
+		if s.Phase == Uncertain {
+			un = append(un, s.Index)
+		}
+	}
+	if len(un) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps are of uncertain phase: another kernel mix than the loop's decode template, and no signal (attention calls per forward, attention and GEMM kernels, graph replay or eager, GEMM time, input copies) tells them from decode or shows prompt tokens; kept out of the decode summary (their phase_evidence says what differs): steps %v",
+		dev, len(un), len(steps), un[:min(len(un), 5)])}
 }
 
 // longMixCheck warns about decode steps that take more than OutlierFactor times the median

@@ -293,13 +293,29 @@ func (d *device) account() error {
 // phases counts each step's forwards and infers the phases detection gave no phase.
 func (d *device) phases() error {
 	countStepForwards(d.steps, d.fwds)
+	if d.det.Method == MethodWhole {
+		for i := range d.steps {
+			if d.steps[i].PhaseEvidence == "" {
+				d.steps[i].PhaseEvidence = EvidenceWhole
+			}
+		}
+	}
 	if d.det.Method != MethodWhole {
 		for i := range d.steps {
 			if i > 0 && d.steps[i].GraphCapture {
 				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.Dev, d.steps, d.fwds))
+		stream, _ := loopStream(d.t, d.tl.Dev)
+		hs := stepHoldings(d.tl, d.steps, stream)
+		if err := d.cancelled(); err != nil {
+			return err // the sweep stopped part-way
+		}
+		copies, ok := readBackStream(d.t, d.tl.Dev, d.fwds)
+		if !ok {
+			copies = stream
+		}
+		inferPhases(d.steps, hs, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.Dev, copies, d.steps, d.fwds))
 		if d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
 			if w := markEdges(d.tl.Dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.Dev, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)

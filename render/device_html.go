@@ -280,6 +280,17 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	return newChart(b, bar)
 }
 
+// countPhase returns the number of steps of phase p.
+func countPhase(steps []breakdown.Step, p breakdown.Phase) int {
+	n := 0
+	for i := range steps {
+		if steps[i].Phase == p {
+			n++
+		}
+	}
+	return n
+}
+
 // stepsSubtitle is the steps chart's subtitle: how steps are grouped and what is marked
 // or left out.
 func stepsSubtitle(d *breakdown.DeviceReport, steps []breakdown.Step, g stepGroups, prefillApart int, prefill bool) string {
@@ -288,6 +299,9 @@ func stepsSubtitle(d *breakdown.DeviceReport, steps []breakdown.Step, g stepGrou
 		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
 	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
 		sub += "; prefill steps' indices in orange"
+	}
+	if n := countPhase(steps, breakdown.Uncertain); n > 0 && !prefill {
+		sub += fmt.Sprintf("; %d step%s of uncertain phase (no signal told %s from decode or showed prompt tokens; out of the decode summary)", n, plural(n), map[bool]string{true: "it", false: "them"}[n == 1])
 	}
 	if n := len(d.Summary.Outliers.Steps); n > 0 && !prefill {
 		sub += fmt.Sprintf("; %d outlier step%s (over %gx the median, left out of the summary) marked in red", n, plural(n), float64(breakdown.OutlierFactor))

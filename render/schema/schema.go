@@ -162,7 +162,11 @@ type FindingJSON struct {
 	Minor bool   `json:"minor"`
 }
 
-// StepJSON is one step.
+// StepJSON is one step. Phase is one of `prefill`, `decode`, `mixed` (a prompt chunk beside
+// decoding sequences), `partial` (an iteration cut by the capture window's start or end),
+// `uncertain` (added: another kernel mix than the loop's decode template that no signal in
+// the trace tells from decode or shows prompt tokens in; counted, kept out of the decode
+// summary, named in a warning, PhaseEvidence says what differs) or `unknown`.
 type StepJSON struct {
 	Index    int    `json:"index"`
 	Phase    string `json:"phase"`
