@@ -49,7 +49,8 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if err := CheckSOL(opt); err != nil {
 		return nil, err
 	}
-	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}
+	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config, Capture: t.Capture, Origin: t.Origin}
+	rep.Start, rep.End, _ = t.Span()
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
 	cats, rules := classifyNames(t, cls)

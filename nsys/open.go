@@ -166,6 +166,7 @@ func (r *reader) read() error {
 		return err
 	}
 	r.readOrigin()
+	r.readCapture()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {

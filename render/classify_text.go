@@ -2,34 +2,45 @@ package render
 
 import (
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
+// maxRuleColumn is the widest rule column of the classify table.
+const maxRuleColumn = 64
+
 // ClassifyText writes every distinct kernel name with its category, matching rule, count,
 // total time and share, unclassified names first, then a coverage line.
 func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 	ew := &errWriter{w: w}
 	out, total, other := classifyOrder(ks)
-	ew.printf("%10s %7s %7s  %-12s %-22s %s\n", "total", "share", "count", "category", "rule", "name")
+	// One rule column, as wide as its longest rule (up to maxRuleColumn; a longer rule
+	// pushes its own row's name along), so that the names start in one column.
+	rules := make([]string, len(out))
+	ruleW := 22
+	for i, k := range out {
+		rules[i] = TerminalSafe(k.Rule)
+		if rules[i] == "" {
+			rules[i] = "-"
+		}
+		ruleW = max(ruleW, min(utf8.RuneCountInString(rules[i]), maxRuleColumn))
+	}
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(w-utf8.RuneCountInString(s), 0)) }
+	ew.printf("%10s %7s %7s  %-12s %s %s\n", "total", "share", "count", "category", pad("rule", ruleW), "name")
 	// Names are elided to keep each row within MaxTextLine (the JSON has them whole).
 	names := make([]string, len(out))
 	limits := make([]int, len(out))
 	for i, k := range out {
 		names[i] = TerminalSafe(k.Name)
-		rule := max(22, utf8.RuneCountInString(TerminalSafe(k.Rule)))
-		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+rule+1), 40)
+		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+max(ruleW, utf8.RuneCountInString(rules[i]))+1), 40)
 	}
 	names = elideNamesEach(names, limits)
 	for i, k := range out {
-		rule := k.Rule
-		if rule == "" {
-			rule = "-"
-		}
-		ew.printf("%10s %7s %7d  %-12s %-22s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
-			k.Category, TerminalSafe(rule), names[i])
+		ew.printf("%10s %7s %7d  %-12s %s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
+			k.Category, pad(rules[i], ruleW), names[i])
 	}
 	nOther := 0
 	for _, k := range ks {

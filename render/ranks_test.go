@@ -60,7 +60,7 @@ func rkReport() *breakdown.Report {
 func rkText(t *testing.T, r *breakdown.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
+	if err := Text(&b, findings.Of(r), TextOptions{Width: MaxTextLine}); err != nil {
 		t.Fatal(err)
 	}
 	return unwrapped(b.String()) // the sentences whole, as written before wrapping
@@ -241,7 +241,7 @@ func TestRankTableAddsUp(t *testing.T) {
 	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
 		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
 		var buf bytes.Buffer
-		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
+		if err := Text(&buf, findings.Of(r), TextOptions{Width: MaxTextLine}); err != nil {
 			t.Fatal(err)
 		}
 		rows, in := 0, false
