@@ -4,7 +4,7 @@ export CGO_ENABLED := 1
 TAGS := sqlite_omit_load_extension
 GO ?= go
 DEMO ?= testdata/traces/dense-eager.sqlite.gz
-N ?= 20000000
+N ?= 18400000
 BIG ?= testdata/big/big.sqlite
 BIGSRC ?= testdata/traces/tp2-moe-eager-nvtx.sqlite.gz
 REPEAT ?= 1
@@ -66,11 +66,13 @@ example: build
 bigtrace:
 	$(GO) run -tags '$(TAGS)' ./cmd/bigtrace -src $(BIGSRC) -n $(N) -o $(BIG)
 
-# Wall time and peak memory of report (JSON, HTML) and diff on the large trace, against
-# sqlite3 scanning the same kernel columns, in one run; then the Go benchmarks.
+# Wall time, its ratio to the scan, and peak memory (heap, mapped file pages, RSS) of report
+# (JSON at nproc, 2 and 1 GOMAXPROCS; HTML), classify and diff on the large trace, against
+# Python's sqlite3 scanning the kernel table of the immutable file (the query of
+# cmd/bigtrace/bench.sh), in one run; then the Go benchmarks. KEYS, CORES: see bench.sh.
 bench: build
 	@test -f $(BIG) || $(MAKE) bigtrace
-	REPEAT=$(REPEAT) bash cmd/bigtrace/bench.sh $(BIG)
+	REPEAT=$(REPEAT) KEYS='$(KEYS)' CORES='$(CORES)' bash cmd/bigtrace/bench.sh $(BIG)
 	STEPSTAT_BENCH_TRACE=$(abspath $(BIG)) $(GO) test -tags '$(TAGS)' -run '^$$' -bench . -benchtime 1x -benchmem ./nsys ./breakdown
 
 FUZZTIME ?= 1m
