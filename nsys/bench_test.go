@@ -32,7 +32,7 @@ func BenchmarkOpen(b *testing.B) {
 }
 
 // BenchmarkFreshMemory writes 640 MB of kernel records (20 M) into fresh memory: from the
-// Go heap, and mapped by bigSlice (huge pages where the system allows). The first write
+// Go heap, and mapped by bigSlice. The first write
 // to fresh memory is much of the cost of reading a large trace on some virtual machines.
 func BenchmarkFreshMemory(b *testing.B) {
 	const n = 20_000_000

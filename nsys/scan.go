@@ -214,7 +214,7 @@ func readParts[T any, P any, PP interface {
 			partRows = directPartRows
 			if q.in != "" {
 				// A filtered table keeps a part's rows at the start of its slots: each
-				// part leaves up to a huge page touched past them until the join.
+				// part leaves up to a page touched past them until the join.
 				partRows = defaultPartRows
 			}
 			// At least four parts a lane, so that many lanes share a table evenly.
