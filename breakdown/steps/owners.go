@@ -2,8 +2,10 @@ package steps
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -62,42 +64,69 @@ func NewLaunchOwners(t *nsys.Trace, ranges []OwnerRange, ok func(w *nsys.Caller)
 		proc nsys.ProcID
 		corr uint32
 	}
-	var others []other // scratch, reused from range to range
-	for i, r := range ranges {
-		sp := corrSpan{owner: int32(i)}
-		n := 0
-		others = others[:0]
-		callsIn(t, r.Start, r.End, func(j int) {
-			c := &calls[j]
-			w := &t.Callers[c.Caller]
-			if w.Thread != r.Thread || !ok(w) {
-				others = append(others, other{w.Proc, c.Correlation})
-				return
+	// The ranges are independent: from 2^20 calls on, in pieces of ranges at once (one
+	// per core Go may use), each piece's spans and inexact ranges joined in range order.
+	type piece struct {
+		spans   []corrSpan
+		inexact []int
+	}
+	scan := func(from, to int, p *piece) {
+		var others []other // scratch, reused from range to range
+		for i := from; i < to; i++ {
+			r := ranges[i]
+			sp := corrSpan{owner: int32(i)}
+			n := 0
+			others = others[:0]
+			callsIn(t, r.Start, r.End, func(j int) {
+				c := &calls[j]
+				w := &t.Callers[c.Caller]
+				if w.Thread != r.Thread || !ok(w) {
+					others = append(others, other{w.Proc, c.Correlation})
+					return
+				}
+				if n == 0 || c.Correlation < sp.lo {
+					sp.lo = c.Correlation
+				}
+				if n == 0 || c.Correlation > sp.hi {
+					sp.hi = c.Correlation
+				}
+				sp.proc = w.Proc
+				n++
+			})
+			if n == 0 {
+				continue
 			}
-			if n == 0 || c.Correlation < sp.lo {
-				sp.lo = c.Correlation
+			exact := true
+			for _, o := range others {
+				if o.proc == sp.proc && o.corr >= sp.lo && o.corr <= sp.hi {
+					exact = false
+					break
+				}
 			}
-			if n == 0 || c.Correlation > sp.hi {
-				sp.hi = c.Correlation
+			if exact {
+				p.spans = append(p.spans, sp)
+			} else {
+				p.inexact = append(p.inexact, i)
 			}
-			sp.proc = w.Proc
-			n++
-		})
-		if n == 0 {
-			continue
 		}
-		exact := true
-		for _, o := range others {
-			if o.proc == sp.proc && o.corr >= sp.lo && o.corr <= sp.hi {
-				exact = false
-				break
-			}
-		}
-		if exact {
-			lo.spans = append(lo.spans, sp)
-		} else {
-			inexact = append(inexact, i)
-		}
+	}
+	np := 1
+	if len(calls) >= 1<<20 {
+		np = max(1, min(runtime.GOMAXPROCS(0), len(ranges)))
+	}
+	pieces := make([]piece, np)
+	var wg sync.WaitGroup
+	for k := range pieces {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			scan(len(ranges)*k/np, len(ranges)*(k+1)/np, &pieces[k])
+		}()
+	}
+	wg.Wait()
+	for _, p := range pieces {
+		lo.spans = append(lo.spans, p.spans...)
+		inexact = append(inexact, p.inexact...)
 	}
 	slices.SortFunc(lo.spans, func(a, b corrSpan) int {
 		if c := cmp.Compare(a.proc, b.proc); c != 0 {

@@ -2,8 +2,10 @@ package steps
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
@@ -97,9 +99,30 @@ func NewHostIndex(t *nsys.Trace) *HostIndex {
 	for i, n := range t.Names {
 		h.Roles[i] = kernelclass.NameRole(n)
 	}
-	for _, c := range t.APICalls {
-		if w := &t.Callers[c.Caller]; w.Kind == nsys.APIGraphLaunch {
-			h.Graphs[actKey(w.Proc, c.Correlation)] = true
+	// The graph launches' keys, found in pieces of the calls at once from 2^20 calls on.
+	calls := t.APICalls
+	n := 1
+	if len(calls) >= 1<<20 {
+		n = max(1, runtime.GOMAXPROCS(0))
+	}
+	keys := make([][]uint64, n)
+	var wg sync.WaitGroup
+	for p := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := len(calls) * p / n; i < len(calls)*(p+1)/n; i++ {
+				c := &calls[i]
+				if w := &t.Callers[c.Caller]; w.Kind == nsys.APIGraphLaunch {
+					keys[p] = append(keys[p], actKey(w.Proc, c.Correlation))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ks := range keys {
+		for _, k := range ks {
+			h.Graphs[k] = true
 		}
 	}
 	return h
