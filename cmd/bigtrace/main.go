@@ -2,7 +2,9 @@
 // its activity rows shifted in time (and correlation ids shifted too), so benchmarks run on
 // realistic data of any size. It writes a new file and never changes its input.
 //
-//	go run -tags sqlite_omit_load_extension ./cmd/bigtrace -src testdata/traces/moe-eager-nvtx.sqlite.gz -n 20000000 -o testdata/big/big.sqlite
+//	go run -tags sqlite_omit_load_extension ./cmd/bigtrace -src testdata/traces/tp2-moe-eager-nvtx.sqlite.gz -n 18400000 -o testdata/big/big.sqlite
+//
+// (make bigtrace; the trace of make bench).
 package main
 
 import (
@@ -28,8 +30,8 @@ var grown = []string{
 }
 
 func main() {
-	src := flag.String("src", "testdata/traces/moe-eager-nvtx.sqlite.gz", "real export to grow (.sqlite or .sqlite.gz)")
-	n := flag.Int64("n", 20_000_000, "kernel rows wanted")
+	src := flag.String("src", "testdata/traces/tp2-moe-eager-nvtx.sqlite.gz", "real export to grow (.sqlite or .sqlite.gz)")
+	n := flag.Int64("n", 18_400_000, "kernel rows wanted")
 	out := flag.String("o", "testdata/big/big.sqlite", "output file (overwritten)")
 	flag.Parse()
 	if err := run(*src, *out, *n); err != nil {
