@@ -43,8 +43,10 @@ aligned steps, and each rank has its own rows.
 
 --fail-on-regression (for CI): exit status 3 when the new side is significantly slower,
 the mean step (per token where both sides know their tokens) up by at least --min-change
-at p < --alpha; 0 otherwise. Exit status 1 (an error) and 2 (a usage mistake) keep their
-meaning.
+at p < --alpha; 4 when the diff cannot decide (too few samples a side for the test to
+reach --alpha, as --unit run with fewer than 4 runs a side or a phase with one step, or a
+headline that one side cannot measure), with one line saying why; 0 otherwise. Exit
+status 1 (an error) and 2 (a usage mistake) keep their meaning.
 
 Caveats: consecutive steps of one run are not independent samples (step time drifts with
 KV-cache length and batch makeup), so with hundreds of steps small shifts test as
@@ -81,7 +83,7 @@ func (f *diffFlags) register(fs *pflag.FlagSet) {
 	f.conf = fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 	f.minChange = fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
 	f.tokens = fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
-	f.failOnRegression = fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
+	f.failOnRegression = fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 4 when it cannot decide (too few samples); 0 otherwise (1 and 2 keep their meaning: error, usage)")
 	f.unit = fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 	f.af.register(fs)
 	// The speed-of-light flags are report's: registered so that giving one says so
@@ -120,8 +122,14 @@ func (f *diffFlags) run(ctx context.Context, fs *pflag.FlagSet, args []string, o
 			return err
 		}
 	}
-	if slower, what := c.Regression(); *f.failOnRegression && slower {
+	if !*f.failOnRegression {
+		return nil
+	}
+	if slower, what := c.Regression(); slower {
 		return &regressionError{what: what}
+	}
+	if why := c.Undecided(); why != "" {
+		return &undecidedError{why: why}
 	}
 	return nil
 }
@@ -258,6 +266,15 @@ type diffRun struct {
 type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
+
+// An undecidedError is diff --fail-on-regression's answer when the comparison cannot decide
+// (too few samples, the headline row not comparable or not tested): exit status 4, so that
+// a gate never passes what it could not test.
+type undecidedError struct{ why string }
+
+func (e *undecidedError) Error() string {
+	return "cannot decide whether the new side is slower: " + e.why
+}
 
 // parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
 // counts each side's); both zero when s is empty.
