@@ -95,10 +95,16 @@
 //     run within a second (checked per device and per range of steps).
 //   - Run configuration: knobs are allow-listed by prefix, and credential-shaped parts of
 //     their values are replaced by `[redacted]`: URL user:password, webhook URL paths, query
-//     parameters and key=value pairs whose key is a credential word (token, sig, password,
-//     api-key, ...), the credential after Bearer/Basic/Token, runs of 20+ letters and digits
-//     that mix case or letters and digits (a 40-hex git hash too), and a *SALT* knob whole.
-//     A warning in every output names the redacted knobs.
+//     parameters (the first one too) and key=value pairs whose key is a credential word
+//     (token, sig, password, api-key, ...; quoted as in JSON or not), flags of such a name
+//     and their value after a space (`--password VALUE`), the credential after
+//     Bearer/Basic/Token, tokens by their prefix (`hf_`, `ghp_`, `sk-`, `glpat-`, `xoxb-`)
+//     whatever their letters, 40-character base64 keys holding `/` or `+` (AWS secret
+//     keys), runs of 20+ letters and digits that mix case or letters and digits (a 40-hex
+//     git hash too), and a *SALT* knob whole. A warning in every output names the redacted
+//     knobs. A knob is dropped when a credential word is a whole part of its name
+//     (`VLLM_API_KEY`, `..._TOKEN`), not when a part merely holds one
+//     (`VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE`, `NCCL_IB_PKEY` are kept).
 //   - Step timeline (HTML): each device draws its busiest 32 streams and 8 host threads, the
 //     others folded into one row each (said in the subtitle); at most 64 devices.
 //   - Speed of light: a floor above the measured median step is a warning naming the likely
