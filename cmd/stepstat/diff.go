@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ of two sets of repeated runs (comma-separated files per side, optionally labelle
 label=files). A run of several files (one per node or process, as report reads them) is a
 folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
 new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/.
+A side or a run that exists as given is one file, whatever "=", "," or "+" its name holds.
 It leads with what changed: the change of the mean per step of the whole step and of each
 category (the means add up to the mean step), tested by a permutation
 test on the difference of means, biggest change first, with the ranks whose change
@@ -231,12 +233,16 @@ func parseMinChange(s string) (frac, ns float64, err error) {
 	return 0, float64(d), nil
 }
 
-// splitSide parses "[label=]file[,file...]". Without a label, a side is named after its
+// splitSide parses "[label=]file[,file...]"; a side that exists as given is one file
+// whatever "=" and "," it holds (run=3.sqlite). Without a label, a side is named after its
 // first file's base name (without extensions), or "base"/"new" when both would be equal.
 func splitSide(arg string, i int) (string, []string) {
 	label := ""
-	if j := strings.Index(arg, "="); j > 0 && !strings.ContainsAny(arg[:j], "/\\") {
-		label, arg = arg[:j], arg[j+1:]
+	// As for "+" (runItems), a name that exists as given is a file: run=3.sqlite.
+	if _, err := os.Stat(arg); err != nil {
+		if j := strings.Index(arg, "="); j > 0 && !strings.ContainsAny(arg[:j], "/\\") {
+			label, arg = arg[:j], arg[j+1:]
+		}
 	}
 	var files []string
 	for _, f := range strings.Split(arg, ",") {
