@@ -105,8 +105,9 @@ func damageIn(table string, err error) error {
 // confirmDamage asks SQLite's quick_check of the damaged table whether it finds the
 // damage too: then the read fails with a *DamageError; else it returns the warning of the
 // table read through SQLite.
-func confirmDamage(ctx context.Context, path string, td *tableDamage) (warning error, err error) {
-	db, err := openDB(path)
+func confirmDamage(ctx context.Context, src *source, td *tableDamage) (warning error, err error) {
+	path := src.path
+	db, err := src.db(ctx)
 	if err != nil {
 		return nil, err
 	}

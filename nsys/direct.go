@@ -183,6 +183,9 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string, error) {
 		if dmg := damageIn(q.table, err); dmg != nil {
 			return nil, "", dmg
 		}
+		if errors.Is(err, sqlitefile.ErrChanged) { // SQLite would read the changed file
+			return nil, "", err
+		}
 		return nil, err.Error(), nil
 	}
 	return &directTable{name: q.table, table: t, cols: c}, "", nil

@@ -35,3 +35,10 @@ func InjectDamage(table string) (undo func()) {
 	}
 	return func() { testDamage = nil }
 }
+
+// OnMapped calls f with the path once Open has opened and mapped the file and read its
+// schema, before it reads the activity tables, until undo.
+func OnMapped(f func(path string)) (undo func()) {
+	testMapped = f
+	return func() { testMapped = nil }
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
@@ -76,10 +75,12 @@ type shared struct {
 // table at a time when known before reading, else by reading the whole file again
 // through SQLite. Trace.Reads says which.
 func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
-	if err := CheckFile(path); err != nil {
+	src, err := openSource(path)
+	if err != nil {
 		return nil, err
 	}
-	t, err := open(ctx, path, opt)
+	defer src.close()
+	t, err := open(ctx, src, opt)
 	var u *sqlitefile.Unhandled
 	if err != nil && !opt.SQLiteOnly && errors.As(err, &u) {
 		// Damage is not a layout the direct reader does not handle: SQLite's own check
@@ -87,12 +88,12 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		var warn error
 		var td *tableDamage
 		if errors.As(err, &td) {
-			if warn, err = confirmDamage(ctx, path, td); err != nil {
+			if warn, err = confirmDamage(ctx, src, td); err != nil {
 				return nil, err
 			}
 		}
 		opt.SQLiteOnly, opt.directFailed = true, u.Why
-		t, err = open(ctx, path, opt)
+		t, err = open(ctx, src, opt)
 		if t != nil && warn != nil {
 			t.Warnings = append(t.Warnings, warn)
 		}
@@ -100,35 +101,20 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	return t, err
 }
 
-// openDB opens the export at path read-only through go-sqlite3; errors name the file.
-func openDB(path string) (*sql.DB, error) {
-	d, err := dsn(path)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
-	db, err := sql.Open("sqlite3", d)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
-	return db, nil
-}
-
-func open(ctx context.Context, path string, opt Options) (*Trace, error) {
-	db, err := openDB(path)
+// open reads the export src holds: SQLite's connections and the direct reader's map read
+// the one file opened (source.go).
+func open(ctx context.Context, src *source, opt Options) (*Trace, error) {
+	path := src.path
+	db, err := src.db(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
 	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
-		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: fi.Size()},
+		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: src.size},
 		shared: &shared{procs: &procTable{ids: map[int64]ProcID{}}, reads: &readLog{}}}
 	if !opt.SQLiteOnly {
-		// The -wal beside the file a link names is the one SQLite would apply.
-		f, err := sqlitefile.Open(resolveLinks(path))
+		f, err := src.mapFile()
 		switch {
 		case err == nil:
 			r.shared.file = f
@@ -143,6 +129,9 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		if sqlitefile.IsUnhandled(err) {
 			return nil, err
 		}
+		if errors.Is(err, errReplaced) {
+			return nil, &Error{path, errReplaced}
+		}
 		return nil, &Error{path, sqliteHint(err)}
 	}
 	r.t.Reads = r.shared.reads.sorted()
@@ -151,6 +140,10 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	warnSidecars(r.t, path)
 	return r.t, nil
 }
+
+// testMapped, set by tests only, is called once the file is opened and mapped and its
+// schema, metadata and configuration read, before its activity tables are.
+var testMapped func(path string)
 
 func (r *reader) read() error {
 	if err := r.readTables(); err != nil {
@@ -167,6 +160,9 @@ func (r *reader) read() error {
 	}
 	r.readOrigin()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
+	if testMapped != nil {
+		testMapped(r.t.Path)
+	}
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {
 			return err

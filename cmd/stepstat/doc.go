@@ -90,6 +90,12 @@
 //   - Memory follows the pages the file's B-trees reach, not the page count its size or
 //     header claims (a sparse file "of 2 TiB": 16 MB). A step's distinct kernel names cost
 //     linear time (320,000 distinct attention names).
+//   - Files that change while read: an export is opened once, and the direct reader's map
+//     and every SQLite connection (all opened at the start, each checked to be the file
+//     opened: same device and inode) read that one open file, so a file renamed over while
+//     read gives the report of the file opened. A file truncated while mapped (SIGBUS on
+//     the B-tree walk, the rowid bounds or the leaf scan) is one line naming the file
+//     ("the file changed while being read"), exit 1.
 //   - Non-regular inputs (a FIFO or device named .sqlite or .nsys-rep) are refused before
 //     they are opened ("is not a regular file"). SIGINT/SIGTERM during the analysis end the
 //     run within a second (checked per device and per range of steps).
