@@ -73,7 +73,7 @@ type diffFlags struct {
 	failOnRegression     *bool
 	form                 format[*diffOutput] // --format's, once checked
 	minFrac, minNS       float64             // --min-change's, once checked: of the base mean step, or ns
-	runs                 [2][]diffRun        // each side's runs, once checked
+	runs                 [2][]*traceRun      // each side's runs, once checked
 	tok                  [2]int              // --tokens', once checked: each side's tokens (0: not given)
 }
 
@@ -154,12 +154,12 @@ func (f *diffFlags) check(fs *pflag.FlagSet, args []string, o *stdio) error {
 		}
 		f.runs[i] = nil
 		for _, it := range items {
-			files, name, err := runFiles("diff", runItems(it))
+			r, err := runFiles("diff", runItems(it))
 			if err != nil {
 				return err
 			}
-			f.runs[i] = append(f.runs[i], diffRun{files, name})
-			inputs = append(inputs, files...)
+			f.runs[i] = append(f.runs[i], r)
+			inputs = append(inputs, r.files...)
 		}
 	}
 	if err := checkOutputs("diff", []string{*f.output, *f.html}, inputs); err != nil {
@@ -195,7 +195,7 @@ func (f *diffFlags) readSides(ctx context.Context, args []string, o *stdio, opt 
 		sides[i].Label = label
 		for _, r := range f.runs[i] {
 			var rep *breakdown.Report
-			err := readRun(ctx, r.files, r.name, o, f.af.progress, f.af.cache, opt.Classifier, func(t *nsys.Trace) error {
+			err := r.read(ctx, o, f.af.progress, f.af.cache, opt.Classifier, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
 				rep, err = breakdown.SummarizeContext(ctx, t, opt)
@@ -259,12 +259,6 @@ func splitSide(arg string, i int) (string, []string) {
 		}
 	}
 	return label, files
-}
-
-// diffRun is one run of a diff side: its files and its name.
-type diffRun struct {
-	files []string
-	name  string
 }
 
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly

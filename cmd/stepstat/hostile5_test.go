@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,5 +23,50 @@ func TestDiffSideNamedWithEquals(t *testing.T) {
 	}
 	if code, _, errOut := solRun(t, "diff", "base=dense-eager.sqlite", "x=missing.sqlite"); code != 1 || !strings.Contains(errOut, "missing.sqlite: no such file") {
 		t.Errorf("diff with a labelled missing side: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestRunSameCaptureTwice (item 1): a run folder holding one capture twice, as a link
+// beside its target (latest.sqlite -> rank0.sqlite), a hard link or a byte copy, is
+// refused, naming both files: a link or hard link is one file (a usage error, before
+// anything is read), a copy the same capture (exit 1, once read); neither is merged as an
+// extra rank. The folder without them is one run of two ranks.
+func TestRunSameCaptureTwice(t *testing.T) {
+	dir := t.TempDir()
+	_, folder := splitRun(t, dir)
+	rank0 := filepath.Join(folder, "rank0.sqlite")
+	for _, tc := range []struct {
+		name string
+		make func(dst string) error
+		code int
+		want string
+	}{
+		{"symlink", func(dst string) error { return os.Symlink("rank0.sqlite", dst) }, 2, "run/latest.sqlite and " + rank0 + " are one file"},
+		{"hard link", func(dst string) error { return os.Link(rank0, dst) }, 2, "run/latest.sqlite and " + rank0 + " are one file"},
+		{"copy", func(dst string) error {
+			b, err := os.ReadFile(rank0)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, b, 0o644)
+		}, 1, rank0 + ": is the same capture as " + filepath.Join(folder, "latest.sqlite")},
+	} {
+		dst := filepath.Join(folder, "latest.sqlite")
+		if err := tc.make(dst); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCLI("report", folder)
+		if code != tc.code || !strings.Contains(errOut, tc.want) || strings.Contains(out, "device 2") {
+			t.Errorf("%s: report of the folder: exit %d, stderr %q; want exit %d naming %q", tc.name, code, errOut, tc.code, tc.want)
+		}
+		for _, args := range [][]string{{"report", rank0, dst}, {"diff", "a=" + rank0 + "+" + dst, "b=" + rank0}} {
+			if code, _, errOut := runCLI(args...); code != tc.code {
+				t.Errorf("%s: %q: exit %d, stderr %q; want %d", tc.name, args, code, errOut, tc.code)
+			}
+		}
+		os.Remove(dst)
+	}
+	if code, _, errOut := runCLI("report", folder); code != 0 {
+		t.Errorf("report of the two ranks: exit %d, stderr %q", code, errOut)
 	}
 }
