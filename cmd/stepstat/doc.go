@@ -119,8 +119,10 @@
 //   - Text output: all untrusted text (kernel names, NVTX text, GPU names, file names, knob
 //     values, flag values in usage errors, the `--progress` line) goes through one escaping
 //     function (`render.TerminalSafe`): C0 controls, DEL, C1 controls (also as raw bytes,
-//     such as `0x9b`, an 8-bit CSI), bidirectional controls (U+202E and the like) and bytes
-//     that are not UTF-8 are printed escaped (`\x1b`, `\x9b`, `\xff`, `\u202e`), so the text
+//     such as `0x9b`, an 8-bit CSI), bidirectional controls (U+202E and the like), the
+//     characters shown as nothing (zero-width space and joiners, BOM, soft hyphen, tag
+//     characters, variation selectors: names differing by them print apart) and bytes
+//     that are not UTF-8 are printed escaped (`\x1b`, `\x9b`, `\xff`, `\u202e`, `\u200b`), so the text
 //     output is valid UTF-8 holding no control character but its own newlines. The HTML
 //     pages are valid UTF-8 too (bytes that are not UTF-8 become U+FFFD, as in JSON).
 //   - Child output: of the output of `nsys export`, only the last 64 KiB is kept (its last
