@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -240,8 +241,16 @@ type merger struct {
 	sites   []SiteID // per file, the first merged site
 	procs   []ProcID // per file, the first merged process
 	devs    []map[DeviceID]DeviceID
-	callers []CallerID // per file, the first merged caller
-	thread  []int64    // per file, bits or'ed into its thread ids (0 unless ids collide)
+	callers []CallerID        // per file, the first merged caller
+	thread  []map[int64]int64 // per file, its thread ids' merged ids (nil: its own, unless ids collide)
+}
+
+// threadOf returns the merged id of thread th of file i.
+func (g *merger) threadOf(i int, th int64) int64 {
+	if m := g.thread[i]; m != nil {
+		return m[th]
+	}
+	return th
 }
 
 func newMerger(m *Trace, traces []*Trace) *merger {
@@ -249,7 +258,8 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 	run := m.Run
 	nameIdx := map[string]NameID{}
 	apiIdx := map[string]uint8{}
-	owner := map[int64]int{} // thread id -> first file using it
+	owner := map[int64]int{} // merged thread id -> the file using it
+	var fresh int64          // the last renumbered thread id (negative; 0: none yet)
 	for i, t := range traces {
 		g.off = append(g.off, Time(run.Files[i].Offset))
 		ids := make([]NameID, len(t.Names))
@@ -290,8 +300,9 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 			m.Sites = append(m.Sites, s)
 		}
 		// Threads are globalTids (process and thread ids); files from different hosts
-		// can hold the same one.
-		var bits int64
+		// can hold the same one. A file that holds one of an earlier file's has all its
+		// threads renumbered: ids below every globalTid (negative), in thread order, so
+		// any number of files stays apart.
 		seen := map[int64]bool{}
 		for _, w := range t.Callers {
 			seen[w.Thread] = true
@@ -299,18 +310,22 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 		for _, r := range t.Ranges {
 			seen[r.Thread] = true
 		}
+		var remap map[int64]int64
 		for th := range seen {
-			if f, ok := owner[th]; ok && f != i {
-				bits = int64(i) << 56
+			if _, ok := owner[th]; ok {
+				remap = map[int64]int64{}
 				break
 			}
 		}
-		for th := range seen {
-			if _, ok := owner[th|bits]; !ok {
-				owner[th|bits] = i
+		for _, th := range slices.Sorted(maps.Keys(seen)) {
+			if remap != nil {
+				fresh--
+				remap[th] = fresh
+				th = fresh
 			}
+			owner[th] = i
 		}
-		g.thread = append(g.thread, bits)
+		g.thread = append(g.thread, remap)
 		g.callers = append(g.callers, CallerID(len(m.Callers)))
 		for _, w := range t.Callers {
 			name := "?"
@@ -329,7 +344,7 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 			}
 			w.Name = id
 			w.Proc += g.procs[i]
-			w.Thread |= bits
+			w.Thread = g.threadOf(i, w.Thread)
 			m.Callers = append(m.Callers, w)
 		}
 	}
@@ -400,36 +415,51 @@ func mergeRows[T any](g *merger, table func(*Trace) *[]T, shift func(*T, int)) [
 		n += len(*table(t))
 	}
 	out := bigSlice[T](g.m, n)[:0]
+	freed := 0 // heap bytes freed since the last scavenge
 	for i, t := range g.traces {
 		for _, r := range *table(t) {
 			shift(&r, i)
 			out = append(out, r)
 		}
-		giveBack(t, table(t))
+		if freed += giveBack(t, table(t)); freed >= scavengeEvery {
+			debug.FreeOSMemory()
+			freed = 0
+		}
+	}
+	if freed > 0 {
+		debug.FreeOSMemory()
 	}
 	return out
 }
 
-// giveBack returns the memory of *s, one of t's tables just copied, to the system and
-// empties *s: its pages when it is mapped (bigSlice, bigMin bytes and more), else the Go
-// heap's, through a collection and a scavenge once nothing holds it: without this, every
+// scavengeEvery is how many heap bytes of copied tables mergeRows frees before it gives
+// them back to the system (a collection and a scavenge): after every file's table, the
+// collections would cost files x heap, quadratic in the files of a run.
+const scavengeEvery = 64 << 20
+
+// giveBack gives the memory of *s, one of t's tables just copied, back and empties *s:
+// its pages to the system when it is mapped (bigSlice, bigMin bytes and more), else to
+// the Go heap, returning the bytes freed there, for the caller to give back to the system
+// through a collection and a scavenge once they add up (mergeRows): without it, every
 // file's tables under bigMin stay resident beside the merged ones, since the heap gives
 // freed memory back to the system only slowly.
-func giveBack[T any](t *Trace, s *[]T) {
+func giveBack[T any](t *Trace, s *[]T) (heapFreed int) {
 	var zero T
 	if len(*s) == 0 {
-		return
+		return 0
 	}
 	// bigSlice decided by the size allocated, which a table read in parts and filtered
 	// keeps as its capacity.
-	mapped := t.big != nil && cap(*s)*int(unsafe.Sizeof(zero)) >= bigMin
+	size := cap(*s) * int(unsafe.Sizeof(zero))
+	mapped := t.big != nil && size >= bigMin
 	if mapped {
 		releaseSlots(t, *s)
 	}
 	*s = nil
-	if !mapped {
-		debug.FreeOSMemory()
+	if mapped {
+		return 0
 	}
+	return max(size, 1)
 }
 
 // calls copies every file's API calls into one array and sorts it, as kernels does.
@@ -508,7 +538,7 @@ func (g *merger) rest() {
 				r.Domain = d
 			}
 			r.Proc += g.procs[i]
-			r.Thread |= g.thread[i]
+			r.Thread = g.threadOf(i, r.Thread)
 			m.Ranges = append(m.Ranges, r)
 		}
 	}
