@@ -19,7 +19,8 @@ import (
 // the table read through SQLite, with a warning in every output.
 
 // A DamageError says that a table of the export is damaged: the direct reader found it
-// (Why names the page) and SQLite's quick_check of the table fails too (Check: its first
+// (Why names the page), or a table read through SQLite refers to rows it lacks (string
+// ids not in StringIds), and SQLite's quick_check of the table fails too (Check: its first
 // findings).
 type DamageError struct {
 	Table string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
@@ -64,6 +65,10 @@ type shared struct {
 	fileWhy string           // why file is nil
 	reads   *readLog
 	procs   *procTable
+	// strings runs quick_check of StringIds once (checkStrings); stringsCheck is what it
+	// found.
+	strings      sync.Once
+	stringsCheck string
 }
 
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
@@ -131,6 +136,9 @@ func open(ctx context.Context, src *source, opt Options) (*Trace, error) {
 		}
 		if errors.Is(err, errReplaced) {
 			return nil, &Error{path, errReplaced}
+		}
+		if de := (*DamageError)(nil); errors.As(err, &de) {
+			return nil, &Error{path, de}
 		}
 		return nil, &Error{path, sqliteHint(err)}
 	}
@@ -373,9 +381,28 @@ func (r *reader) loadStrings(table string, ids []int64) (map[int64]string, error
 		}
 	}
 	if missing > 0 {
+		// Ids the table uses that StringIds lacks are damage when SQLite's own check of
+		// StringIds fails: its B-tree read as it stands drops names (kernels become
+		// "other"), and that is an error naming the table; else a warning.
+		if check := r.shared.checkStrings(r.ctx, r.db); check != "" {
+			return nil, &DamageError{Table: "StringIds", Why: fmt.Sprintf("%d string ids used by %s are not in it", missing, table), Check: check}
+		}
 		r.warnf("%d string ids used by %s not found in StringIds", missing, table)
 	}
 	return out, nil
+}
+
+// checkStrings runs SQLite's quick_check of StringIds once per read and returns its
+// findings ("" when it passes).
+func (s *shared) checkStrings(ctx context.Context, db *sql.DB) string {
+	s.strings.Do(func() {
+		check, err := quickCheck(ctx, db, "StringIds")
+		if err != nil {
+			check = err.Error() // quick_check could not even run
+		}
+		s.stringsCheck = check
+	})
+	return s.stringsCheck
 }
 
 func b2i(b bool) int {

@@ -83,7 +83,10 @@
 //     rowids out of order, a cell past its page, ...), SQLite's `PRAGMA quick_check` of
 //     that table decides: if it fails too, exit 1 with one line naming the table, the page
 //     and quick_check's findings (the same answer on every run); only if it passes is the
-//     table read through SQLite, with a warning in every output.
+//     table read through SQLite, with a warning in every output. String ids a table uses
+//     that StringIds lacks (read through SQLite) are an error naming StringIds when its
+//     quick_check fails (its B-tree read as it stands drops names: kernels became
+//     "other"), else a warning.
 //   - Columns: names match in any letter case, as in SQLite; an optional column a table
 //     lacks is a warning saying what is lost. A REAL that is a whole number is read as that
 //     integer on both readers; any other REAL drops its row, as other bad values do.
