@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Tests of issue 41 (hostile inputs, round five), on real captures.
@@ -97,5 +98,33 @@ func TestDamagedStringIds(t *testing.T) {
 	}
 	if code, _, errOut := runCLI("report", "base.sqlite"); code != 0 {
 		t.Errorf("undamaged: exit %d, %s", code, errOut)
+	}
+}
+
+// TestInfoClassifyWidth (item 13): info and classify keep every line within MaxTextLine
+// (160 columns): info printed a 284-column warning, classify a 299-column row for a rule
+// of a rules file deep in folders (rules are named FILE:LINE). Long paths too.
+func TestInfoClassifyWidth(t *testing.T) {
+	inTempDir(t)
+	deep := filepath.Join(strings.Repeat("experiments_of_the_week_", 4), strings.Repeat("run_with_a_long_name_", 4))
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trace := filepath.Join(deep, "dense-graph.sqlite")
+	capture(t, "dense-graph", trace)
+	rules := filepath.Join(deep, "our_team_kernel_rules_for_the_decode_path.rules")
+	if err := os.WriteFile(rules, []byte("elementwise  (?i)elementwise\ngemm  (?i)gemm|cutlass|nvjet\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"info", trace}, {"classify", "--rules", rules, trace}} {
+		code, out, errOut := runCLI(args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d, %s", args[0], code, errOut)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if n := utf8.RuneCountInString(l); n > 160 {
+				t.Errorf("%s: a line of %d columns: %s", args[0], n, l)
+			}
+		}
 	}
 }
