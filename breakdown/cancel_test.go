@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -43,9 +44,9 @@ func TestSummarizeCancelled(t *testing.T) {
 	}
 	// A pass stops part-way: cancel at the 20,000th activity of device 0.
 	done := make(chan struct{})
-	tl := &timeline{t: tr, dev: 0, cats: make([]kernelclass.Category, len(tr.Names)), done: done}
+	tl := &steps.Timeline{Trace: tr, Dev: 0, Cats: make([]kernelclass.Category, len(tr.Names)), Done: done}
 	n := 0
-	tl.each(func(*activity) bool {
+	tl.Each(func(*steps.Activity) bool {
 		if n++; n == 20_000 {
 			close(done)
 		}

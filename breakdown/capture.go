@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -35,7 +36,7 @@ type graphHostCall struct {
 
 // graphCalls returns the graph calls (graphCall, launches excluded) of the processes that
 // run work on tl's device, by start.
-func graphCalls(t *nsys.Trace, tl *timeline) []graphHostCall {
+func graphCalls(t *nsys.Trace, tl *steps.Timeline) []graphHostCall {
 	kind := make([]uint8, len(t.APINames)) // 1: graph call, 2: capture call
 	anyCall := false
 	for i, n := range t.APINames {
@@ -52,7 +53,7 @@ func graphCalls(t *nsys.Trace, tl *timeline) []graphHostCall {
 	var out []graphHostCall
 	for _, c := range t.APICalls {
 		w := &t.Callers[c.Caller]
-		if int(w.Name) >= len(kind) || kind[w.Name] == 0 || !tl.hasProc(w.Proc) {
+		if int(w.Name) >= len(kind) || kind[w.Name] == 0 || !tl.HasProc(w.Proc) {
 			continue
 		}
 		out = append(out, graphHostCall{start: c.Start, dur: c.End.Sub(c.Start), capture: kind[w.Name] == 2})
@@ -67,7 +68,7 @@ func graphCalls(t *nsys.Trace, tl *timeline) []graphHostCall {
 // the step is the step's own host work) and before the step's end. CaptureHost sums the
 // graph calls of that window. steps are all of det's windows, outside ones included
 // (before splitOutside); outside windows are never marked.
-func markCaptures(steps []Step, bounds []boundary, calls []graphHostCall) {
+func markCaptures(steps []Step, bounds []steps.Boundary, calls []graphHostCall) {
 	if len(calls) == 0 {
 		return
 	}
@@ -75,7 +76,7 @@ func markCaptures(steps []Step, bounds []boundary, calls []graphHostCall) {
 	lo := nsys.Time(-1 << 63)
 	for i := range steps {
 		s := &steps[i]
-		if bounds[i].outside {
+		if bounds[i].Outside {
 			if s.TotalKernels() > 0 {
 				lo = s.End
 			}
@@ -131,12 +132,12 @@ func edgeShape(steps []Step, shapes []stepShape, skip func(int) bool) (first nsy
 // kernel, it runs fewer kernels than the median step and no forward ends in it (fwds: the
 // forward ends, sorted). It returns the index of that step in steps (before splitOutside),
 // or -1.
-func openTrailingEdge(det *detection, steps []Step, shapes []stepShape, fwds []nsys.Time) int {
-	last := len(det.bounds) - 1
-	if last < 3 || !det.bounds[last].outside || steps[last].TotalKernels() == 0 || !shapes[last].started {
+func openTrailingEdge(det *steps.Detection, steps []Step, shapes []stepShape, fwds []nsys.Time) int {
+	last := len(det.Bounds) - 1
+	if last < 3 || !det.Bounds[last].Outside || steps[last].TotalKernels() == 0 || !shapes[last].started {
 		return -1
 	}
-	first, median, ok := edgeShape(steps, shapes, func(i int) bool { return det.bounds[i].outside })
+	first, median, ok := edgeShape(steps, shapes, func(i int) bool { return det.Bounds[i].Outside })
 	// At least a quarter of an iteration's kernels: a transfer's few kernels after the loop
 	// (a KV export) are no iteration.
 	if k := steps[last].TotalKernels(); !ok || shapes[last].first != first || k >= median || 4*k < median {
@@ -146,7 +147,7 @@ func openTrailingEdge(det *detection, steps []Step, shapes []stepShape, fwds []n
 	if j < len(fwds) && fwds[j] < steps[last].End {
 		return -1 // a forward ends in it: work after the loop, not a cut iteration
 	}
-	det.bounds[last].outside = false
+	det.Bounds[last].Outside = false
 	return last
 }
 

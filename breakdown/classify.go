@@ -2,40 +2,23 @@ package breakdown
 
 import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// overrides assigns categories to kernels launched inside NVTX ranges (Options.NVTXCategories).
-type overrides struct {
-	rules []*launchOwners // one per rule, in rule order: the first match wins
-	cats  []kernelclass.Category
-}
-
-// category returns the category the first matching rule gives the launch (proc, corr).
-func (o *overrides) category(proc nsys.ProcID, corr uint32) (kernelclass.Category, bool) {
-	if o == nil {
-		return 0, false
-	}
-	for i, lo := range o.rules {
-		if _, ok := lo.owner(proc, corr); ok {
-			return o.cats[i], true
-		}
-	}
-	return 0, false
-}
-
-// nvtxOverrides builds the Options.NVTXCategories rules; nil when there are none.
-func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
+// nvtxOverrides returns the category the Options.NVTXCategories rules give each kernel
+// launched inside their ranges (the first matching rule wins); nil when there are no rules.
+func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) steps.KernelCats {
 	if len(rules) == 0 {
 		return nil
 	}
-	o := &overrides{}
+	var los []*steps.LaunchOwners // one per rule, in rule order
 	for _, rl := range rules {
 		matches := make([]bool, len(t.RangeTexts))
 		for j, s := range t.RangeTexts {
 			matches[j] = rl.Match.MatchString(s)
 		}
-		var rs []ownerRange
+		var rs []steps.OwnerRange
 		for _, r := range t.Ranges {
 			if !matches[r.Text] {
 				continue
@@ -44,15 +27,25 @@ func nvtxOverrides(t *nsys.Trace, rules []NVTXCategory) *overrides {
 			if r.Open() {
 				end = 1<<63 - 1
 			}
-			rs = append(rs, ownerRange{r.Thread, r.Start, end})
+			rs = append(rs, steps.OwnerRange{Thread: r.Thread, Start: r.Start, End: end})
 		}
-		rs = mergeOwnerRanges(rs)
-		o.rules = append(o.rules, newLaunchOwners(t, rs, func(w *nsys.Caller) bool {
+		rs = steps.MergeOwnerRanges(rs)
+		los = append(los, steps.NewLaunchOwners(t, rs, func(w *nsys.Caller) bool {
 			return w.Kind == nsys.APILaunch || w.Kind == nsys.APIGraphLaunch
 		}))
-		o.cats = append(o.cats, rl.Category)
 	}
-	return o
+	over := make(steps.KernelCats, len(t.Kernels))
+	for i := range t.Kernels {
+		k := &t.Kernels[i]
+		proc := t.Sites[k.Site].Proc
+		for r, lo := range los {
+			if _, ok := lo.Owner(proc, k.Correlation); ok {
+				over[i] = uint8(rules[r].Category) + 1
+				break
+			}
+		}
+	}
+	return over
 }
 
 // classifyNames classifies each distinct kernel name once.

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -39,25 +40,21 @@ func isNorm(r kernelclass.Role) bool {
 	return r == kernelclass.RoleNorm || r == kernelclass.RoleNormCombine
 }
 
-// contextCats holds the categories context gave kernels (index into Trace.Kernels; 0 for
-// none, else category+1), filled by each device's pass on its own kernels.
+// contextCats holds the categories context gave kernels (index into Trace.Kernels), filled
+// by each device's pass on its own kernels, on top of the NVTX category rules' (over): the
+// timeline reads both from cat.
 type contextCats struct {
-	cat   []uint8
+	cat   steps.KernelCats
+	over  steps.KernelCats       // the NVTX category rules' (nil for none): context leaves them
 	roles []kernelclass.Role     // per NameID
 	base  []kernelclass.Category // the name's own category, per NameID
 	moved atomic.Bool            // devices run their passes at once
 }
 
-func newContextCats(t *nsys.Trace, h *hostIndex, base []kernelclass.Category) *contextCats {
-	return &contextCats{cat: make([]uint8, len(t.Kernels)), roles: h.roles, base: base}
-}
-
-// category returns the category context gave kernel i, if any.
-func (c *contextCats) category(i int32) (kernelclass.Category, bool) {
-	if c == nil || c.cat[i] == 0 {
-		return 0, false
-	}
-	return kernelclass.Category(c.cat[i] - 1), true
+func newContextCats(t *nsys.Trace, h *steps.HostIndex, base []kernelclass.Category, over steps.KernelCats) *contextCats {
+	cat := make(steps.KernelCats, len(t.Kernels))
+	copy(cat, over)
+	return &contextCats{cat: cat, over: over, roles: h.Roles, base: base}
 }
 
 // ctxKernel is a kernel of a step as the context pass sees it.
@@ -72,16 +69,16 @@ type ctxKernel struct {
 // outside steps (over each forward of a speculative round). Long timelines are read in
 // pieces of steps at once (split: where, nil for splitSteps); each step is read whole
 // by one piece, so the result is the same whatever the pieces.
-func classifyContext(tl *timeline, det *detection, c *contextCats, split func(steps, kernels int) []int) {
+func classifyContext(tl *steps.Timeline, det *steps.Detection, c *contextCats, split func(steps, kernels int) []int) {
 	if split == nil {
 		split = splitSteps
 	}
-	firsts := pieceFirsts(split(len(det.bounds), len(tl.t.Kernels)), len(det.bounds))
-	if !slices.IsSorted(det.forwards) || !slices.IsSortedFunc(det.bounds, func(a, b boundary) int { return cmp.Compare(a.start, b.start) }) {
+	firsts := pieceFirsts(split(len(det.Bounds), len(tl.Trace.Kernels)), len(det.Bounds))
+	if !slices.IsSorted(det.Forwards) || !slices.IsSortedFunc(det.Bounds, func(a, b steps.Boundary) int { return cmp.Compare(a.Start, b.Start) }) {
 		firsts = firsts[:1]
 	}
 	var moved atomic.Bool
-	inPieces(firsts, len(det.bounds), func(_, lo, hi int) {
+	inPieces(firsts, len(det.Bounds), func(_, lo, hi int) {
 		if classifySteps(tl, det, c, lo, hi) {
 			moved.Store(true)
 		}
@@ -93,18 +90,18 @@ func classifyContext(tl *timeline, det *detection, c *contextCats, split func(st
 
 // classifySteps is classifyContext for the steps [lo, hi) of det; it reports whether it
 // moved any kernel.
-func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (moved bool) {
+func classifySteps(tl *steps.Timeline, det *steps.Detection, c *contextCats, lo, hi int) (moved bool) {
 	var buf []ctxKernel
 	var scan moeScan
 	bi := -1 // the boundary the activity falls in
 	fi := 0  // the next forward end (det.forwards) at or after the activity
 	from, until := nsys.Time(math.MinInt64), nsys.Time(math.MaxInt64)
 	if lo > 0 {
-		bi, from = lo-1, det.bounds[lo].start
-		fi = sort.Search(len(det.forwards), func(i int) bool { return det.forwards[i] >= from })
+		bi, from = lo-1, det.Bounds[lo].Start
+		fi = sort.Search(len(det.Forwards), func(i int) bool { return det.Forwards[i] >= from })
 	}
-	if hi < len(det.bounds) {
-		until = det.bounds[hi].start
+	if hi < len(det.Bounds) {
+		until = det.Bounds[hi].Start
 	}
 	flush := func() {
 		if bi >= 0 && c.stepWith(buf, &scan) { // a window outside steps too: its layers are layers all the same
@@ -112,28 +109,26 @@ func classifySteps(tl *timeline, det *detection, c *contextCats, lo, hi int) (mo
 		}
 		buf = buf[:0]
 	}
-	tl.eachFrom(from, func(a *activity) bool {
-		if a.start >= until {
+	tl.EachFrom(from, func(a *steps.Activity) bool {
+		if a.Start >= until {
 			return false
 		}
-		for bi+1 < len(det.bounds) && det.bounds[bi+1].start <= a.start {
+		for bi+1 < len(det.Bounds) && det.Bounds[bi+1].Start <= a.Start {
 			flush()
 			bi++
 		}
-		if bi < 0 || a.src != srcKernel {
+		if bi < 0 || a.Src != steps.SrcKernel {
 			return true
 		}
-		k := ctxKernel{idx: a.idx, cat: a.cat, role: c.roles[a.name]}
-		if tl.over != nil {
-			_, k.fixed = tl.over.category(a.proc, a.corr) // the user's NVTX category wins
-		}
+		k := ctxKernel{idx: a.Idx, cat: a.Cat, role: c.roles[a.Name]}
+		_, k.fixed = c.over.Category(a.Idx) // the user's NVTX category wins
 		buf = append(buf, k)
 		// A speculative round is several forwards, each ending with its own lm_head and
 		// sampler (the drafts sample the draft tokens): the rules read each forward apart.
-		for fi < len(det.forwards) && det.forwards[fi] < a.start {
+		for fi < len(det.Forwards) && det.Forwards[fi] < a.Start {
 			fi++
 		}
-		if det.bounds[bi].drafts > 0 && fi < len(det.forwards) && det.forwards[fi] == a.start {
+		if det.Bounds[bi].Drafts > 0 && fi < len(det.Forwards) && det.Forwards[fi] == a.Start {
 			flush()
 		}
 		return true

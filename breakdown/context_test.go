@@ -17,7 +17,7 @@ func ctxStep(ks []ctxKernel) []kernelclass.Category {
 	out := make([]kernelclass.Category, len(ks))
 	for i, k := range ks {
 		out[i] = k.cat
-		if cat, ok := c.category(int32(i)); ok {
+		if cat, ok := c.cat.Category(int32(i)); ok {
 			out[i] = cat
 		}
 	}

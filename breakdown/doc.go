@@ -7,18 +7,15 @@
 //
 //  1. options.go: the Options, checked before any work.
 //  2. classify.go: each distinct kernel name classified once (kernelclass), and the
-//     Options.NVTXCategories overrides per launch; activity.go merges a device's kernels, memory
-//     operations and graph executions into one timeline in start order.
+//     Options.NVTXCategories overrides per kernel; steps.Timeline (steps/activity.go) merges
+//     a device's kernels, memory operations and graph executions into one timeline in start
+//     order.
 //  3. kernels.go: the whole-trace kernel table (runs beside the steps).
-//  4. steps.go: the one dispatcher of step detection per device, running the detectors of
-//     the method asked for (method.go: the one table of methods and auto's chain): NVTX
-//     ranges (nvtxsteps.go, with the work outside them), else the iterations of the serving
-//     loop from host signals (cuts.go: syncs, graph launches, input copies; stepfind.go
-//     groups the segments they cut), split at the ends of the model's forwards
-//     (forwards.go: the sampler after the lm_head; speculative rounds; pauses between
-//     requests), else periodicity (periodic.go), else the whole trace; owners.go maps host
-//     ranges to the GPU work they launched; selfcheck.go warns when the steps look wrong;
-//     context.go then classifies kernels by their place in their step.
+//  4. package steps (breakdown/steps) finds each device's steps: steps.Detect runs the
+//     detectors of the method asked for and returns a steps.Detection (the steps'
+//     boundaries, the method and the model's forwards), all that the later stages read of
+//     it; selfcheck.go warns when the steps look wrong; context.go then classifies kernels
+//     by their place in their step.
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
@@ -40,7 +37,7 @@
 //     speculative round (the draft model's forwards and the target's verify forward).
 //     Iterations differ in shape (batch, prompt chunk, number of draft tokens) and that is
 //     normal; a run of iterations is never folded into one step. Found per device, by the
-//     first of these that finds any (`--steps auto`; the list is `breakdown/method.go`'s one
+//     first of these that finds any (`--steps auto`; the list is `breakdown/steps/method.go`'s one
 //     table of methods):
 //   - NVTX ranges (a `--steps nvtx:REGEX`, or the dialects of TensorRT-LLM `[Executor]
 //     _forward_step N: X ctx reqs, Y gen reqs`, vLLM `execute_context_*_generation_*`,
@@ -54,7 +51,7 @@
 //     that a process with step ranges launched outside every range (warm-up between the
 //     prefill range and the first graph replay, work after the last step) is outside steps.
 //   - Otherwise the iterations from what every serving loop does once per iteration
-//     (`breakdown/cuts.go`, `stepfind.go`, `forwards.go`). The end of a host synchronisation
+//     (`breakdown/steps/cuts.go`, `stepfind.go`, `forwards.go`). The end of a host synchronisation
 //     (a synchronize call, or a device-to-host read-back), the first kernel of each CUDA
 //     graph launch, and host-to-device input copies cut the timeline into segments
 //     (copy-only segments join the segment they feed). The model itself marks where a

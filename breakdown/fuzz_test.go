@@ -1,115 +1,36 @@
 package breakdown
 
 import (
-	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
-// FuzzStepRanges feeds arbitrary NVTX texts through the step dialects and phase parsing,
-// and an arbitrary --steps value through parseSteps (as given and as nvtx:REGEX). texts
+// FuzzSummarizeNVTX runs the inputs of steps' FuzzStepRanges through Summarize: texts
 // holds one NVTX range text per line; shape gives each range, one byte per range, its
 // thread, whether it nests in the previous range or was never closed, its length and the
-// device of the kernel it launches.
+// device of the kernel it launches; steps is a --steps expression (nvtx:REGEX).
 //
-// Properties: nothing panics; phases are prefill, decode or unknown; a dialect match is
-// consistent with the dialect's expression and phase function; the step ranges of a
-// thread do not overlap; parseSteps accepts exactly the valid methods and regular
-// expressions; Summarize, automatic and with the user's expression, either fails naming
-// the trace or accounts each step's wall time exactly.
+// Properties: nothing panics; Summarize, automatic and with the user's expression, either
+// fails naming the trace or accounts each step's wall time exactly.
 //
 // The seeds (run by plain go test) are the files of this package's
-// testdata/fuzz/FuzzStepRanges, where go test -fuzz writes a failing input.
-func FuzzStepRanges(f *testing.F) {
+// testdata/fuzz/FuzzSummarizeNVTX, where go test -fuzz writes a failing input.
+func FuzzSummarizeNVTX(f *testing.F) {
 	nsystest.NeedSeeds(f)
-	f.Fuzz(func(t *testing.T, texts, steps string, shape []byte) {
+	f.Fuzz(func(t *testing.T, texts, expr string, shape []byte) {
 		lines := strings.Split(texts, "\n")
 		if len(lines) > 64 {
 			lines = lines[:64]
 		}
-		for _, s := range lines {
-			if p := phaseFromText(s); p > Decode {
-				t.Fatalf("phaseFromText(%q) = %v", s, p)
-			}
-			for _, d := range dialects {
-				if m := d.re.FindStringSubmatch(s); m != nil {
-					if st := d.read(m); st.phase > Mixed || st.batch < 0 {
-						t.Fatalf("%s reads %q as %+v", d.name, s, st)
-					}
-				}
-			}
-		}
-
-		// ParseStepMethod: the value as given, and as the expression of nvtx:REGEX.
-		m, err := ParseStepMethod(steps)
-		var oe *OptionError
-		switch {
-		case err != nil && m != (StepMethod{}):
-			t.Fatalf("ParseStepMethod(%q) = %+v, %v", steps, m, err)
-		case err == nil && strings.Contains(m.Method.String(), "method("):
-			t.Fatalf("ParseStepMethod(%q) = unknown method %v", steps, m.Method)
-		case err == nil && (m.NVTX != nil) != strings.HasPrefix(steps, "nvtx:"):
-			t.Fatalf("ParseStepMethod(%q) = %v with expression %v", steps, m.Method, m.NVTX)
-		case err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps):
-			t.Fatalf("ParseStepMethod(%q) error %q is not an OptionError for OptSteps", steps, err)
-		}
-		if rest, ok := strings.CutPrefix(steps, "nvtx:"); ok {
-			if _, cerr := regexp.Compile(rest); (cerr == nil) != (err == nil) {
-				t.Fatalf("ParseStepMethod(%q) error %v, regexp.Compile error %v", steps, err, cerr)
-			}
-		}
-		userMethod, err := ParseStepMethod("nvtx:" + steps)
+		// What ParseStepMethod makes of expr is steps' FuzzStepRanges's to check.
+		userMethod, _ := steps.ParseStepMethod("nvtx:" + expr)
 		userRe := userMethod.NVTX
-		if _, cerr := regexp.Compile(steps); (cerr == nil) != (err == nil) {
-			t.Fatalf("ParseStepMethod(nvtx:%q) error %v, regexp.Compile error %v", steps, err, cerr)
-		}
-		if userRe != nil && userRe.String() != steps {
-			t.Fatalf("ParseStepMethod(nvtx:%q) compiled %q", steps, userRe)
-		}
-
 		tr := fuzzTrace(t, lines, shape)
-		ms, detail, _ := stepRanges(tr, nil)
-		checkStepRanges(t, tr, ms)
-		if len(ms) > 0 {
-			var dl *dialect
-			for i := range dialects {
-				if detail == dialects[i].name+" NVTX ranges" {
-					dl = &dialects[i]
-				}
-			}
-			if dl == nil {
-				t.Fatalf("stepRanges detail %q names no dialect", detail)
-			}
-			for _, m := range ms {
-				sub := dl.re.FindStringSubmatch(m.text)
-				if sub == nil {
-					t.Fatalf("%s step range %q does not match the dialect", dl.name, m.text)
-				}
-				if st := dl.read(sub); st.phase != m.phase || st.batch != m.batch || st.idle {
-					t.Fatalf("%s step range %q: phase %v batch %d, dialect says %+v", dl.name, m.text, m.phase, m.batch, st)
-				}
-			}
-		}
-		if userRe != nil {
-			ms, _, _ := stepRanges(tr, userRe)
-			checkStepRanges(t, tr, ms)
-			for _, m := range ms {
-				sub := userRe.FindStringSubmatch(m.text)
-				if sub == nil {
-					t.Fatalf("step range %q does not match /%s/", m.text, userRe)
-				}
-				// A user regex picks the ranges; the phase comes from the range's whole text
-				// (a regex "step" on "decode step 3" still gives decode).
-				if st := readText(m.text); st.phase != m.phase || st.idle {
-					t.Fatalf("step range %q: phase %v, want %+v", m.text, m.phase, st)
-				}
-			}
-		}
 
 		opts := []Options{{Phase: AllSteps}, {Steps: StepMethod{Method: MethodNVTX}, Skip: 1}}
 		if userRe != nil {
@@ -136,33 +57,6 @@ func FuzzStepRanges(f *testing.F) {
 			}
 		}
 	})
-}
-
-// checkStepRanges checks that matched ranges exist in the trace and that the step ranges
-// of each thread do not overlap.
-func checkStepRanges(t *testing.T, tr *nsys.Trace, ms []matchedRange) {
-	t.Helper()
-	lastEnd := map[int64]nsys.Time{}
-	for _, m := range ms {
-		if tr.RangeTexts[m.r.Text] != m.text {
-			t.Fatalf("matched range text %q, trace says %q", m.text, tr.RangeTexts[m.r.Text])
-		}
-		if m.phase > Mixed {
-			t.Fatalf("range %q: phase %v", m.text, m.phase)
-		}
-		if e, ok := lastEnd[m.r.Thread]; ok && m.r.Start < e {
-			t.Fatalf("step range %q at %d overlaps the previous step range of its thread (ends %d)", m.text, m.r.Start, e)
-		}
-		lastEnd[m.r.Thread] = rangeEnd(m.r)
-	}
-}
-
-// rangeEnd is the end of a range, the largest time for one never closed.
-func rangeEnd(r nsys.Range) nsys.Time {
-	if r.Open() {
-		return 1<<63 - 1
-	}
-	return r.End
 }
 
 // fuzzTrace builds a trace with one NVTX range per text, shaped by shape, each launching

@@ -3,6 +3,7 @@ package breakdown
 import (
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -95,12 +96,12 @@ type hostGaps struct {
 	count   [NumAPIGroups]int32
 }
 
-func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
+func newHostGaps(t *nsys.Trace, tl *steps.Timeline) *hostGaps {
 	launching := map[int64]bool{}
 	for _, w := range t.Callers {
 		switch w.Kind {
 		case nsys.APILaunch, nsys.APIGraphLaunch, nsys.APIMemcpy, nsys.APIMemset, nsys.APISync:
-			if tl.hasProc(w.Proc) {
+			if tl.HasProc(w.Proc) {
 				launching[w.Thread] = true
 			}
 		}
@@ -108,7 +109,7 @@ func newHostGaps(t *nsys.Trace, tl *timeline) *hostGaps {
 	g := &hostGaps{calls: t.APICalls, group: make([]int8, len(t.Callers))}
 	for i, w := range t.Callers {
 		grp, ok := groupOf(w.Kind)
-		if !ok || !launching[w.Thread] || !tl.hasProc(w.Proc) {
+		if !ok || !launching[w.Thread] || !tl.HasProc(w.Proc) {
 			g.group[i] = -1
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -25,7 +26,7 @@ func KernelStats(t *nsys.Trace, opt Options) []KernelStat {
 
 // kernelStats totals kernels per distinct name over the whole trace; a name whose launches
 // NVTX category rules moved gets a row per category.
-func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over *overrides) []KernelStat {
+func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, over steps.KernelCats) []KernelStat {
 	type key struct {
 		name nsys.NameID
 		cat  kernelclass.Category
@@ -61,7 +62,7 @@ func kernelStats(t *nsys.Trace, cats []kernelclass.Category, rules []string, ove
 			k := &t.Kernels[i]
 			st := &t.Sites[k.Site]
 			kk := key{st.Name, cats[st.Name]}
-			if c, ok := over.category(st.Proc, k.Correlation); ok {
+			if c, ok := over.Category(int32(i)); ok {
 				kk.cat = c
 			}
 			a := per[kk]
@@ -163,7 +164,7 @@ func movedTotals(t *nsys.Trace, c *contextCats) []movedTotal {
 		dense = make([]movedTotal, len(t.Sites)*nc)
 	}
 	for i, b := range c.cat {
-		if b == 0 {
+		if b == 0 || c.over != nil && c.over[i] != 0 {
 			continue
 		}
 		k := &t.Kernels[i]

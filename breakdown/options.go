@@ -89,44 +89,13 @@ func (s PhaseSelection) Phase() Phase {
 	return Unknown
 }
 
-// An Option names a field of Options, for OptionError.
-type Option uint8
-
-// The Options fields an OptionError can name.
+// The Options fields an OptionError can name, beside OptSteps.
 const (
-	OptSteps Option = iota
-	OptSOLStep
-	OptSOLBytes
-	OptBandwidth
-	OptBatch
+	OptSOLStep   Option = "SOLStep"
+	OptSOLBytes  Option = "SOLBytes"
+	OptBandwidth Option = "Bandwidth"
+	OptBatch     Option = "Batch"
 )
-
-var optionNames = [...]string{
-	OptSteps:     "Steps",
-	OptSOLStep:   "SOLStep",
-	OptSOLBytes:  "SOLBytes",
-	OptBandwidth: "Bandwidth",
-	OptBatch:     "Batch",
-}
-
-// String returns the name of the Options field.
-func (o Option) String() string {
-	if int(o) < len(optionNames) {
-		return optionNames[o]
-	}
-	return fmt.Sprintf("option(%d)", int(o))
-}
-
-// An OptionError says that the value of one of the Options is invalid, as opposed to a
-// problem of the trace: a command line reports it as a usage mistake, naming its own flag
-// for Option.
-type OptionError struct {
-	Option Option
-	Err    error
-}
-
-func (e *OptionError) Error() string { return e.Option.String() + ": " + e.Err.Error() }
-func (e *OptionError) Unwrap() error { return e.Err }
 
 // ErrNegative is the Err of an OptionError for an option that must not be negative.
 var ErrNegative = errors.New("must not be negative")
@@ -165,25 +134,25 @@ func floorFits(ns float64) bool { return ns >= 0.5 && ns <= float64(MaxFloor) }
 func CheckSOL(opt Options) error {
 	switch {
 	case opt.SOLStep < 0:
-		return &OptionError{OptSOLStep, ErrNegative}
+		return &OptionError{Option: OptSOLStep, Err: ErrNegative}
 	case opt.SOLBytes < 0:
-		return &OptionError{OptSOLBytes, ErrNegative}
+		return &OptionError{Option: OptSOLBytes, Err: ErrNegative}
 	case opt.SOLStep > 0 && opt.SOLBytes > 0:
-		return &OptionError{OptSOLBytes, &ExcludesOption{OptSOLStep}}
+		return &OptionError{Option: OptSOLBytes, Err: &ExcludesOption{OptSOLStep}}
 	case opt.Bandwidth < 0:
-		return &OptionError{OptBandwidth, ErrNegative}
+		return &OptionError{Option: OptBandwidth, Err: ErrNegative}
 	case math.IsNaN(opt.Bandwidth) || math.IsInf(opt.Bandwidth, 0):
-		return &OptionError{OptBandwidth, errors.New("must be a finite number")}
+		return &OptionError{Option: OptBandwidth, Err: errors.New("must be a finite number")}
 	case opt.Bandwidth > 0 && opt.SOLBytes == 0:
-		return &OptionError{OptBandwidth, &NeedsOption{[]Option{OptSOLBytes}}}
+		return &OptionError{Option: OptBandwidth, Err: &NeedsOption{[]Option{OptSOLBytes}}}
 	case opt.SOLBytes > 0 && opt.Bandwidth > 0 && !floorFits(float64(opt.SOLBytes)/opt.Bandwidth*1e9):
 		// 1e-300 GB/s made the floor overflow to a negative duration.
-		return &OptionError{OptBandwidth, fmt.Errorf("%g GB/s gives %.4g GB a floor of %.3g s, out of range (%w)",
+		return &OptionError{Option: OptBandwidth, Err: fmt.Errorf("%g GB/s gives %.4g GB a floor of %.3g s, out of range (%w)",
 			opt.Bandwidth/1e9, float64(opt.SOLBytes)/1e9, float64(opt.SOLBytes)/opt.Bandwidth, ErrFloorRange)}
 	case opt.Batch < 0:
-		return &OptionError{OptBatch, ErrNegative}
+		return &OptionError{Option: OptBatch, Err: ErrNegative}
 	case opt.Batch > 0 && opt.SOLStep == 0 && opt.SOLBytes == 0:
-		return &OptionError{OptBatch, &NeedsOption{[]Option{OptSOLStep, OptSOLBytes}}}
+		return &OptionError{Option: OptBatch, Err: &NeedsOption{[]Option{OptSOLStep, OptSOLBytes}}}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -26,16 +27,16 @@ type stepShape struct {
 	started         bool
 }
 
-func (s *stepShape) add(a *activity) {
-	s.sig += mix64(uint64(a.name) + 1)
-	if a.cat == kernelclass.Attention {
-		s.addAttn(a.name)
+func (s *stepShape) add(a *steps.Activity) {
+	s.sig += steps.Mix64(uint64(a.Name) + 1)
+	if a.Cat == kernelclass.Attention {
+		s.addAttn(a.Name)
 	}
 	if !s.started {
-		s.first, s.started = a.name, true
+		s.first, s.started = a.Name, true
 	}
-	if a.cat == kernelclass.GEMM {
-		s.lastGEMM = a.name
+	if a.Cat == kernelclass.GEMM {
+		s.lastGEMM = a.Name
 	}
 }
 
@@ -449,20 +450,11 @@ const EvidenceNone = "no evidence: no kernel mix repeats; decode assumed"
 // EvidenceNVTX is the phase evidence of a step whose NVTX range's text says its phase.
 const EvidenceNVTX = "the text of its NVTX range"
 
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
-}
-
 // PhaseCounts returns the number of steps per phase, as text like "1 prefill, 12 decode".
-func PhaseCounts(steps []Step) string {
-	var n [numPhases]int
-	for _, s := range steps {
-		if s.Phase < numPhases {
+func PhaseCounts(ss []Step) string {
+	var n [steps.NumPhases]int
+	for _, s := range ss {
+		if s.Phase < steps.NumPhases {
 			n[s.Phase]++
 		}
 	}

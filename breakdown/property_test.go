@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -170,7 +171,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 	}
 	// The brute force classifies by name: context classification is checked elsewhere.
 	opt := Options{NoContext: true}
-	opt.Steps, _ = ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
+	opt.Steps, _ = steps.ParseStepMethod([]string{"auto", "auto", "auto", "whole", "periodic", "sync", "graph", "nvtx", "nvtx:^decode"}[rng.IntN(9)])
 	if opt.Steps.Method == MethodNVTX {
 		if marker != "nvtx" {
 			opt.Steps = StepMethod{Method: MethodAuto}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -135,7 +136,7 @@ type collRef struct {
 
 // rankReport matches the collective kernels of the report's devices across ranks; nil with
 // fewer than two devices.
-func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt Options) *RankReport {
+func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over steps.KernelCats, rep *Report, opt Options) *RankReport {
 	n := len(rep.Devices)
 	if n < 2 {
 		return nil
@@ -146,7 +147,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 		sel[d] = rep.Devices[d].Summary.SelectedSteps(rep.Devices[d].Steps)
 	}
 	groups := alignSteps(rr, rep, sel)
-	refs := alignedRefs(t, tls, rep, groups)
+	refs := alignedRefs(t, tls, over, rep, groups)
 	// At most the fewest collectives any rank ran in each step are matched: room for them
 	// all at once, calls and their arrivals, instead of growing both call by call.
 	most := 0
@@ -185,7 +186,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt
 // alignedRefs returns the collective kernels of each device's aligned steps (per device,
 // per aligned step). A kernel belongs to the step of its device that its start falls in
 // (as in account).
-func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, groups [][]Step) [][][]collRef {
+func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over steps.KernelCats, rep *Report, groups [][]Step) [][][]collRef {
 	n := len(rep.Devices)
 	// aligned maps each device's step positions (after Options.Skip) to aligned steps, -1 for
 	// steps that are not aligned.
@@ -205,7 +206,7 @@ func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, gr
 		}
 	}
 	if len(groups) > 0 {
-		collectRefs(t, tls[rep.Devices[0].Device], rep, aligned, refs)
+		collectRefs(t, tls[rep.Devices[0].Device], over, rep, aligned, refs)
 	}
 	return refs
 }
@@ -274,7 +275,7 @@ func finishRanks(rr *RankReport, groups [][]Step, spreads []time.Duration) {
 
 // collectRefs finds the collective kernels of every device's aligned steps, in one pass over
 // the trace's kernels (in start order).
-func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs [][][]collRef) {
+func collectRefs(t *nsys.Trace, tl *steps.Timeline, over steps.KernelCats, rep *Report, aligned [][]int, refs [][][]collRef) {
 	ops := map[nsys.NameID]string{}
 	opOf := func(id nsys.NameID) string {
 		if s, ok := ops[id]; ok {
@@ -292,11 +293,9 @@ func collectRefs(t *nsys.Trace, tl *timeline, rep *Report, aligned [][]int, refs
 	for i := range t.Kernels {
 		k := &t.Kernels[i]
 		st := &t.Sites[k.Site]
-		cat := tl.cats[st.Name]
-		if tl.over != nil {
-			if c, ok := tl.over.category(st.Proc, k.Correlation); ok {
-				cat = c
-			}
+		cat := tl.Cats[st.Name]
+		if c, ok := over.Category(int32(i)); ok {
+			cat = c
 		}
 		if cat != kernelclass.AllReduce && cat != kernelclass.Collective {
 			continue

@@ -9,31 +9,6 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// Phase says whether a step processed prompts (prefill), generated tokens (decode), or both
-// in one batch (mixed: a prompt chunk beside decoding sequences, as continuous batching runs).
-type Phase uint8
-
-// Phases.
-const (
-	Unknown Phase = iota
-	Prefill
-	Decode
-	Mixed
-	// Partial is an iteration cut by the capture window's start or end (nsys attached to a
-	// running server): a piece of a forward, kept out of every summary.
-	Partial
-	numPhases
-)
-
-var phaseNames = [numPhases]string{"unknown", "prefill", "decode", "mixed", "partial"}
-
-func (p Phase) String() string {
-	if p < numPhases {
-		return phaseNames[p]
-	}
-	return "unknown"
-}
-
 // Gap size classes of the idle-gap histogram.
 const (
 	GapUnder10us  = iota // < 10 µs

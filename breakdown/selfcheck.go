@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -199,11 +200,11 @@ func cutEdgeCheck(dev nsys.DeviceID, dec []*Step, fwdKnown bool) error {
 // lm_head) recur once per forward, so a step (any phase) that runs both at least twice as
 // often as the decode steps do holds several iterations. One more pass over the timeline,
 // counting the two names per step.
-func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
+func foldedPatternCheck(tl *steps.Timeline, ss []Step, shapes []stepShape) error {
 	count := map[uint64]int{}
 	modal, best := -1, 0
 	for i, s := range shapes {
-		if steps[i].Phase != Decode || !s.started || s.lastGEMM == s.first {
+		if ss[i].Phase != Decode || !s.started || s.lastGEMM == s.first {
 			continue
 		}
 		count[s.sig]++
@@ -215,23 +216,23 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 		return nil
 	}
 	first, last := shapes[modal].first, shapes[modal].lastGEMM
-	n := make([][2]int, len(steps))
+	n := make([][2]int, len(ss))
 	j := 0
-	tl.each(func(a *activity) bool {
-		if a.src != srcKernel || (a.name != first && a.name != last) {
+	tl.Each(func(a *steps.Activity) bool {
+		if a.Src != steps.SrcKernel || (a.Name != first && a.Name != last) {
 			return true
 		}
-		for j < len(steps) && a.start >= steps[j].End {
+		for j < len(ss) && a.Start >= ss[j].End {
 			j++
 		}
-		if j == len(steps) {
+		if j == len(ss) {
 			return false
 		}
-		if a.start >= steps[j].Start {
-			if a.name == first {
+		if a.Start >= ss[j].Start {
+			if a.Name == first {
 				n[j][0]++
 			}
-			if a.name == last {
+			if a.Name == last {
 				n[j][1]++
 			}
 		}
@@ -243,9 +244,9 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 	}
 	var folded []int
 	worst := -1
-	for i := range steps {
+	for i := range ss {
 		if n[i][0] >= 2*per[0] && n[i][1] >= 2*per[1] {
-			folded = append(folded, steps[i].Index)
+			folded = append(folded, ss[i].Index)
 			if worst < 0 || n[i][1] > n[worst][1] {
 				worst = i
 			}
@@ -254,9 +255,9 @@ func foldedPatternCheck(tl *timeline, steps []Step, shapes []stepShape) error {
 	if len(folded) == 0 {
 		return nil
 	}
-	w := &steps[worst]
+	w := &ss[worst]
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d steps hold several iterations' worth of forwards (the decode step's first kernel and last GEMM recur %dx and %dx in step %d, %v): iterations are likely folded together: steps %v",
-		tl.dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
+		tl.Dev, len(folded), n[worst][0]/per[0], n[worst][1]/per[1], w.Index, w.Phase, folded[:min(len(folded), 5)])}
 }
 
 // evidenceCheck warns when steps have their phase without positive evidence (EvidenceNone):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -61,7 +62,7 @@ func TestShapeLinearInNames(t *testing.T) {
 	}
 	var s stepShape
 	for i := range 1000 {
-		a := activity{name: nsys.NameID(i % 300), cat: kernelclass.Attention}
+		a := steps.Activity{Name: nsys.NameID(i % 300), Cat: kernelclass.Attention}
 		s.add(&a)
 	}
 	if len(s.attn) != 300 || len(s.attnSet) != 300 {

@@ -122,14 +122,14 @@ func deviceSOL(dr *DeviceReport, opt Options) (*SOL, error) {
 				if gpu == "" {
 					gpu = "name not in the export"
 				}
-				return nil, &OptionError{OptSOLBytes, fmt.Errorf("%w: device %d (%s) is not in the datasheet table (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell)",
+				return nil, &OptionError{Option: OptSOLBytes, Err: fmt.Errorf("%w: device %d (%s) is not in the datasheet table (H100 SXM/PCIe, H200, B200, RTX PRO 6000 Blackwell)",
 					ErrNoBandwidth, dr.Device, gpu)}
 			}
 			s.Bandwidth, s.Source, s.Datasheet = bw, SourceDatasheet, what
 		}
 		ns := float64(s.Bytes) / s.Bandwidth * 1e9
 		if !floorFits(ns) { // a datasheet bandwidth with bytes past any step
-			return nil, &OptionError{OptSOLBytes, fmt.Errorf("%.4g GB over the %s give a floor of %.3g s, out of range (%w)",
+			return nil, &OptionError{Option: OptSOLBytes, Err: fmt.Errorf("%.4g GB over the %s give a floor of %.3g s, out of range (%w)",
 				float64(s.Bytes)/1e9, s.Datasheet, ns/1e9, ErrFloorRange)}
 		}
 		s.Floor = time.Duration(math.Round(ns))

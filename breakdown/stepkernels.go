@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -36,7 +37,7 @@ func summarisedWindows(steps []Step, sum *Summary) []Span {
 // windows' busy time of every category but idle), counting an activity in the window it
 // starts in (as Step.Kernels). Kernels are rows by name; memory operations by kind ("[CUDA
 // memcpy HtoD]"); graph replays traced at graph level one row, GraphReplayName.
-func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kernels int) []int) []KernelStat {
+func stepKernels(t *nsys.Trace, tl *steps.Timeline, ws []Span, split func(steps, kernels int) []int) []KernelStat {
 	if len(ws) == 0 {
 		return nil
 	}
@@ -60,20 +61,20 @@ func stepKernels(t *nsys.Trace, tl *timeline, ws []Span, split func(steps, kerne
 		if hi < len(ws) {
 			until = min(until, ws[hi].Start)
 		}
-		tl.eachFrom(from, func(a *activity) bool {
-			if a.start >= until {
+		tl.EachFrom(from, func(a *steps.Activity) bool {
+			if a.Start >= until {
 				return false
 			}
 			d, counted := inWindows(ws, a)
 			if d == 0 && !counted {
 				return true
 			}
-			k := kernelKey{src: a.src, cat: a.cat}
-			switch a.src {
-			case srcKernel:
-				k.name = a.name
-			case srcMemop:
-				k.mem = a.memKind
+			k := kernelKey{src: a.Src, cat: a.Cat}
+			switch a.Src {
+			case steps.SrcKernel:
+				k.name = a.Name
+			case steps.SrcMemop:
+				k.mem = a.MemKind
 			}
 			x := per[k]
 			if x == nil {
@@ -119,15 +120,15 @@ type kernelAcc struct {
 
 // inWindows returns the activity's time inside the windows (in start order, each
 // clipped) and whether it starts in one of them.
-func inWindows(ws []Span, a *activity) (d time.Duration, counted bool) {
+func inWindows(ws []Span, a *steps.Activity) (d time.Duration, counted bool) {
 	// The first window that ends after the activity starts.
-	j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.start })
-	for ; j < len(ws) && ws[j].Start < a.end; j++ {
-		s, e := max(a.start, ws[j].Start), min(a.end, ws[j].End)
+	j := sort.Search(len(ws), func(j int) bool { return ws[j].End > a.Start })
+	for ; j < len(ws) && ws[j].Start < a.End; j++ {
+		s, e := max(a.Start, ws[j].Start), min(a.End, ws[j].End)
 		if e > s {
 			d += e.Sub(s)
 		}
-		if a.start >= ws[j].Start && a.start < ws[j].End {
+		if a.Start >= ws[j].Start && a.Start < ws[j].End {
 			counted = true
 		}
 	}
@@ -140,14 +141,14 @@ func windowKernelStats(t *nsys.Trace, per map[kernelKey]*kernelAcc) []KernelStat
 	for k, x := range per {
 		ks := KernelStat{Category: k.cat, Count: x.n, Total: x.total}
 		switch k.src {
-		case srcKernel:
+		case steps.SrcKernel:
 			ks.Name = t.Names[k.name]
 			if nk, ok := kernelclass.DecodeNCCL(ks.Name); ok {
 				ks.NCCL = &nk
 			}
-		case srcMemop:
+		case steps.SrcMemop:
 			ks.Name = "[CUDA " + k.mem.String() + "]"
-		case srcGraph:
+		case steps.SrcGraph:
 			ks.Name = GraphReplayName
 		}
 		out = append(out, ks)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -489,7 +490,7 @@ func TestStepsOption(t *testing.T) {
 		{"nvtx", "no NVTX range of a known step dialect launched GPU work"},
 		{"nvtx:^decode", "no NVTX range matching /^decode/ launched GPU work"},
 	} {
-		m, err := ParseStepMethod(tc.steps)
+		m, err := steps.ParseStepMethod(tc.steps)
 		var oe *OptionError
 		if err != nil && (!errors.As(err, &oe) || oe.Option != OptSteps) {
 			t.Errorf("%s: error %v, want an OptionError for OptSteps", tc.steps, err)
@@ -745,7 +746,7 @@ func TestNVTXRanks(t *testing.T) {
 // mustParseSteps parses a step method (ParseStepMethod).
 func mustParseSteps(t testing.TB, s string) StepMethod {
 	t.Helper()
-	m, err := ParseStepMethod(s)
+	m, err := steps.ParseStepMethod(s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -41,7 +42,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if cls == nil {
 		cls = kernelclass.DefaultClassifier()
 	}
-	if err := opt.Steps.check(); err != nil {
+	if err := opt.Steps.Check(); err != nil {
 		return nil, err
 	}
 	method := opt.Steps.Method
@@ -52,7 +53,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
 	cats, rules := classifyNames(t, cls)
-	h := newHostIndex(t)
+	h := steps.NewHostIndex(t)
 	over := nvtxOverrides(t, opt.NVTXCategories)
 	// The whole-trace kernel table is independent of the steps: build it on the other core.
 	kernelsDone := make(chan []KernelStat, 1)
@@ -71,21 +72,23 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 		return nil, ctx.Err()
 	}
 	var cc *contextCats
+	kcats := over
 	if !opt.NoContext {
-		cc = newContextCats(t, h, cats)
+		cc = newContextCats(t, h, cats, over)
+		kcats = cc.cat
 	}
-	tls := map[nsys.DeviceID]*timeline{}
+	tls := map[nsys.DeviceID]*steps.Timeline{}
 	for _, d := range devs {
-		tls[d] = &timeline{t: t, dev: d, cats: cats, over: over, ctx: cc, done: ctx.Done()}
+		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
 	}
-	nvtx, err := matchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
+	nvtx, err := steps.MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Devices, err = deviceReports(ctx, t, h, devs, tls, nvtx, method, opt); err != nil {
+	if rep.Devices, err = deviceReports(ctx, t, h, cc, devs, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
@@ -107,7 +110,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Ranks = rankReport(t, tls, rep, opt); rep.Ranks != nil {
+	if rep.Ranks = rankReport(t, tls, over, rep, opt); rep.Ranks != nil {
 		rep.Warnings = append(rep.Warnings, rep.Ranks.Warnings...)
 	}
 	rep.Timelines = stepTimelines(t, tls, rep, opt)
@@ -119,8 +122,8 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 // one step is not what was asked for. A device where it found none while another found
 // some keeps the whole trace as its step, with a NoStepsWarning (as nvtx does).
 func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
-	spec, _ := method.spec()
-	if spec.none == "" {
+	none := method.NoneFound()
+	if none == "" {
 		return nil
 	}
 	for i := range drs {
@@ -128,7 +131,7 @@ func forcedFoundNone(t *nsys.Trace, drs []DeviceReport, method Method) error {
 			return nil
 		}
 	}
-	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: spec.none}}
+	return &nsys.Error{Path: t.Path, Err: &NoStepsError{Method: method, What: none}}
 }
 
 // A NoStepsError says that the step method asked for (graph, sync or periodic) found no
@@ -163,7 +166,7 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
 // once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
-func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, nvtx map[nsys.DeviceID]*detection, method Method, opt Options) ([]DeviceReport, error) {
+func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *contextCats, devs []nsys.DeviceID, tls map[nsys.DeviceID]*steps.Timeline, nvtx map[nsys.DeviceID]*steps.Detection, method Method, opt Options) ([]DeviceReport, error) {
 	drs := make([]DeviceReport, len(devs))
 	errs := make([]error, len(devs))
 	var wg sync.WaitGroup
@@ -180,7 +183,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 				errs[i] = ctx.Err()
 				return
 			}
-			d := &device{t: t, h: h, tl: tls[dev], method: method, opt: opt}
+			d := &device{t: t, h: h, ctx: cc, tl: tls[dev], method: method, opt: opt}
 			drs[i], errs[i] = d.report(nvtx[dev])
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
@@ -203,17 +206,18 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *hostIndex, devs []nsys
 // are its methods, run in order by report.
 type device struct {
 	t      *nsys.Trace
-	h      *hostIndex
-	tl     *timeline
+	h      *steps.HostIndex
+	ctx    *contextCats // nil without the context pass (Options.NoContext)
+	tl     *steps.Timeline
 	method Method
 	opt    Options
 
 	dr     DeviceReport
-	det    *detection  // the steps found (detect)
-	steps  []Step      // accounted, outside windows taken out, warm-up skipped (account, skip)
-	shapes []stepShape // one per step of steps
-	starts []bool      // per step: it starts a request (account)
-	fwds   []nsys.Time // the model's forwards (account)
+	det    *steps.Detection // the steps found (detect)
+	steps  []Step           // accounted, outside windows taken out, warm-up skipped (account, skip)
+	shapes []stepShape      // one per step of steps
+	starts []bool           // per step: it starts a request (account)
+	fwds   []nsys.Time      // the model's forwards (account)
 	// trailing: the window outside steps at the end was made a step, a partial iteration the
 	// capture's end cut (openTrailingEdge, account).
 	trailing bool
@@ -222,7 +226,7 @@ type device struct {
 // report finds the steps of the device (nvtx: its NVTX detection, if any), accounts them,
 // infers their phases, and summarises them; once the summary's context is done it stops
 // after the stage that saw it, with context.Canceled.
-func (d *device) report(nvtx *detection) (DeviceReport, error) {
+func (d *device) report(nvtx *steps.Detection) (DeviceReport, error) {
 	for _, stage := range []func() error{func() error { return d.detect(nvtx) }, d.account, d.phases} {
 		if err := stage(); err != nil {
 			return d.dr, err
@@ -236,26 +240,26 @@ func (d *device) report(nvtx *detection) (DeviceReport, error) {
 // cancelled is context.Canceled once the summary's context is done (timeline.cancelled),
 // nil before: the stages that sweep the device's activities check it after the sweep.
 func (d *device) cancelled() error {
-	if d.tl.cancelled() {
+	if d.tl.Cancelled() {
 		return context.Canceled
 	}
 	return nil
 }
 
 // detect finds the steps, with the method that found them.
-func (d *device) detect(nvtx *detection) error {
-	det, warn := detectSteps(d.t, d.h, d.tl, nvtx, d.method)
+func (d *device) detect(nvtx *steps.Detection) error {
+	det, warn := steps.Detect(d.t, d.h, d.tl, nvtx, d.method)
 	d.det = det
-	d.dr = DeviceReport{Device: d.tl.dev}
-	if g, ok := d.t.Device(d.tl.dev); ok {
+	d.dr = DeviceReport{Device: d.tl.Dev}
+	if g, ok := d.t.Device(d.tl.Dev); ok {
 		d.dr.GPU = g.Name
 	}
 	if warn != nil {
 		d.dr.Warnings = append(d.dr.Warnings, warn)
 	}
-	d.dr.Method, d.dr.MethodDetail = det.method, det.detail
-	if d.tl.ctx != nil && det.method != MethodWhole {
-		classifyContext(d.tl, det, d.tl.ctx, d.opt.split) // the whole trace as one step has no place in a step
+	d.dr.Method, d.dr.MethodDetail = det.Method, det.Detail
+	if d.ctx != nil && det.Method != MethodWhole {
+		classifyContext(d.tl, det, d.ctx, d.opt.split) // the whole trace as one step has no place in a step
 	}
 	return d.cancelled()
 }
@@ -263,40 +267,40 @@ func (d *device) detect(nvtx *detection) error {
 // account gives each step its time, counts and gaps, marks the steps that capture a CUDA
 // graph, and takes the windows outside steps out.
 func (d *device) account() error {
-	steps, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
 	if err := d.cancelled(); err != nil {
 		return err // the sweep stopped part-way
 	}
-	d.fwds = d.det.forwards
-	if d.fwds == nil && d.det.method != MethodWhole {
-		d.fwds = deviceForwards(d.t, d.h, d.tl)
+	d.fwds = d.det.Forwards
+	if d.fwds == nil && d.det.Method != MethodWhole {
+		d.fwds = steps.Forwards(d.t, d.h, d.tl)
 	}
 	if err := d.cancelled(); err != nil {
 		return err
 	}
-	if d.det.method != MethodWhole && d.det.method != MethodNVTX && len(d.fwds) >= 2 {
-		d.trailing = openTrailingEdge(d.det, steps, shapes, d.fwds) >= 0
+	if d.det.Method != MethodWhole && d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
+		d.trailing = openTrailingEdge(d.det, ss, shapes, d.fwds) >= 0
 	}
 	d.starts = requestStarts(d.det)
-	if d.det.method != MethodWhole {
-		markCaptures(steps, d.det.bounds, graphCalls(d.t, d.tl))
+	if d.det.Method != MethodWhole {
+		markCaptures(ss, d.det.Bounds, graphCalls(d.t, d.tl))
 	}
-	d.steps, d.shapes, d.dr.Outside = splitOutside(steps, shapes, d.det)
+	d.steps, d.shapes, d.dr.Outside = splitOutside(ss, shapes, d.det)
 	return nil
 }
 
 // phases counts each step's forwards and infers the phases detection gave no phase.
 func (d *device) phases() error {
 	countStepForwards(d.steps, d.fwds)
-	if d.det.method != MethodWhole {
+	if d.det.Method != MethodWhole {
 		for i := range d.steps {
 			if i > 0 && d.steps[i].GraphCapture {
 				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.dev, d.steps, d.fwds))
-		if d.det.method != MethodNVTX && len(d.fwds) >= 2 {
-			if w := markEdges(d.tl.dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.dev, d.steps)); w != nil {
+		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.Dev, d.steps, d.fwds))
+		if d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
+			if w := markEdges(d.tl.Dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.Dev, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)
 			}
 		}
@@ -311,13 +315,13 @@ func (d *device) skip() {
 		d.steps = d.steps[d.dr.Skipped:]
 	}
 	d.dr.Steps = d.steps
-	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.dev, d.steps, len(d.fwds) >= 2)...)
-	if d.det.method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
-		if w := longMixCheck(d.tl.dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
+	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.Dev, d.steps, len(d.fwds) >= 2)...)
+	if d.det.Method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
+		if w := longMixCheck(d.tl.Dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)
 		}
 	}
-	if len(d.fwds) < 2 && d.det.method != MethodWhole {
+	if len(d.fwds) < 2 && d.det.Method != MethodWhole {
 		if w := foldedPatternCheck(d.tl, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)
 		}
@@ -342,11 +346,11 @@ func (d *device) summarise() error {
 
 // splitOutside takes the windows that belong to no step out of the accounted steps, sums
 // them, and numbers the remaining steps in order.
-func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []stepShape, Outside) {
+func splitOutside(steps []Step, shapes []stepShape, det *steps.Detection) ([]Step, []stepShape, Outside) {
 	var out Outside
 	n := 0
 	for i := range steps {
-		if !det.bounds[i].outside {
+		if !det.Bounds[i].Outside {
 			steps[n], shapes[n] = steps[i], shapes[i]
 			steps[n].Index = n
 			n++
@@ -367,11 +371,11 @@ func splitOutside(steps []Step, shapes []stepShape, det *detection) ([]Step, []s
 
 // requestStarts says, for each step of det (in order, outside windows left out), whether it
 // starts a request: the first step, and each step right after a window outside steps.
-func requestStarts(det *detection) []bool {
+func requestStarts(det *steps.Detection) []bool {
 	var out []bool
 	after := true
-	for _, b := range det.bounds {
-		if b.outside {
+	for _, b := range det.Bounds {
+		if b.Outside {
 			after = true
 			continue
 		}
@@ -379,4 +383,19 @@ func requestStarts(det *detection) []bool {
 		after = false
 	}
 	return out
+}
+
+// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
+func countStepForwards(steps []Step, ends []nsys.Time) {
+	j := 0
+	for i := range steps {
+		s := &steps[i]
+		for j < len(ends) && ends[j] < s.Start {
+			j++
+		}
+		for j < len(ends) && ends[j] < s.End {
+			s.forwards++
+			j++
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
 
@@ -231,7 +232,7 @@ func TestOddCaptures(t *testing.T) {
 			// step ranges, an error naming the file), never a panic.
 			for _, m := range methods {
 				for _, phase := range []breakdown.PhaseSelection{breakdown.DecodeSteps, breakdown.PrefillSteps} {
-					sm, perr := breakdown.ParseStepMethod(m)
+					sm, perr := steps.ParseStepMethod(m)
 					if perr != nil {
 						t.Fatal(perr)
 					}

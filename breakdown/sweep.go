@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -69,11 +70,11 @@ func (h *endHeap[T]) pop() ending[T] {
 // ends at the last end of the activities that start in it. Long timelines are swept in
 // pieces at once, split at step boundaries (see accountPieces); split says where (nil:
 // splitSteps).
-func account(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
+func account(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, det *steps.Detection, split func(steps, kernels int) []int) ([]Step, []stepShape) {
 	if split == nil {
 		split = splitSteps
 	}
-	return accountPieces(t, h, tl, det, split(len(det.bounds), len(t.Kernels)))
+	return accountPieces(t, h, tl, det, split(len(det.Bounds), len(t.Kernels)))
 }
 
 // splitSteps returns the steps where the pieces of a parallel pass start, for steps steps
@@ -99,53 +100,53 @@ func splitSteps(steps, kernels int) []int {
 // and hands over the busy time of activities that run past it. Graph launches whose
 // kernels fall in several pieces are counted once, in the first, as one sweep would. The
 // result is the same as one sweep's, to the nanosecond (TestAccountSplit).
-func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cuts []int) ([]Step, []stepShape) {
-	steps := make([]Step, len(det.bounds))
-	shapes := make([]stepShape, len(det.bounds))
-	for i, b := range det.bounds {
-		steps[i] = Step{Index: i, Phase: b.phase, Label: b.label, Start: b.start, Batch: b.batch, DraftForwards: b.drafts,
-			CutBy: b.by, DraftDepth: int(b.draftDepth), VerifyDepth: int(b.verifyDepth)}
-		if b.phase != Unknown && b.by == CutNVTX {
-			steps[i].PhaseEvidence = EvidenceNVTX
+func accountPieces(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, det *steps.Detection, cuts []int) ([]Step, []stepShape) {
+	ss := make([]Step, len(det.Bounds))
+	shapes := make([]stepShape, len(det.Bounds))
+	for i, b := range det.Bounds {
+		ss[i] = Step{Index: i, Phase: b.Phase, Label: b.Label, Start: b.Start, Batch: b.Batch, DraftForwards: b.Drafts,
+			CutBy: b.By, DraftDepth: int(b.DraftDepth), VerifyDepth: int(b.VerifyDepth)}
+		if b.Phase != Unknown && b.By == CutNVTX {
+			ss[i].PhaseEvidence = EvidenceNVTX
 		}
-		if b.why != "" {
-			steps[i].PhaseEvidence = b.why
+		if b.Why != "" {
+			ss[i].PhaseEvidence = b.Why
 		}
-		if i+1 < len(det.bounds) {
-			steps[i].End = det.bounds[i+1].start
+		if i+1 < len(det.Bounds) {
+			ss[i].End = det.Bounds[i+1].Start
 		}
 	}
-	last := &steps[len(steps)-1]
+	last := &ss[len(ss)-1]
 	last.End = last.Start
-	firsts := pieceFirsts(cuts, len(steps))
+	firsts := pieceFirsts(cuts, len(ss))
 	if len(firsts) == 1 {
-		w := newSweep(t, h, tl, steps, shapes, 0, len(steps))
-		tl.each(w.add)
+		w := newSweep(t, h, tl, ss, shapes, 0, len(ss))
+		tl.Each(w.add)
 		w.finish(math.MaxInt64)
-		return steps, shapes
+		return ss, shapes
 	}
-	tl.procs() // built once, before the goroutines read it
-	long := longest(t)
+	tl.Procs() // built once, before the goroutines read it
+	long := steps.Longest(t)
 	callsFrom := callsRunningFrom(t.APICalls)
 	ws := make([]*sweep, len(firsts))
 	var wg sync.WaitGroup
 	for p, lo := range firsts {
-		hi, until := len(steps), nsys.Time(math.MaxInt64)
+		hi, until := len(ss), nsys.Time(math.MaxInt64)
 		if p+1 < len(firsts) {
-			hi, until = firsts[p+1], steps[firsts[p+1]].Start
+			hi, until = firsts[p+1], ss[firsts[p+1]].Start
 		}
-		ws[p] = newSweep(t, h, tl, steps, shapes, lo, hi)
+		ws[p] = newSweep(t, h, tl, ss, shapes, lo, hi)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			w := ws[p]
 			if p == 0 {
-				tl.each(func(a *activity) bool { return a.start < until && w.add(a) })
+				tl.Each(func(a *steps.Activity) bool { return a.Start < until && w.add(a) })
 			} else {
-				b := steps[lo].Start
+				b := ss[lo].Start
 				w.host.skipTo(callsFrom(b))
-				w.startAt(b, tl.runningAt(b, long))
-				tl.eachFrom(b, func(a *activity) bool { return a.start < until && w.add(a) })
+				w.startAt(b, tl.RunningAt(b, long))
+				tl.EachFrom(b, func(a *steps.Activity) bool { return a.Start < until && w.add(a) })
 			}
 			w.finish(until)
 		}()
@@ -153,7 +154,7 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 	wg.Wait()
 	for p, w := range ws {
 		for _, x := range w.beyond {
-			steps[x.step].Busy[x.cat] += x.d
+			ss[x.step].Busy[x.cat] += x.d
 		}
 		last.End = max(last.End, w.lastEnd)
 		if p == 0 {
@@ -162,13 +163,13 @@ func accountPieces(t *nsys.Trace, h *hostIndex, tl *timeline, det *detection, cu
 		for _, g := range w.counted {
 			for _, e := range ws[:p] {
 				if e.graphSeen[g.key] {
-					steps[g.step].Launches-- // counted at its first kernel, in an earlier piece
+					ss[g.step].Launches-- // counted at its first kernel, in an earlier piece
 					break
 				}
 			}
 		}
 	}
-	return steps, shapes
+	return ss, shapes
 }
 
 // callsRunningFrom returns a function that gives, for a time b, an index of calls (sorted
@@ -184,24 +185,9 @@ func callsRunningFrom(calls []nsys.APICall) func(b nsys.Time) int {
 	}
 }
 
-// longest returns the longest duration of any kernel, memory operation or graph execution.
-func longest(t *nsys.Trace) time.Duration {
-	var d nsys.Time
-	for i := range t.Kernels {
-		d = max(d, t.Kernels[i].End-t.Kernels[i].Start)
-	}
-	for _, m := range t.Memops {
-		d = max(d, m.End-m.Start)
-	}
-	for _, g := range t.Graphs {
-		d = max(d, g.End-g.Start)
-	}
-	return time.Duration(d)
-}
-
 // A sweep accounts steps [lo, hi) of a device, seeing its activities in start order.
 type sweep struct {
-	h      *hostIndex
+	h      *steps.HostIndex
 	steps  []Step
 	shapes []stepShape
 	lo, hi int
@@ -236,18 +222,18 @@ type busyBeyond struct {
 	d    time.Duration
 }
 
-func newSweep(t *nsys.Trace, h *hostIndex, tl *timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
+func newSweep(t *nsys.Trace, h *steps.HostIndex, tl *steps.Timeline, steps []Step, shapes []stepShape, lo, hi int) *sweep {
 	return &sweep{h: h, steps: steps, shapes: shapes, lo: lo, hi: hi, host: newHostGaps(t, tl),
 		si: lo, ai: lo, lastGraphKey: 1<<64 - 1, graphSeen: map[uint64]bool{}}
 }
 
 // startAt begins a sweep that is not the first at b, with the activities running then:
 // they own instants from b on, and their busy time and counts belong to the first half.
-func (w *sweep) startAt(b nsys.Time, running []activity) {
+func (w *sweep) startAt(b nsys.Time, running []steps.Activity) {
 	w.now, w.started = b, true
 	for i := range running {
-		w.start(running[i].cat)
-		w.running.push(runningAct{running[i].end, running[i].cat})
+		w.start(running[i].Cat)
+		w.running.push(runningAct{running[i].End, running[i].Cat})
 	}
 }
 
@@ -344,36 +330,36 @@ func (w *sweep) stepOf(at nsys.Time) int {
 }
 
 // add sees the next activity; it returns true (for timeline.each).
-func (w *sweep) add(a *activity) bool {
-	steps := w.steps
-	for len(w.running) > 0 && w.running[0].end <= a.start {
+func (w *sweep) add(a *steps.Activity) bool {
+	ss := w.steps
+	for len(w.running) > 0 && w.running[0].end <= a.Start {
 		r := w.running.pop()
 		w.advance(r.end)
 		w.stop(r.val)
 	}
 	if !w.started {
-		w.now, w.started = a.start, true
+		w.now, w.started = a.Start, true
 	}
-	w.advance(a.start)
-	i := w.stepOf(a.start)
-	if a.start >= steps[i].Start {
-		st := &steps[i]
-		st.Kernels[a.cat]++
-		if g := &st.LongGap; a.src == srcKernel && g.Next == NoKernel && g.End > g.Start && a.start >= g.End {
-			g.Next, g.NextCat = a.name, a.cat // the kernel the step's longest gap waited for
+	w.advance(a.Start)
+	i := w.stepOf(a.Start)
+	if a.Start >= ss[i].Start {
+		st := &ss[i]
+		st.Kernels[a.Cat]++
+		if g := &st.LongGap; a.Src == steps.SrcKernel && g.Next == NoKernel && g.End > g.Start && a.Start >= g.End {
+			g.Next, g.NextCat = a.Name, a.Cat // the kernel the step's longest gap waited for
 		}
-		switch a.src {
-		case srcKernel:
+		switch a.Src {
+		case steps.SrcKernel:
 			w.shapes[i].add(a)
-			if d := a.end.Sub(a.start); d < ShortKernel {
+			if d := a.End.Sub(a.Start); d < ShortKernel {
 				st.ShortKernels++
 				st.ShortBusy += d
 			}
-			k := a.key()
+			k := a.Key()
 			switch {
 			case k == w.lastGraphKey:
 				// another kernel of the graph launch counted just before
-			case !w.h.graphs[k]:
+			case !w.h.Graphs[k]:
 				st.Launches++
 			default:
 				w.lastGraphKey = k
@@ -385,37 +371,37 @@ func (w *sweep) add(a *activity) bool {
 					}
 				}
 			}
-		case srcGraph:
+		case steps.SrcGraph:
 			st.Launches++
 		}
-		if i == len(steps)-1 && a.end > st.End {
-			st.End = a.end
+		if i == len(ss)-1 && a.End > st.End {
+			st.End = a.End
 		}
 	}
 	// Busy time, clipped to each step window the activity overlaps; also for an activity
 	// that starts before the first step and runs into it, whose time in the steps is
 	// accounted as exclusive time too. The first half keeps what falls in the second's
 	// steps apart (the last step's end moves as the second half runs).
-	for j := i; j < len(steps); j++ {
-		s, e := max(a.start, steps[j].Start), a.end
-		if j+1 < len(steps) {
-			e = min(e, steps[j].End)
+	for j := i; j < len(ss); j++ {
+		s, e := max(a.Start, ss[j].Start), a.End
+		if j+1 < len(ss) {
+			e = min(e, ss[j].End)
 		} else if j >= w.hi {
 			w.lastEnd = max(w.lastEnd, e)
-		} else if e > steps[j].End {
-			steps[j].End = e
+		} else if e > ss[j].End {
+			ss[j].End = e
 		}
 		if e <= s {
 			break
 		}
 		if j >= w.hi {
-			w.beyond = append(w.beyond, busyBeyond{j, a.cat, e.Sub(s)})
+			w.beyond = append(w.beyond, busyBeyond{j, a.Cat, e.Sub(s)})
 		} else {
-			steps[j].Busy[a.cat] += e.Sub(s)
+			ss[j].Busy[a.Cat] += e.Sub(s)
 		}
 	}
-	w.start(a.cat)
-	w.running.push(runningAct{a.end, a.cat})
+	w.start(a.Cat)
+	w.running.push(runningAct{a.End, a.Cat})
 	return true
 }
 

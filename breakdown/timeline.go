@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
@@ -81,11 +82,11 @@ type TimelineCall struct {
 
 // stepTimelines builds the report's step timelines: the median and the slowest summarised
 // step (one of each; the slowest only when it is another step than the median).
-func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*timeline, rep *Report, opt Options) []StepTimeline {
+func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, rep *Report, opt Options) []StepTimeline {
 	if len(rep.Devices) == 0 {
 		return nil
 	}
-	longest := longestActivity(t)
+	longest := steps.Longest(t)
 	// picks[d] is the Step.Index of the chosen step on device d, or -1.
 	type choice struct {
 		which   string
@@ -171,22 +172,6 @@ func medianAndSlowest(walls []time.Duration) (med, slow int) {
 	return med, slow
 }
 
-// longestActivity returns the longest duration of any kernel, memory operation or graph
-// execution of the trace.
-func longestActivity(t *nsys.Trace) time.Duration {
-	var d time.Duration
-	for i := range t.Kernels {
-		d = max(d, t.Kernels[i].End.Sub(t.Kernels[i].Start))
-	}
-	for i := range t.Memops {
-		d = max(d, t.Memops[i].End.Sub(t.Memops[i].Start))
-	}
-	for i := range t.Graphs {
-		d = max(d, t.Graphs[i].End.Sub(t.Graphs[i].Start))
-	}
-	return d
-}
-
 func timelineStep(steps []Step, index int) *Step {
 	i := sort.Search(len(steps), func(i int) bool { return steps[i].Index >= index })
 	if i < len(steps) && steps[i].Index == index {
@@ -200,35 +185,35 @@ const longestCall = 10 * time.Second
 
 // deviceTimeline collects step s on the device of tl.
 // longest bounds every activity's duration.
-func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration) DeviceTimeline {
-	dt := DeviceTimeline{Device: tl.dev, Step: s.Index, Start: s.Start, End: s.End}
+func deviceTimeline(t *nsys.Trace, tl *steps.Timeline, s *Step, longest time.Duration) DeviceTimeline {
+	dt := DeviceTimeline{Device: tl.Dev, Step: s.Index, Start: s.Start, End: s.End}
 	// Activities that run in the step: those starting in it, and those started before it
 	// and still running.
 	busyTo := s.Start // the end of the work seen so far, for the gaps
-	add := func(a *activity) bool {
-		if a.end <= s.Start || a.start >= s.End {
+	add := func(a *steps.Activity) bool {
+		if a.End <= s.Start || a.Start >= s.End {
 			return true
 		}
 		if len(dt.Activities) >= MaxTimelineRows {
 			dt.Truncated = true
 			return false
 		}
-		ta := TimelineActivity{Start: a.start, End: a.end, Category: a.cat}
-		switch a.src {
-		case srcKernel:
-			ta.Kind, ta.Name, ta.Stream = ActivityKernel, t.Names[a.name], t.Sites[t.Kernels[a.idx].Site].Stream
-		case srcMemop:
-			ta.Kind, ta.Name, ta.Stream = ActivityMemop, a.memKind.String(), t.Memops[a.idx].Stream
-		case srcGraph:
-			ta.Kind, ta.Name, ta.Stream = ActivityGraph, "CUDA graph (traced at graph level)", t.Graphs[a.idx].Stream
+		ta := TimelineActivity{Start: a.Start, End: a.End, Category: a.Cat}
+		switch a.Src {
+		case steps.SrcKernel:
+			ta.Kind, ta.Name, ta.Stream = ActivityKernel, t.Names[a.Name], t.Sites[t.Kernels[a.Idx].Site].Stream
+		case steps.SrcMemop:
+			ta.Kind, ta.Name, ta.Stream = ActivityMemop, a.MemKind.String(), t.Memops[a.Idx].Stream
+		case steps.SrcGraph:
+			ta.Kind, ta.Name, ta.Stream = ActivityGraph, "CUDA graph (traced at graph level)", t.Graphs[a.Idx].Stream
 		}
 		dt.Activities = append(dt.Activities, ta)
 		return true
 	}
-	for _, a := range tl.runningAt(s.Start, longest) {
+	for _, a := range tl.RunningAt(s.Start, longest) {
 		add(&a)
 	}
-	tl.eachFrom(s.Start, func(a *activity) bool { return a.start < s.End && add(a) })
+	tl.EachFrom(s.Start, func(a *steps.Activity) bool { return a.Start < s.End && add(a) })
 	slices.SortStableFunc(dt.Activities, func(a, b TimelineActivity) int { return cmp.Compare(a.Start, b.Start) })
 	for _, a := range dt.Activities {
 		if a.Start > busyTo {
@@ -249,7 +234,7 @@ func deviceTimeline(t *nsys.Trace, tl *timeline, s *Step, longest time.Duration)
 			continue
 		}
 		w := &t.Callers[c.Caller]
-		if !tl.hasProc(w.Proc) {
+		if !tl.HasProc(w.Proc) {
 			continue
 		}
 		if len(dt.Calls) >= MaxTimelineRows {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -15,7 +16,7 @@ import (
 // lanes show the same aligned step, the median's wall time no more than the slowest's; also
 // with graphs traced at graph level, and with the whole trace as one step.
 func TestStepTimelines(t *testing.T) {
-	whole, err := breakdown.ParseStepMethod("whole")
+	whole, err := steps.ParseStepMethod("whole")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -313,7 +314,7 @@ func summarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
 
 func summarizeWith(tb testing.TB, tr *nsys.Trace, method string, byName bool) *breakdown.Report {
 	tb.Helper()
-	steps, err := breakdown.ParseStepMethod(method)
+	steps, err := steps.ParseStepMethod(method)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 )
 
@@ -37,7 +38,7 @@ type analysisFlags struct {
 
 func (f *analysisFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.device, "device", -1, "analyse only this CUDA device; -1 means every device")
-	fs.StringVar(&f.steps, "steps", "auto", "step detection: "+breakdown.StepMethodChoices())
+	fs.StringVar(&f.steps, "steps", "auto", "step detection: "+steps.StepMethodChoices())
 	fs.StringVar(&f.phase, "phase", "decode", "phase to summarise: decode, prefill, mixed or all")
 	fs.IntVar(&f.skip, "skip", 0, "drop the first N steps of each device (warm-up)")
 	fs.StringVar(&f.rules, "rules", "", "file of extra classification rules, tried before the built-in ones")
@@ -70,7 +71,7 @@ func (f *analysisFlags) options(cmd string) (breakdown.Options, error) {
 		opt.Device = &d
 	}
 	var err error
-	if opt.Steps, err = breakdown.ParseStepMethod(f.steps); err != nil {
+	if opt.Steps, err = steps.ParseStepMethod(f.steps); err != nil {
 		return opt, optionUsage(cmd, err)
 	}
 	if opt.Phase, err = breakdown.ParsePhaseSelection(f.phase); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/render"
 )
@@ -21,7 +22,7 @@ var reportCmd = &command{
 Finds the steps of the serving loop on each GPU and accounts every nanosecond of each step
 ` + categoryHelp() + `
 
-` + wrap("Steps (--steps auto tries these in order): "+breakdown.StepMethodsHelp(), 90) + `
+` + wrap("Steps (--steps auto tries these in order): "+steps.StepMethodsHelp(), 90) + `
 
 With two or more GPUs in the trace, collectives are matched across ranks and split into
 time waiting for the last rank and transfer time. --sol-step or --sol-bytes give a

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -26,15 +26,15 @@ type forwardEnds struct {
 	at      nsys.Time // the pending sampler's start
 }
 
-func (f *forwardEnds) add(a *activity, role kernelclass.Role) {
+func (f *forwardEnds) add(a *Activity, role kernelclass.Role) {
 	switch {
-	case a.cat == kernelclass.GEMM:
+	case a.Cat == kernelclass.GEMM:
 		f.armed, f.pending = true, false
-	case a.cat == kernelclass.Attention:
+	case a.Cat == kernelclass.Attention:
 		f.pending = false
 	case role == kernelclass.RoleSampler || role == kernelclass.RoleReduce:
 		if f.armed {
-			f.armed, f.pending, f.at = false, true, a.start
+			f.armed, f.pending, f.at = false, true, a.Start
 		}
 	}
 }
@@ -59,25 +59,10 @@ func forwardTimes(segs []segment) []nsys.Time {
 	return out
 }
 
-// deviceForwards returns the forward ends of a device's timeline, cut by every host signal.
-func deviceForwards(t *nsys.Trace, h *hostIndex, tl *timeline) []nsys.Time {
+// Forwards returns the forward ends of a device's timeline, cut by every host signal.
+func Forwards(t *nsys.Trace, h *HostIndex, tl *Timeline) []nsys.Time {
 	segs, _ := segmentTimeline(t, h, tl, cutSync|cutGraph|cutH2D)
 	return forwardTimes(segs)
-}
-
-// countStepForwards sets each step's forwards: the forward ends (sorted) in its window.
-func countStepForwards(steps []Step, ends []nsys.Time) {
-	j := 0
-	for i := range steps {
-		s := &steps[i]
-		for j < len(ends) && ends[j] < s.Start {
-			j++
-		}
-		for j < len(ends) && ends[j] < s.End {
-			s.forwards++
-			j++
-		}
-	}
 }
 
 // countForwards counts the segments that end a forward.
@@ -95,22 +80,22 @@ func countForwards(segs []segment) int {
 // segment after a forward's end to the segment that ends the next forward. The segments
 // before the first forward's end belong to the first step; those after the last one, to no
 // step (work after the loop). It is used when no grouping of segments repeats.
-func forwardSteps(segs []segment) []boundary {
-	var b []boundary
+func forwardSteps(segs []segment) []Boundary {
+	var b []Boundary
 	open := false
 	for i, s := range segs {
 		if !open {
-			b = append(b, boundary{start: s.start, split: len(b) > 0})
+			b = append(b, Boundary{Start: s.start, split: len(b) > 0})
 			open = true
 		}
 		if s.fwd {
 			open = false
 		} else if i == len(segs)-1 || !slices.ContainsFunc(segs[i+1:], func(s segment) bool { return s.fwd }) {
 			// No forward ends after here: the rest is no step's.
-			if len(b) > 0 && b[len(b)-1].start == s.start {
-				b[len(b)-1].outside = true
+			if len(b) > 0 && b[len(b)-1].Start == s.start {
+				b[len(b)-1].Outside = true
 			} else {
-				b = append(b, boundary{start: s.start, outside: true})
+				b = append(b, Boundary{Start: s.start, Outside: true})
 			}
 			break
 		}
@@ -121,15 +106,15 @@ func forwardSteps(segs []segment) []boundary {
 // windowSegments returns, for each boundary of bounds, the segments whose start lies in its
 // window (from its start to the next boundary's), as index ranges [lo, hi) into segs; one
 // pass over both, both being sorted by start.
-func windowSegments(segs []segment, bounds []boundary) [][2]int {
+func windowSegments(segs []segment, bounds []Boundary) [][2]int {
 	out := make([][2]int, len(bounds))
 	si := 0
 	for bi, b := range bounds {
 		end := nsys.Time(1<<63 - 1)
 		if bi+1 < len(bounds) {
-			end = bounds[bi+1].start
+			end = bounds[bi+1].Start
 		}
-		for si < len(segs) && segs[si].start < b.start {
+		for si < len(segs) && segs[si].start < b.Start {
 			si++
 		}
 		j := si
@@ -147,12 +132,12 @@ func windowSegments(segs []segment, bounds []boundary) [][2]int {
 // (after the loop body began: work after it, or later requests) that hold forward ends
 // become steps the same way; those before it (setup, warm-up before the first graph
 // replay) stay outside.
-func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary {
-	var out []boundary
+func splitForwards(segs []segment, bounds []Boundary, body nsys.Time) []Boundary {
+	var out []Boundary
 	for bi, w := range windowSegments(segs, bounds) {
 		b, in := bounds[bi], segs[w[0]:w[1]]
 		out = append(out, b)
-		if b.outside && b.start < body {
+		if b.Outside && b.Start < body {
 			continue
 		}
 		var ends []int
@@ -161,7 +146,7 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 				ends = append(ends, k)
 			}
 		}
-		if b.outside && len(ends) > 0 {
+		if b.Outside && len(ends) > 0 {
 			// An outside window after the loop body that holds forwards: its work up to the
 			// last forward's end is steps again, the rest stays outside.
 			first := 0
@@ -169,17 +154,17 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 				first++
 			}
 			if first <= ends[0] {
-				out[len(out)-1] = boundary{start: in[first].start}
+				out[len(out)-1] = Boundary{Start: in[first].start}
 				if first > 0 {
 					out[len(out)-1] = b
-					out = append(out, boundary{start: in[first].start})
+					out = append(out, Boundary{Start: in[first].start})
 				}
 				last := ends[len(ends)-1]
 				for _, k := range ends[:len(ends)-1] {
-					out = append(out, boundary{start: in[k+1].start, split: true})
+					out = append(out, Boundary{Start: in[k+1].start, split: true})
 				}
 				if last+1 < len(in) {
-					out = append(out, boundary{start: in[last+1].start, outside: true})
+					out = append(out, Boundary{Start: in[last+1].start, Outside: true})
 				}
 			}
 			continue
@@ -189,7 +174,7 @@ func splitForwards(segs []segment, bounds []boundary, body nsys.Time) []boundary
 		}
 		for _, k := range ends[:len(ends)-1] {
 			if k+1 < len(in) {
-				out = append(out, boundary{start: in[k+1].start, phase: b.phase, split: true})
+				out = append(out, Boundary{Start: in[k+1].start, Phase: b.Phase, split: true})
 			}
 		}
 	}
@@ -206,7 +191,7 @@ const (
 
 // separateRequests puts the long idle windows between steps (the pause between a request's
 // last step and the next request's prefill) outside steps.
-func separateRequests(segs []segment, bounds []boundary) []boundary {
+func separateRequests(segs []segment, bounds []Boundary) []Boundary {
 	type win struct {
 		bi      int
 		workEnd nsys.Time
@@ -215,7 +200,7 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 	var walls []int64
 	ws := windowSegments(segs, bounds)
 	for bi, b := range bounds {
-		if b.outside || bi+1 >= len(bounds) {
+		if b.Outside || bi+1 >= len(bounds) {
 			continue
 		}
 		var workEnd nsys.Time
@@ -223,18 +208,18 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 			workEnd = max(workEnd, s.end)
 		}
 		wins = append(wins, win{bi, workEnd})
-		walls = append(walls, int64(bounds[bi+1].start-b.start))
+		walls = append(walls, int64(bounds[bi+1].Start-b.Start))
 	}
 	if len(walls) < 2 {
 		return bounds
 	}
 	slices.Sort(walls)
 	limit := max(nsys.Time(minPause), nsys.Time(pauseSteps*walls[len(walls)/2]))
-	var extra []boundary
+	var extra []Boundary
 	for _, w := range wins {
-		next := bounds[w.bi+1].start
-		if w.workEnd > bounds[w.bi].start && next-w.workEnd > limit {
-			extra = append(extra, boundary{start: w.workEnd, outside: true})
+		next := bounds[w.bi+1].Start
+		if w.workEnd > bounds[w.bi].Start && next-w.workEnd > limit {
+			extra = append(extra, Boundary{Start: w.workEnd, Outside: true})
 		}
 	}
 	// A pause inside a step's first segment, between copies that end the previous
@@ -243,18 +228,18 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 	// first kernel.
 	for bi := range bounds {
 		b, si := &bounds[bi], ws[bi][0]
-		if b.outside || si == ws[bi][1] || segs[si].start != b.start {
+		if b.Outside || si == ws[bi][1] || segs[si].start != b.Start {
 			continue
 		}
 		sg := segs[si]
 		if sg.leadEnd == 0 || sg.kstart == 0 || sg.kstart-sg.leadEnd <= limit {
 			continue
 		}
-		extra = append(extra, boundary{start: sg.kstart, phase: b.phase, label: b.label, by: CutPause})
+		extra = append(extra, Boundary{Start: sg.kstart, Phase: b.Phase, Label: b.Label, By: CutPause})
 		if bi == 0 {
-			*b = boundary{start: b.start, outside: true}
+			*b = Boundary{Start: b.Start, Outside: true}
 		} else {
-			*b = boundary{start: sg.leadEnd, outside: true}
+			*b = Boundary{Start: sg.leadEnd, Outside: true}
 		}
 	}
 	if len(extra) == 0 {
@@ -265,12 +250,12 @@ func separateRequests(segs []segment, bounds []boundary) []boundary {
 
 // roundsDetail says how many speculative rounds and draft forwards bounds hold, for the
 // method's detail; "" without rounds.
-func roundsDetail(bounds []boundary) string {
+func roundsDetail(bounds []Boundary) string {
 	rounds, drafts := 0, 0
 	for _, b := range bounds {
-		if b.drafts > 0 {
+		if b.Drafts > 0 {
 			rounds++
-			drafts += b.drafts
+			drafts += b.Drafts
 		}
 	}
 	if rounds == 0 {
@@ -289,7 +274,7 @@ func roundsDetail(bounds []boundary) string {
 // forward: no drafter), or when the draft forwards run more than 3/4 of the verify's
 // kernels (the same layers: decode iterations beside chunked-prefill ones), bounds are
 // returned as they are.
-func groupRounds(segs []segment, bounds []boundary) []boundary {
+func groupRounds(segs []segment, bounds []Boundary) []Boundary {
 	depth := make([]int32, len(bounds))
 	kernels := make([]int32, len(bounds))
 	fwds := make([]int, len(bounds))
@@ -302,7 +287,7 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 			}
 		}
 	}
-	one := func(bi int) bool { return !bounds[bi].outside && fwds[bi] == 1 && depth[bi] > 0 }
+	one := func(bi int) bool { return !bounds[bi].Outside && fwds[bi] == 1 && depth[bi] > 0 }
 	// The two most common depths: the draft's is the smaller, the verify's the larger.
 	count := map[int32]int{}
 	for bi := range bounds {
@@ -326,7 +311,7 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 		return bounds
 	}
 	shallow := func(bi int) bool { return one(bi) && depth[bi] == draft }
-	var out []boundary
+	var out []Boundary
 	rounds, verifies := 0, 0
 	for bi := range bounds {
 		if one(bi) && depth[bi] == full {
@@ -346,7 +331,7 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 		// A run of draft forwards, then the target's forward of the full depth: one round.
 		if j < len(bounds) && one(j) && depth[j] == full {
 			b := bounds[bi]
-			b.drafts, b.draftDepth, b.verifyDepth = j-bi, draft, full
+			b.Drafts, b.DraftDepth, b.VerifyDepth = j-bi, draft, full
 			out = append(out, b)
 			rounds++
 			bi = j + 1
@@ -356,8 +341,8 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 			// Draft forwards that end the device's activity, no verify after them: the
 			// capture window ended mid-round. One partial step (kept out of summaries).
 			b := bounds[bi]
-			b.drafts, b.draftDepth, b.phase = j-bi, draft, Partial
-			b.why = fmt.Sprintf("window end: %d draft forwards and no verify forward after them (the capture stopped mid-round)", j-bi)
+			b.Drafts, b.DraftDepth, b.Phase = j-bi, draft, Partial
+			b.Why = fmt.Sprintf("window end: %d draft forwards and no verify forward after them (the capture stopped mid-round)", j-bi)
 			out = append(out, b)
 			bi = j
 			continue
@@ -393,24 +378,24 @@ func groupRounds(segs []segment, bounds []boundary) []boundary {
 // loop's first cut: too few kernels for a step of its own), when that round has one draft
 // forward fewer than the most common round: that forward is the round's first draft.
 // lone says whether a boundary of bounds holds one forward of the draft's depth.
-func leadingDraft(rounds, bounds []boundary, lone func(int) bool) []boundary {
-	if len(rounds) < 3 || len(bounds) < 2 || !bounds[0].outside || !lone(0) || rounds[1].start != bounds[1].start || rounds[1].drafts == 0 {
+func leadingDraft(rounds, bounds []Boundary, lone func(int) bool) []Boundary {
+	if len(rounds) < 3 || len(bounds) < 2 || !bounds[0].Outside || !lone(0) || rounds[1].Start != bounds[1].Start || rounds[1].Drafts == 0 {
 		return rounds
 	}
 	count := map[int]int{}
 	modal, best := 0, 0
 	for _, b := range rounds {
-		if b.drafts > 0 && b.phase != Partial {
-			count[b.drafts]++
-			if c := count[b.drafts]; c > best {
-				modal, best = b.drafts, c
+		if b.Drafts > 0 && b.Phase != Partial {
+			count[b.Drafts]++
+			if c := count[b.Drafts]; c > best {
+				modal, best = b.Drafts, c
 			}
 		}
 	}
-	if best < 2 || rounds[1].drafts+1 != modal {
+	if best < 2 || rounds[1].Drafts+1 != modal {
 		return rounds
 	}
 	b := rounds[1]
-	b.start, b.by, b.drafts = bounds[0].start, bounds[0].by, modal
-	return append([]boundary{b}, rounds[2:]...)
+	b.Start, b.By, b.Drafts = bounds[0].Start, bounds[0].By, modal
+	return append([]Boundary{b}, rounds[2:]...)
 }

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"cmp"
@@ -186,12 +186,12 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string, bool)
 
 // nvtxDetect maps step ranges to the first GPU activity each launched on each device,
 // through the launching API call's thread and correlation id (not by GPU time overlap).
-func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Regexp, tls map[nsys.DeviceID]*timeline) map[nsys.DeviceID]*detection {
+func nvtxDetect(t *nsys.Trace, h *HostIndex, devs []nsys.DeviceID, re *regexp.Regexp, tls map[nsys.DeviceID]*Timeline) map[nsys.DeviceID]*Detection {
 	ranges, detail, iteration := stepRanges(t, re)
 	if len(ranges) == 0 {
 		return nil
 	}
-	ors := make([]ownerRange, len(ranges))
+	ors := make([]OwnerRange, len(ranges))
 	next := map[int64]nsys.Time{} // per thread, the start of the range after (walking back)
 	for i := len(ranges) - 1; i >= 0; i-- {
 		mr := ranges[i]
@@ -208,11 +208,11 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 			}
 			next[mr.r.Thread] = mr.r.Start
 		}
-		ors[i] = ownerRange{mr.r.Thread, mr.r.Start, end}
+		ors[i] = OwnerRange{mr.r.Thread, mr.r.Start, end}
 	}
-	lo := newLaunchOwners(t, ors, func(*nsys.Caller) bool { return true })
+	lo := NewLaunchOwners(t, ors, func(*nsys.Caller) bool { return true })
 	// One goroutine per device, each filling its own detection.
-	dets := make([]*detection, len(devs))
+	dets := make([]*Detection, len(devs))
 	var wg sync.WaitGroup
 	for di, dev := range devs {
 		wg.Add(1)
@@ -222,7 +222,7 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 		}()
 	}
 	wg.Wait()
-	out := map[nsys.DeviceID]*detection{}
+	out := map[nsys.DeviceID]*Detection{}
 	for i, dev := range devs {
 		if dets[i] != nil {
 			out[dev] = dets[i]
@@ -235,26 +235,26 @@ func nvtxDetect(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, re *regexp.Re
 // activity its range launched. Activity that no step range launched and that starts after
 // every earlier step's work has ended (before the first step, between steps, after the last)
 // belongs to no step: it gets an outside boundary. Nil when no range launched work here.
-func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail string) *detection {
+func nvtxBounds(tl *Timeline, lo *LaunchOwners, ranges []matchedRange, detail string) *Detection {
 	sc := scanOwners(tl, lo)
 	if len(sc.first) == 0 {
 		return nil
 	}
-	d := &detection{method: MethodNVTX, detail: detail}
+	d := &Detection{Method: MethodNVTX, Detail: detail}
 	// In range order, so that of two ranges whose work starts at the same instant
 	// the earlier one always names the step.
 	owners := slices.Sorted(maps.Keys(sc.first))
 	type span struct{ start, end nsys.Time }
 	spans := make([]span, 0, len(owners))
 	for _, i := range owners {
-		d.bounds = append(d.bounds, boundary{start: sc.first[i], phase: ranges[i].phase, label: ranges[i].text, batch: ranges[i].batch, by: CutNVTX})
+		d.Bounds = append(d.Bounds, Boundary{Start: sc.first[i], Phase: ranges[i].phase, Label: ranges[i].text, Batch: ranges[i].batch, By: CutNVTX})
 		spans = append(spans, span{sc.first[i], sc.lastEnd[i]})
 	}
-	d.bounds = sortBounds(d.bounds)
+	d.Bounds = sortBounds(d.Bounds)
 	// An unowned run is outside when it starts at or after the latest end of the steps
 	// begun before it.
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var out []boundary
+	var out []Boundary
 	j := 0
 	var done nsys.Time = math.MinInt64 // latest end of the steps begun so far
 	for _, u := range sc.unowned {
@@ -269,11 +269,11 @@ func nvtxBounds(tl *timeline, lo *launchOwners, ranges []matchedRange, detail st
 			if j > 0 && done > spans[j-1].start {
 				at = done
 			}
-			out = append(out, boundary{start: at, outside: true})
+			out = append(out, Boundary{Start: at, Outside: true})
 		}
 	}
 	if len(out) > 0 {
-		d.bounds = sortBounds(append(d.bounds, out...))
+		d.Bounds = sortBounds(append(d.Bounds, out...))
 	}
 	return d
 }
@@ -297,7 +297,7 @@ type unownedRun struct {
 // share their launch's key: the owner is looked up once per run of equal keys. A step's
 // activities come in runs too: the maps are updated once per run of one owner, not once per
 // activity.
-func scanOwners(tl *timeline, lo *launchOwners) *ownerScan {
+func scanOwners(tl *Timeline, lo *LaunchOwners) *ownerScan {
 	sc := &ownerScan{first: map[int32]nsys.Time{}, lastEnd: map[int32]nsys.Time{}, stepProcs: make([]bool, 1<<16)}
 	lastKey, lastOwner, lastOK, any := uint64(0), int32(0), false, false
 	cur, curEnd := int32(-1), nsys.Time(0)
@@ -307,24 +307,24 @@ func scanOwners(tl *timeline, lo *launchOwners) *ownerScan {
 		}
 	}
 	prevOwned := true
-	tl.each(func(a *activity) bool {
-		if k := a.key(); !any || k != lastKey {
+	tl.Each(func(a *Activity) bool {
+		if k := a.Key(); !any || k != lastKey {
 			lastKey, any = k, true
-			lastOwner, lastOK = lo.owner(a.proc, a.corr)
+			lastOwner, lastOK = lo.Owner(a.proc, a.corr)
 		}
 		if lastOK {
 			if lastOwner != cur {
 				flush()
-				cur, curEnd = lastOwner, a.end
+				cur, curEnd = lastOwner, a.End
 				if _, seen := sc.first[lastOwner]; !seen {
-					sc.first[lastOwner] = a.start
+					sc.first[lastOwner] = a.Start
 				}
 			} else {
-				curEnd = max(curEnd, a.end)
+				curEnd = max(curEnd, a.End)
 			}
 			sc.stepProcs[a.proc] = true
 		} else if prevOwned || a.proc != sc.unowned[len(sc.unowned)-1].proc {
-			sc.unowned = append(sc.unowned, unownedRun{a.start, a.proc})
+			sc.unowned = append(sc.unowned, unownedRun{a.Start, a.proc})
 		}
 		prevOwned = lastOK
 		return true
@@ -333,9 +333,9 @@ func scanOwners(tl *timeline, lo *launchOwners) *ownerScan {
 	return sc
 }
 
-// matchNVTX matches NVTX ranges to the GPU work of each device, for the methods that use
+// MatchNVTX matches NVTX ranges to the GPU work of each device, for the methods that use
 // them (auto and nvtx); with method nvtx, no match at all is an error.
-func matchNVTX(t *nsys.Trace, h *hostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*timeline, method Method, userRe *regexp.Regexp) (map[nsys.DeviceID]*detection, error) {
+func MatchNVTX(t *nsys.Trace, h *HostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*Timeline, method Method, userRe *regexp.Regexp) (map[nsys.DeviceID]*Detection, error) {
 	if method != MethodAuto && method != MethodNVTX {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -9,23 +9,48 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// A boundary starts a step: the first GPU activity of the step on the device.
-type boundary struct {
-	start   nsys.Time
-	phase   Phase
-	label   string
-	outside bool // the activity from here to the next boundary belongs to no step
-	batch   int  // sequences in the step, when its NVTX text says
-	drafts  int  // draft forwards of a speculative round
-	// by says what started the step (a Cut* id, or several joined by "+"); empty for a
-	// boundary of segments, filled from the segment's cut by labelCuts.
-	by string
+// Phase says whether a step processed prompts (prefill), generated tokens (decode), or both
+// in one batch (mixed: a prompt chunk beside decoding sequences, as continuous batching runs).
+type Phase uint8
+
+// Phases.
+const (
+	Unknown Phase = iota
+	Prefill
+	Decode
+	Mixed
+	// Partial is an iteration cut by the capture window's start or end (nsys attached to a
+	// running server): a piece of a forward, kept out of every summary.
+	Partial
+	NumPhases
+)
+
+var phaseNames = [NumPhases]string{"unknown", "prefill", "decode", "mixed", "partial"}
+
+func (p Phase) String() string {
+	if p < NumPhases {
+		return phaseNames[p]
+	}
+	return "unknown"
+}
+
+// A Boundary starts a step: the first GPU activity of the step on the device.
+type Boundary struct {
+	Start   nsys.Time
+	Phase   Phase
+	Label   string
+	Outside bool // the activity from here to the next boundary belongs to no step
+	Batch   int  // sequences in the step, when its NVTX text says
+	Drafts  int  // draft forwards of a speculative round
+	// By says what started the step (a Cut* id, or several joined By "+"); empty for a
+	// boundary of segments, filled from the segment's cut By labelCuts.
+	By string
 	// split: the step starts after a forward's end in a window that held several
 	// (splitForwards), or was made from forward ends alone (forwardSteps).
 	split bool
-	// draftDepth, verifyDepth: a round's forward depths (attention kernels).
-	draftDepth, verifyDepth int32
-	why                     string // the evidence of a phase the finder gave (a partial round)
+	// DraftDepth, VerifyDepth: a round's forward depths (attention kernels).
+	DraftDepth, VerifyDepth int32
+	Why                     string // the evidence of a phase the finder gave (a partial round)
 }
 
 // Cut ids: what started a step (Step.CutBy).
@@ -42,46 +67,46 @@ const (
 	CutWhole       = "whole"        // the whole trace is one step
 )
 
-// A detection is the result of one step-detection method on one device.
-type detection struct {
-	method Method
-	detail string
-	bounds []boundary // sorted by start, distinct
-	// forwards are the starts of the samplers that end the model's forwards on the device
-	// (forwards.go), when the detection read them; nil otherwise.
-	forwards []nsys.Time
+// A Detection is the result of one step-Detection method on one device.
+type Detection struct {
+	Method Method
+	Detail string
+	Bounds []Boundary // sorted by start, distinct
+	// Forwards are the starts of the samplers that end the model's Forwards on the device
+	// (Forwards.go), when the detection read them; nil otherwise.
+	Forwards []nsys.Time
 }
 
-// hostIndex gives fast access to the API calls of the trace.
-type hostIndex struct {
+// HostIndex gives fast access to the API calls of the trace.
+type HostIndex struct {
 	t      *nsys.Trace
-	graphs map[uint64]bool    // keys of graph launches
-	roles  []kernelclass.Role // what each kernel name says of its place in a layer, per NameID
+	Graphs map[uint64]bool    // keys of graph launches
+	Roles  []kernelclass.Role // what each kernel name says of its place in a layer, per NameID
 }
 
 func isLaunchLike(k nsys.APIKind) bool {
 	return k == nsys.APILaunch || k == nsys.APIGraphLaunch || k == nsys.APIMemcpy || k == nsys.APIMemset
 }
 
-func newHostIndex(t *nsys.Trace) *hostIndex {
-	h := &hostIndex{t: t, graphs: map[uint64]bool{}, roles: make([]kernelclass.Role, len(t.Names))}
+func NewHostIndex(t *nsys.Trace) *HostIndex {
+	h := &HostIndex{t: t, Graphs: map[uint64]bool{}, Roles: make([]kernelclass.Role, len(t.Names))}
 	for i, n := range t.Names {
-		h.roles[i] = kernelclass.NameRole(n)
+		h.Roles[i] = kernelclass.NameRole(n)
 	}
 	for _, c := range t.APICalls {
 		if w := &t.Callers[c.Caller]; w.Kind == nsys.APIGraphLaunch {
-			h.graphs[actKey(w.Proc, c.Correlation)] = true
+			h.Graphs[actKey(w.Proc, c.Correlation)] = true
 		}
 	}
 	return h
 }
 
 // sortBounds sorts boundaries by start and drops duplicates (keeping the first).
-func sortBounds(b []boundary) []boundary {
-	sort.SliceStable(b, func(i, j int) bool { return b[i].start < b[j].start })
+func sortBounds(b []Boundary) []Boundary {
+	sort.SliceStable(b, func(i, j int) bool { return b[i].Start < b[j].Start })
 	out := b[:0]
 	for i, x := range b {
-		if i > 0 && x.start == out[len(out)-1].start {
+		if i > 0 && x.Start == out[len(out)-1].Start {
 			continue
 		}
 		out = append(out, x)
@@ -93,7 +118,7 @@ func sortBounds(b []boundary) []boundary {
 // (stepMethods): it returns nil when it finds none.
 type detector struct {
 	help string // what it reads, for the help text (StepMethodsHelp)
-	run  func(c *detectInput) *detection
+	run  func(c *detectInput) *Detection
 }
 
 // detectInput is what a detector may read: the trace, its host index, the device's
@@ -101,16 +126,16 @@ type detector struct {
 // for by name (not auto).
 type detectInput struct {
 	t      *nsys.Trace
-	h      *hostIndex
-	tl     *timeline
-	nvtx   *detection
+	h      *HostIndex
+	tl     *Timeline
+	nvtx   *Detection
 	forced bool
 }
 
 var (
 	nvtxDetector = detector{
 		help: "NVTX ranges (TensorRT-LLM, vLLM, SGLang, or plain prefill/decode/step names; nvtx:REGEX for your own), mapped to the GPU work their thread launched",
-		run: func(c *detectInput) *detection {
+		run: func(c *detectInput) *Detection {
 			// A single matching range in auto mode is a phase marker (warm-up, benchmark
 			// loop), not a step.
 			if c.nvtx != nil && (c.forced || c.nvtx.steps() >= 2) {
@@ -120,7 +145,7 @@ var (
 		}}
 	periodicDetector = detector{
 		help: "periodicity of the kernel sequence",
-		run:  func(c *detectInput) *detection { return periodicDetect(c.tl) }}
+		run:  func(c *detectInput) *Detection { return periodicDetect(c.tl) }}
 )
 
 // signalsDetector finds the iterations of the serving loop from the host signals in use
@@ -134,14 +159,14 @@ func signalsDetector(use uint8) detector {
 	}
 	return detector{
 		help: "the iterations of the serving loop: host signals (" + strings.Join(what, ", ") + ") cut where the model's forwards end (the sampler after the lm_head)",
-		run:  func(c *detectInput) *detection { return findSteps(c.t, c.h, c.tl, use) },
+		run:  func(c *detectInput) *Detection { return findSteps(c.t, c.h, c.tl, use) },
 	}
 }
 
-// detectSteps finds the steps of one device with the method asked for: the first detector
+// Detect finds the steps of one device with the method asked for: the first detector
 // of its chain that finds any (nvtx: the device's NVTX detection, if any). When none does,
 // the whole trace is one step, with a warning unless whole was asked for.
-func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, method Method) (*detection, error) {
+func Detect(t *nsys.Trace, h *HostIndex, tl *Timeline, nvtx *Detection, method Method) (*Detection, error) {
 	spec, _ := method.spec()
 	in := &detectInput{t: t, h: h, tl: tl, nvtx: nvtx, forced: method != MethodAuto}
 	for _, d := range spec.chain {
@@ -152,14 +177,14 @@ func detectSteps(t *nsys.Trace, h *hostIndex, tl *timeline, nvtx *detection, met
 	var warn error
 	switch method {
 	case MethodAuto:
-		warn = fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", tl.dev)
+		warn = fmt.Errorf("device %d: no step markers found (NVTX, graph launches, synchronisation, periodicity); the whole trace is one step", tl.Dev)
 	case MethodWhole:
 	default:
-		warn = &NoStepsWarning{Device: tl.dev, Method: method}
+		warn = &NoStepsWarning{Device: tl.Dev, Method: method}
 	}
-	det := &detection{method: MethodWhole, detail: "whole trace"}
-	tl.each(func(a *activity) bool {
-		det.bounds = []boundary{{start: a.start, by: CutWhole}}
+	det := &Detection{Method: MethodWhole, Detail: "whole trace"}
+	tl.Each(func(a *Activity) bool {
+		det.Bounds = []Boundary{{Start: a.Start, By: CutWhole}}
 		return false
 	})
 	return det, warn

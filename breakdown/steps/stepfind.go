@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"slices"
@@ -140,14 +140,14 @@ func alignRepeat(segs []segment, sigs []uint64, k int) (e, end int, ok bool) {
 // after any segments without kernels that precede it (outside).
 // Past end (the end of the last unit like the loop body), whole units are steps while they
 // launch at least half the kernels of the unit before; the rest is outside.
-func groupSegments(segs []segment, k, e, end int) []boundary {
-	var b []boundary
+func groupSegments(segs []segment, k, e, end int) []Boundary {
+	var b []Boundary
 	first := 0
 	for first < e && segs[first].kernels == 0 {
 		first++
 	}
 	if first > 0 {
-		b = append(b, boundary{start: segs[0].start, outside: true})
+		b = append(b, Boundary{Start: segs[0].start, Outside: true})
 	}
 	unitKernels := func(i int) int32 { return kernelsIn(segs[i : i+k]) }
 	warm := warmupStart(segs, k, first, e)
@@ -155,17 +155,17 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 		// The prefill runs at least as much as a decode step; a few kernels before the
 		// loop body are setup, in no step.
 		pre := kernelsIn(segs[first:warm])
-		b = append(b, boundary{start: segs[first].start, outside: e+k <= len(segs) && 4*pre < unitKernels(e)})
+		b = append(b, Boundary{Start: segs[first].start, Outside: e+k <= len(segs) && 4*pre < unitKernels(e)})
 	}
 	if warm < e {
-		b = append(b, boundary{start: segs[warm].start, outside: true})
+		b = append(b, Boundary{Start: segs[warm].start, Outside: true})
 	}
 	i := e
 	for ; i+k <= end; i += k {
-		b = append(b, boundary{start: segs[i].start})
+		b = append(b, Boundary{Start: segs[i].start})
 	}
 	for ; i+k <= len(segs) && i >= k && 2*unitKernels(i) >= unitKernels(i-k); i += k {
-		b = append(b, boundary{start: segs[i].start})
+		b = append(b, Boundary{Start: segs[i].start})
 	}
 	if i < len(segs) {
 		// The window outside starts where the last step's work ended (its own idle tail
@@ -176,11 +176,11 @@ func groupSegments(segs []segment, k, e, end int) []boundary {
 			for _, s := range segs[i-k : i] {
 				end = max(end, s.end)
 			}
-			if end > b[len(b)-1].start && end < at {
+			if end > b[len(b)-1].Start && end < at {
 				at = end
 			}
 		}
-		b = append(b, boundary{start: at, outside: true})
+		b = append(b, Boundary{Start: at, Outside: true})
 	}
 	return b
 }
@@ -235,7 +235,7 @@ const maxStepSegments = 1024
 // findSteps finds a device's steps from the cut signals in use (cutSync|cutGraph|cutH2D
 // for auto), falling back, when no grouping of segments repeats, to one step per segment
 // (when most segments launch kernels); nil when neither finds steps.
-func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection {
+func findSteps(t *nsys.Trace, h *HostIndex, tl *Timeline, use uint8) *Detection {
 	raw, cc := segmentTimeline(t, h, tl, use)
 	segs := mergeEmpty(slices.Clone(raw))
 	if len(segs) < 3 {
@@ -260,27 +260,27 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 		}
 	}
 	if ok {
-		d := &detection{method: segmentMethod(segs, k, e), bounds: groupSegments(segs, k, e, end), detail: cc.describe(k), forwards: ends}
+		d := &Detection{Method: segmentMethod(segs, k, e), Bounds: groupSegments(segs, k, e, end), Detail: cc.describe(k), Forwards: ends}
 		if fwds >= 2 {
-			d.bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.bounds, segs[e].start)))
+			d.Bounds = groupRounds(segs, separateRequests(segs, splitForwards(segs, d.Bounds, segs[e].start)))
 		}
-		d.detail += roundsDetail(d.bounds)
+		d.Detail += roundsDetail(d.Bounds)
 		if d.steps() >= 2 {
-			labelCuts(segs, d.bounds)
+			labelCuts(segs, d.Bounds)
 			return d
 		}
 	}
 	if fwds >= 2 {
-		d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(0), bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), forwards: ends}
-		d.detail += roundsDetail(d.bounds)
+		d := &Detection{Method: segmentMethod(segs, 1, 0), Detail: cc.describe(0), Bounds: groupRounds(segs, separateRequests(segs, forwardSteps(segs))), Forwards: ends}
+		d.Detail += roundsDetail(d.Bounds)
 		if d.steps() >= 2 {
-			labelCuts(segs, d.bounds)
+			labelCuts(segs, d.Bounds)
 			return d
 		}
 	}
 	d := oneStepPerSegment(raw, cc)
 	if d != nil {
-		labelCuts(raw, d.bounds)
+		labelCuts(raw, d.Bounds)
 	}
 	return d
 }
@@ -288,7 +288,7 @@ func findSteps(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) *detection 
 // labelCuts fills what started each boundary of segments (boundary.by) from the cut of the
 // segment that starts there: the signals that cut it, after the forward end that split the
 // window when it did (boundary.split); the device's first activity is the window's start.
-func labelCuts(segs []segment, bounds []boundary) {
+func labelCuts(segs []segment, bounds []Boundary) {
 	at := make(map[nsys.Time]uint8, len(segs))
 	for i, s := range segs {
 		c := s.cut
@@ -301,14 +301,14 @@ func labelCuts(segs []segment, bounds []boundary) {
 	}
 	for i := range bounds {
 		b := &bounds[i]
-		if b.by != "" || b.outside {
+		if b.By != "" || b.Outside {
 			continue
 		}
 		var ids []string
 		if b.split {
 			ids = append(ids, CutForwardEnd)
 		}
-		c, ok := at[b.start]
+		c, ok := at[b.Start]
 		switch {
 		case !ok:
 		case c == 1<<7:
@@ -332,7 +332,7 @@ func labelCuts(segs []segment, bounds []boundary) {
 		if len(ids) == 0 {
 			ids = append(ids, CutForwardEnd) // a step that starts inside a segment
 		}
-		b.by = strings.Join(ids, "+")
+		b.By = strings.Join(ids, "+")
 	}
 }
 
@@ -419,7 +419,7 @@ func segmentMethod(segs []segment, k, e int) Method {
 
 // oneStepPerSegment makes each segment a step, unless most of them launch no kernel (a
 // sync inside the step, or copies on their own: those are not steps).
-func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
+func oneStepPerSegment(segs []segment, cc cutCounts) *Detection {
 	empty := 0
 	for _, s := range segs {
 		if s.kernels == 0 {
@@ -429,19 +429,19 @@ func oneStepPerSegment(segs []segment, cc cutCounts) *detection {
 	if 2*empty > len(segs) {
 		return nil
 	}
-	d := &detection{method: segmentMethod(segs, 1, 0), detail: cc.describe(1)}
+	d := &Detection{Method: segmentMethod(segs, 1, 0), Detail: cc.describe(1)}
 	for _, s := range segs {
 		// A segment of copies alone is not a step: it is in no step.
-		d.bounds = append(d.bounds, boundary{start: s.start, outside: s.kernels == 0})
+		d.Bounds = append(d.Bounds, Boundary{Start: s.start, Outside: s.kernels == 0})
 	}
 	return d
 }
 
 // steps returns the number of steps (boundaries not outside) of the detection.
-func (d *detection) steps() int {
+func (d *Detection) steps() int {
 	n := 0
-	for _, b := range d.bounds {
-		if !b.outside {
+	for _, b := range d.Bounds {
+		if !b.Outside {
 			n++
 		}
 	}

@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -73,62 +73,62 @@ const maxCands = 4096
 
 // add accounts activity a (role: its name's, inGraph: launched by a graph) to the segment,
 // and follows the forward ends in fw.
-func (s *segment) add(a *activity, role kernelclass.Role, inGraph bool, fw *forwardEnds) {
+func (s *segment) add(a *Activity, role kernelclass.Role, inGraph bool, fw *forwardEnds) {
 	before := s.end
-	s.end = max(s.end, a.end)
+	s.end = max(s.end, a.End)
 	if s.kernels == 0 {
-		if a.src == srcMemop {
-			s.leadEnd = max(s.leadEnd, a.end)
+		if a.Src == SrcMemop {
+			s.leadEnd = max(s.leadEnd, a.End)
 		} else {
-			s.kstart = a.start
+			s.kstart = a.Start
 		}
 	}
-	switch a.src {
-	case srcKernel:
+	switch a.Src {
+	case SrcKernel:
 		samples := role == kernelclass.RoleSampler || role == kernelclass.RoleReduce
 		if s.pending != 0 && !samples {
 			if len(s.cands) < maxCands {
-				s.cands = append(s.cands, fwdCand{at: a.start, sampler: s.pending, kernels: s.kernels, attn: s.attn, sig: s.sig, end: before})
+				s.cands = append(s.cands, fwdCand{at: a.Start, sampler: s.pending, kernels: s.kernels, attn: s.attn, sig: s.sig, end: before})
 			}
 			s.pending = 0
 		}
 		if samples && fw.armed {
-			s.pending = a.start
+			s.pending = a.Start
 		}
 		s.kernels++
 		s.sampler = s.sampler || role == kernelclass.RoleSampler
 		fw.add(a, role)
-		if a.cat == kernelclass.Attention {
+		if a.Cat == kernelclass.Attention {
 			s.attn++
 		}
 		if inGraph {
 			// A replayed kernel differs from the same kernel launched eagerly: warm-up
 			// steps before the first replay are not steps of the graph loop.
-			s.sig += mix64(uint64(a.cat) + 1 + 1<<42)
+			s.sig += Mix64(uint64(a.Cat) + 1 + 1<<42)
 		} else {
-			s.sig += mix64(uint64(a.cat) + 1)
+			s.sig += Mix64(uint64(a.Cat) + 1)
 		}
-	case srcGraph:
+	case SrcGraph:
 		// A replay traced at graph level hides its kernels: it runs the forward's GEMMs
 		// as far as the trace shows (a sampler after it ends a forward).
 		s.kernels++
-		s.sig += mix64(1 << 40)
+		s.sig += Mix64(1 << 40)
 		fw.armed, fw.pending = true, false
-	case srcMemop:
-		s.sig += mix64(1<<41 + uint64(a.memKind))
+	case SrcMemop:
+		s.sig += Mix64(1<<41 + uint64(a.MemKind))
 	}
 }
 
 // syncAfter returns the launch keys of the first launch-like call of each process after
 // each of its synchronize calls ended, and the number of such synchronisations.
-func syncAfter(t *nsys.Trace, tl *timeline) (map[uint64]bool, int) {
+func syncAfter(t *nsys.Trace, tl *Timeline) (map[uint64]bool, int) {
 	after := map[uint64]bool{}
 	pending := map[nsys.ProcID]nsys.Time{}
 	n := 0
 	for i := range t.APICalls {
 		c := &t.APICalls[i]
 		w := &t.Callers[c.Caller]
-		if !tl.hasProc(w.Proc) {
+		if !tl.HasProc(w.Proc) {
 			continue
 		}
 		if w.Kind == nsys.APISync {
@@ -150,13 +150,13 @@ func syncAfter(t *nsys.Trace, tl *timeline) (map[uint64]bool, int) {
 type cutCounts struct{ sync, d2h, graph, h2d int }
 
 // segmentTimeline cuts the device's timeline at the signals in use and returns the segments.
-func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]segment, cutCounts) {
+func segmentTimeline(t *nsys.Trace, h *HostIndex, tl *Timeline, use uint8) ([]segment, cutCounts) {
 	var after map[uint64]bool
 	var cc cutCounts
 	if use&cutSync != 0 {
 		after, cc.sync = syncAfter(t, tl)
 	}
-	side := func(*activity) bool { return false }
+	side := func(*Activity) bool { return false }
 	if use&cutH2D != 0 {
 		side = sideCopies(t, tl)
 	}
@@ -167,14 +167,14 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 	var lastGraphKey uint64
 	keyOf, inGraph := uint64(0), false // the last key looked up, and whether a graph launch has it
 	var fw forwardEnds
-	tl.each(func(a *activity) bool {
+	tl.Each(func(a *Activity) bool {
 		var why uint8
-		k := a.key()
-		if a.src == srcKernel && k != keyOf {
-			keyOf, inGraph = k, h.graphs[k]
+		k := a.Key()
+		if a.Src == SrcKernel && k != keyOf {
+			keyOf, inGraph = k, h.Graphs[k]
 		}
 		aside := side(a)
-		readBack := d2h && a.start >= d2hEnd && !aside
+		readBack := d2h && a.Start >= d2hEnd && !aside
 		if use&cutSync != 0 && !aside && (after[k] || readBack) {
 			why |= cutSync
 			if readBack {
@@ -182,7 +182,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 			}
 			delete(after, k) // a graph's kernels share the key: the first one cuts
 		}
-		if use&cutGraph != 0 && a.src != srcMemop && k != lastGraphKey && h.graphs[k] {
+		if use&cutGraph != 0 && a.Src != SrcMemop && k != lastGraphKey && h.Graphs[k] {
 			lastGraphKey = k
 			if !seenGraph[k] {
 				seenGraph[k] = true
@@ -190,7 +190,7 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 				cc.graph++
 			}
 		}
-		if use&cutH2D != 0 && a.src == srcMemop && a.memKind == nsys.MemcpyHtoD && !aside {
+		if use&cutH2D != 0 && a.Src == SrcMemop && a.MemKind == nsys.MemcpyHtoD && !aside {
 			why |= cutH2D
 			cc.h2d++
 		}
@@ -203,15 +203,15 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 				last.fwdAt = fw.close()
 				last.fwd = last.fwdAt != 0
 			}
-			segs = append(segs, segment{start: a.start, end: a.end, cut: why})
+			segs = append(segs, segment{start: a.Start, end: a.End, cut: why})
 		}
 		role := kernelclass.RoleNone
-		if a.src == srcKernel {
-			role = h.roles[a.name] // only kernels have names
+		if a.Src == SrcKernel {
+			role = h.Roles[a.Name] // only kernels have names
 		}
 		segs[len(segs)-1].add(a, role, inGraph, &fw)
-		if a.src == srcMemop && use&cutSync != 0 && a.memKind == nsys.MemcpyDtoH {
-			d2h, d2hEnd = true, a.end
+		if a.Src == SrcMemop && use&cutSync != 0 && a.MemKind == nsys.MemcpyDtoH {
+			d2h, d2hEnd = true, a.End
 			cc.d2h++
 		}
 		return true
@@ -230,19 +230,19 @@ func segmentTimeline(t *nsys.Trace, h *hostIndex, tl *timeline, use uint8) ([]se
 // worker's KV imports beside the loop: copies, then per-layer cache writes) starts no
 // iteration: neither its host-to-device copies nor its first activity after a read-back
 // cut, nor does it as the first launch after a synchronize. Where every input copy runs on a copy stream, nothing is on a side stream.
-func sideCopies(t *nsys.Trace, tl *timeline) func(*activity) bool {
+func sideCopies(t *nsys.Trace, tl *Timeline) func(*Activity) bool {
 	type sk struct {
 		proc   nsys.ProcID
 		stream nsys.StreamID
 	}
 	count := map[sk]int{}
-	tl.each(func(a *activity) bool {
-		switch a.src {
-		case srcKernel:
-			st := &t.Sites[t.Kernels[a.idx].Site]
+	tl.Each(func(a *Activity) bool {
+		switch a.Src {
+		case SrcKernel:
+			st := &t.Sites[t.Kernels[a.Idx].Site]
 			count[sk{st.Proc, st.Stream}]++
-		case srcGraph:
-			g := &t.Graphs[a.idx]
+		case SrcGraph:
+			g := &t.Graphs[a.Idx]
 			count[sk{g.Proc, g.Stream}]++
 		}
 		return true
@@ -257,22 +257,22 @@ func sideCopies(t *nsys.Trace, tl *timeline) func(*activity) bool {
 	own := false
 	for i := range t.Memops {
 		m := &t.Memops[i]
-		if m.Device == tl.dev && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
+		if m.Device == tl.Dev && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
 			own = true
 			break
 		}
 	}
 	if best == 0 || !own {
-		return func(*activity) bool { return false }
+		return func(*Activity) bool { return false }
 	}
-	return func(a *activity) bool {
+	return func(a *Activity) bool {
 		var at sk
-		switch a.src {
-		case srcMemop:
-			m := &t.Memops[a.idx]
+		switch a.Src {
+		case SrcMemop:
+			m := &t.Memops[a.Idx]
 			at = sk{m.Proc, m.Stream}
-		case srcKernel:
-			st := &t.Sites[t.Kernels[a.idx].Site]
+		case SrcKernel:
+			st := &t.Sites[t.Kernels[a.Idx].Site]
 			at = sk{st.Proc, st.Stream}
 		default:
 			return false
@@ -339,4 +339,14 @@ func (cc cutCounts) describe(k int) string {
 		s += fmt.Sprintf("; a step spans %d of the segments they cut", k)
 	}
 	return s
+}
+
+// Mix64 scrambles x (a 64-bit finaliser): signatures add it over activities.
+func Mix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
 }

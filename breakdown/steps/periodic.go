@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -12,13 +12,13 @@ import (
 // loop body, right after a prefill whose kernels differ. Kernels before it are one step
 // (the prefill; setup in no step when under a quarter of a period); a partial period at the
 // end belongs to no step.
-func periodicDetect(tl *timeline) *detection {
+func periodicDetect(tl *Timeline) *Detection {
 	var names []nsys.NameID
 	var starts []nsys.Time
-	tl.each(func(a *activity) bool {
-		if a.src == srcKernel {
-			names = append(names, a.name)
-			starts = append(starts, a.start)
+	tl.Each(func(a *Activity) bool {
+		if a.Src == SrcKernel {
+			names = append(names, a.Name)
+			starts = append(starts, a.Start)
 		}
 		return true
 	})
@@ -31,20 +31,20 @@ func periodicDetect(tl *timeline) *detection {
 		return nil
 	}
 	e := max(repeatStart(names, p), 0)
-	var b []boundary
+	var b []Boundary
 	if e > 0 {
 		// Kernels before the first period: the prefill, or setup when under a quarter of
 		// a period (in no step).
-		b = append(b, boundary{start: starts[0], outside: 4*e < p, by: CutPeriodicity})
+		b = append(b, Boundary{Start: starts[0], Outside: 4*e < p, By: CutPeriodicity})
 	}
 	i := e
 	for ; i+p <= n; i += p {
-		b = append(b, boundary{start: starts[i], by: CutPeriodicity})
+		b = append(b, Boundary{Start: starts[i], By: CutPeriodicity})
 	}
 	if i < n {
-		b = append(b, boundary{start: starts[i], outside: true})
+		b = append(b, Boundary{Start: starts[i], Outside: true})
 	}
-	d := &detection{method: MethodPeriodic, detail: fmt.Sprintf("kernel sequence repeats every %d kernels", p), bounds: sortBounds(b)}
+	d := &Detection{Method: MethodPeriodic, Detail: fmt.Sprintf("kernel sequence repeats every %d kernels", p), Bounds: sortBounds(b)}
 	if d.steps() < 2 {
 		return nil
 	}

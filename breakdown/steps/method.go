@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"fmt"
@@ -48,6 +48,14 @@ func (m Method) spec() (methodSpec, bool) {
 		}
 	}
 	return methodSpec{}, false
+}
+
+// NoneFound says what it means that the method, asked for by name, found no steps on any
+// device (the What of breakdown's NoStepsError); "" for a method that does not fail so
+// (auto and whole; nvtx fails on its own: MatchNVTX).
+func (m Method) NoneFound() string {
+	s, _ := m.spec()
+	return s.none
 }
 
 func (m Method) String() string {
@@ -117,8 +125,8 @@ func (m StepMethod) String() string {
 	return m.Method.String()
 }
 
-// check reports whether m is a method ParseStepMethod could return.
-func (m StepMethod) check() error {
+// Check reports whether m is a method ParseStepMethod could return.
+func (m StepMethod) Check() error {
 	if _, ok := m.Method.spec(); !ok {
 		return &OptionError{OptSteps, fmt.Errorf("unknown method %v (want %s)", m.Method, StepMethodChoices())}
 	}
@@ -127,3 +135,25 @@ func (m StepMethod) check() error {
 	}
 	return nil
 }
+
+// An Option names a field of an options struct (breakdown.Options), for OptionError:
+// each package names the fields it checks.
+type Option string
+
+// OptSteps is the step method (breakdown.Options.Steps): ParseStepMethod and
+// StepMethod.Check name it.
+const OptSteps Option = "Steps"
+
+// String returns the name of the options field.
+func (o Option) String() string { return string(o) }
+
+// An OptionError says that the value of one of the Options is invalid, as opposed to a
+// problem of the trace: a command line reports it as a usage mistake, naming its own flag
+// for Option.
+type OptionError struct {
+	Option Option
+	Err    error
+}
+
+func (e *OptionError) Error() string { return e.Option.String() + ": " + e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }

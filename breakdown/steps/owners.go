@@ -1,4 +1,4 @@
-package breakdown
+package steps
 
 import (
 	"cmp"
@@ -8,14 +8,14 @@ import (
 	"github.com/stepstat/stepstat/nsys"
 )
 
-// launchOwners answers "which NVTX range launched the work with this key?" in memory
+// LaunchOwners answers "which NVTX range launched the work with this key?" in memory
 // proportional to the number of ranges, not of launches.
 //
 // CUPTI gives a process's API calls increasing correlation ids, so the launches a range's
 // thread made inside the range span an interval [lo, hi] of correlation ids. The interval
 // identifies them exactly unless another thread of the process launched work with an id
 // inside it (or another range's interval overlaps); those ranges keep explicit keys instead.
-type launchOwners struct {
+type LaunchOwners struct {
 	spans []corrSpan // exact intervals, by (proc, lo)
 	keys  []keyOwner // explicit keys of the other ranges, by key
 }
@@ -32,10 +32,10 @@ type keyOwner struct {
 	owner int32
 }
 
-// ownerRange is a range whose launches are to be owned: calls of Thread within [Start, End].
-type ownerRange struct {
-	thread     int64
-	start, end nsys.Time
+// OwnerRange is a range whose launches are to be owned: calls of Thread within [Start, End].
+type OwnerRange struct {
+	Thread     int64
+	Start, End nsys.Time
 }
 
 // callsIn calls fn with the index of each launch-like call of t that starts within [s, e].
@@ -49,10 +49,10 @@ func callsIn(t *nsys.Trace, s, e nsys.Time, fn func(i int)) {
 	}
 }
 
-// newLaunchOwners builds the owner table of ranges; ok(w) filters the calls that count by
+// NewLaunchOwners builds the owner table of ranges; ok(w) filters the calls that count by
 // their caller.
-func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller) bool) *launchOwners {
-	lo := &launchOwners{}
+func NewLaunchOwners(t *nsys.Trace, ranges []OwnerRange, ok func(w *nsys.Caller) bool) *LaunchOwners {
+	lo := &LaunchOwners{}
 	calls := t.APICalls
 	var inexact []int
 	// One pass over each range's calls: the interval of its own launches, and the other
@@ -67,10 +67,10 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller)
 		sp := corrSpan{owner: int32(i)}
 		n := 0
 		others = others[:0]
-		callsIn(t, r.start, r.end, func(j int) {
+		callsIn(t, r.Start, r.End, func(j int) {
 			c := &calls[j]
 			w := &t.Callers[c.Caller]
-			if w.Thread != r.thread || !ok(w) {
+			if w.Thread != r.Thread || !ok(w) {
 				others = append(others, other{w.Proc, c.Correlation})
 				return
 			}
@@ -120,10 +120,10 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller)
 	lo.spans = keep
 	for _, i := range inexact {
 		r := ranges[i]
-		callsIn(t, r.start, r.end, func(j int) {
+		callsIn(t, r.Start, r.End, func(j int) {
 			c := &calls[j]
 			w := &t.Callers[c.Caller]
-			if w.Thread == r.thread && ok(w) {
+			if w.Thread == r.Thread && ok(w) {
 				lo.keys = append(lo.keys, keyOwner{actKey(w.Proc, c.Correlation), int32(i)})
 			}
 		})
@@ -132,8 +132,8 @@ func newLaunchOwners(t *nsys.Trace, ranges []ownerRange, ok func(w *nsys.Caller)
 	return lo
 }
 
-// owner returns the range that launched the work of (proc, corr).
-func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
+// Owner returns the range that launched the work of (proc, corr).
+func (lo *LaunchOwners) Owner(proc nsys.ProcID, corr uint32) (int32, bool) {
 	if len(lo.keys) > 0 {
 		k := actKey(proc, corr)
 		if i, ok := slices.BinarySearchFunc(lo.keys, k, func(o keyOwner, k uint64) int { return cmp.Compare(o.key, k) }); ok {
@@ -151,19 +151,19 @@ func (lo *launchOwners) owner(proc nsys.ProcID, corr uint32) (int32, bool) {
 	return 0, false
 }
 
-// mergeOwnerRanges merges the ranges of each thread that overlap or nest into one, for
+// MergeOwnerRanges merges the ranges of each thread that overlap or nest into one, for
 // owner tables that only answer "inside some range of the rule?" (the NVTX category mapping): N
 // nested matching ranges each spanning every launch would cost N x launches in keys and
 // time; merged, each launch is looked at once. rs must be sorted by start.
-func mergeOwnerRanges(rs []ownerRange) []ownerRange {
+func MergeOwnerRanges(rs []OwnerRange) []OwnerRange {
 	open := map[int64]int{} // thread -> index in out of its last merged range
 	out := rs[:0:0]
 	for _, r := range rs {
-		if i, ok := open[r.thread]; ok && r.start <= out[i].end {
-			out[i].end = max(out[i].end, r.end)
+		if i, ok := open[r.Thread]; ok && r.Start <= out[i].End {
+			out[i].End = max(out[i].End, r.End)
 			continue
 		}
-		open[r.thread] = len(out)
+		open[r.Thread] = len(out)
 		out = append(out, r)
 	}
 	return out
