@@ -2,6 +2,7 @@ package nsys_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -76,5 +77,55 @@ func TestTruncatedWhileRead(t *testing.T) {
 		if !strings.Contains(err.Error(), "changed while being read") && !strings.Contains(err.Error(), "corrupt or truncated") {
 			t.Errorf("truncated to 1/%d while mapped: %v; want it said that the file changed or is truncated", frac, err)
 		}
+	}
+}
+
+// TestSparseRowidsBounded (issue 41, item 10): a small kernel table whose rowids have
+// gaps (one row every 1000 rowids), in a file that other tables make large enough for the
+// span to pass the file-size bound, sized its arrays by the span: a slot (a page, a huge
+// page in mapped arrays) per rowid. The arrays follow the rows the table holds, on both
+// readers.
+func TestSparseRowidsBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sparse.sqlite")
+	nsystest.Gunzip(t, "../testdata/traces/dense-eager.sqlite.gz", path)
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE filler (x BLOB)`,
+		`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 16) INSERT INTO filler SELECT zeroblob(1000000) FROM c`,
+		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -rowid`, // out of the way first: rowids are unique
+		`UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = -rowid * 1000 + 1000`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET rowid = -rowid`,
+		`UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET rowid = -rowid * 400 + 1000`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	defer nsys.SetBigMin(nsys.SetBigMin(1)) // every array mapped: its size is seen
+	var kernels int
+	for _, sqliteOnly := range []bool{false, true} {
+		opt := nsys.PartRows(1 << 12)
+		opt.SQLiteOnly = sqliteOnly
+		tr, err := nsys.Open(context.Background(), path, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped := 0
+		for _, r := range nsys.MappedRanges(tr) {
+			mapped += int(r[1] - r[0])
+		}
+		t.Logf("SQLiteOnly %v: %d kernels, %d calls, %.1f MB mapped", sqliteOnly, len(tr.Kernels), len(tr.APICalls), float64(mapped)/1e6)
+		if mapped > 8<<20 {
+			t.Errorf("SQLiteOnly %v: %.1f MB mapped for %d kernels and %d calls; want the arrays sized by the rows (a few MB)", sqliteOnly, float64(mapped)/1e6, len(tr.Kernels), len(tr.APICalls))
+		}
+		if kernels != 0 && len(tr.Kernels) != kernels || len(tr.Kernels) != 801 {
+			t.Errorf("SQLiteOnly %v: %d kernels, want 801 on both readers", sqliteOnly, len(tr.Kernels))
+		}
+		kernels = len(tr.Kernels)
+		tr.Release()
 	}
 }

@@ -57,7 +57,10 @@
 //     N devices (ids A to B), more than the 1024 stepstat analyses`, exit 1. `--device`
 //     takes -1 (every device) or an id up to 32767 (usage error otherwise: `--device -2`, a
 //     typo of 2, no longer means every device).
-//   - Rows: arrays are sized from the file (a row takes more than 8 bytes), not from rowids.
+//   - Rows: arrays are sized from the file (a row takes more than 8 bytes), not from rowids,
+//     and by the table's own size: a small table whose rowids have gaps, in a file other
+//     tables make large, is read into an array that grows with its rows (was a slot, and
+//     a page of memory, per rowid: ~40 KB a row).
 //     Nested NVTX ranges cost n log n (depth is capped at 16384); `--nvtx-category` merges
 //     nested matching ranges, so memory does not grow with depth x launches (100,000 nested
 //     ranges: 0.2 s, 32 MB).
