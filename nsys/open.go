@@ -79,7 +79,20 @@ type shared struct {
 // Options.SQLiteOnly; what the direct reader does not handle is read through SQLite, a
 // table at a time when known before reading, else by reading the whole file again
 // through SQLite. Trace.Reads says which.
+//
+// The file is opened once (source.go). A path that names another file by the time
+// SQLite's connections open (renamed over just after it was opened) is opened again, up to
+// three times, so that the trace is all of one file.
 func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
+	for try := 1; ; try++ {
+		t, err := openOnce(ctx, path, opt)
+		if try == 3 || !errors.Is(err, errReplaced) {
+			return t, err
+		}
+	}
+}
+
+func openOnce(ctx context.Context, path string, opt Options) (*Trace, error) {
 	src, err := openSource(path)
 	if err != nil {
 		return nil, err
