@@ -81,6 +81,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	for _, d := range devs {
 		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
 	}
+	steps.IndexRows(tls)
 	nvtx, err := steps.MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err

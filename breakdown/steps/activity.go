@@ -62,6 +62,43 @@ type Timeline struct {
 	// Done, when closed, stops every pass over the timeline within a few thousand
 	// activities (Summarize's context); nil never stops.
 	Done <-chan struct{}
+	// rows, when set (IndexRows), lists the device's own kernels, memory operations and
+	// graph executions, so that a pass walks them and not every device's.
+	rows *deviceRows
+}
+
+// deviceRows are the indexes, in the trace's arrays, of one device's kernels, memory
+// operations and graph executions, in array (start) order.
+type deviceRows struct{ k, m, g []int32 }
+
+// IndexRows lists each timeline's own rows in one pass over the trace's arrays, for
+// timelines of one trace: without it, each device's passes walk every device's rows, a
+// cost of devices x rows (quadratic in the files of a run). With one timeline it does
+// nothing: its passes walk its rows either way.
+func IndexRows(tls map[nsys.DeviceID]*Timeline) {
+	if len(tls) < 2 {
+		return
+	}
+	var t *nsys.Trace
+	for _, tl := range tls {
+		t = tl.Trace
+		tl.rows = &deviceRows{}
+	}
+	for i := range t.Kernels {
+		if tl := tls[t.Sites[t.Kernels[i].Site].Device]; tl != nil {
+			tl.rows.k = append(tl.rows.k, int32(i))
+		}
+	}
+	for i := range t.Memops {
+		if tl := tls[t.Memops[i].Device]; tl != nil {
+			tl.rows.m = append(tl.rows.m, int32(i))
+		}
+	}
+	for i := range t.Graphs {
+		if tl := tls[t.Graphs[i].Device]; tl != nil {
+			tl.rows.g = append(tl.rows.g, int32(i))
+		}
+	}
 }
 
 // Cancelled reports whether Done is closed.
@@ -79,6 +116,10 @@ func (tl *Timeline) Each(fn func(a *Activity) bool) { tl.EachFrom(math.MinInt64,
 
 // EachFrom is Each for the activities that start at from or later.
 func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
+	if tl.rows != nil {
+		tl.eachIndexed(from, fn)
+		return
+	}
 	ks, ms, gs, sites := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs, tl.Trace.Sites
 	var i, j, k int
 	if from != math.MinInt64 {
@@ -123,6 +164,52 @@ func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
 			j++
 		case 2:
 			tl.graphAct(k, &a)
+			k++
+		}
+		if !fn(&a) {
+			return
+		}
+	}
+}
+
+// eachIndexed is EachFrom over the device's own rows (IndexRows), in the same order:
+// by start, a kernel before a memory operation before a graph execution of one start.
+func (tl *Timeline) eachIndexed(from nsys.Time, fn func(a *Activity) bool) {
+	ks, ms, gs := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs
+	rk, rm, rg := tl.rows.k, tl.rows.m, tl.rows.g
+	var i, j, k int
+	if from != math.MinInt64 {
+		i = sort.Search(len(rk), func(i int) bool { return ks[rk[i]].Start >= from })
+		j = sort.Search(len(rm), func(j int) bool { return ms[rm[j]].Start >= from })
+		k = sort.Search(len(rg), func(k int) bool { return gs[rg[k]].Start >= from })
+	}
+	var a Activity
+	for n := 1; ; n++ {
+		if n&(1<<14-1) == 0 && tl.Cancelled() {
+			return
+		}
+		best := -1
+		var bs nsys.Time
+		if i < len(rk) {
+			best, bs = 0, ks[rk[i]].Start
+		}
+		if j < len(rm) && (best < 0 || ms[rm[j]].Start < bs) {
+			best, bs = 1, ms[rm[j]].Start
+		}
+		if k < len(rg) && (best < 0 || gs[rg[k]].Start < bs) {
+			best = 2
+		}
+		switch best {
+		case -1:
+			return
+		case 0:
+			tl.kernelAct(int(rk[i]), &a)
+			i++
+		case 1:
+			tl.memopAct(int(rm[j]), &a)
+			j++
+		case 2:
+			tl.graphAct(int(rg[k]), &a)
 			k++
 		}
 		if !fn(&a) {
