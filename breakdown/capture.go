@@ -190,11 +190,11 @@ func markEdges(dev nsys.DeviceID, steps []Step, shapes []stepShape, trailing boo
 	return fmt.Errorf("device %d: the capture window cuts iterations: %s; partial steps are kept out of every summary (a window opened on a running server holds no prefill)", dev, strings.Join(what, ", "))
 }
 
-// inputCopies says, per step, whether a host-to-device copy of the device starts in it.
-func inputCopies(t *nsys.Trace, dev nsys.DeviceID, steps []Step) []bool {
+// inputCopies says, per step, whether a host-to-device copy of the timeline starts in it.
+func inputCopies(tl *steps.Timeline, steps []Step) []bool {
 	out := make([]bool, len(steps))
-	for _, m := range t.Memops {
-		if m.Device != dev || m.Kind != nsys.MemcpyHtoD {
+	for _, m := range tl.Trace.Memops {
+		if !tl.Owns(m.Device, m.Proc) || m.Kind != nsys.MemcpyHtoD {
 			continue
 		}
 		i := sort.Search(len(steps), func(i int) bool { return steps[i].End > m.Start })

@@ -19,8 +19,9 @@
 //  5. sweep.go: one sweep of the timeline accounts each step's exclusive and busy time,
 //     counts and idle gaps (long timelines in two halves at once).
 //  6. hostgaps.go: idle gaps attributed to what the host was doing.
-//  7. phases.go: prefill, decode or mixed for steps whose detection gave no phase: by
-//     kernel mix, then by copies (input copies per token against the read-back per sequence).
+//  7. phases.go: prefill, decode, mixed or uncertain for steps whose detection gave no phase:
+//     by what each step holds on the loop's stream against the loop's decode template, then
+//     by copies (input copies per token against the read-back per sequence).
 //  8. summary.go and stats.go: the steps of one phase summarised (medians, quantiles,
 //     means that add up, shares).
 //  9. ranks.go: the rank view of multi-GPU traces (collectives matched across devices);
@@ -31,13 +32,20 @@
 //  10. timeline.go: the median and the slowest summarised step kept as they ran, for the
 //     HTML report's step timeline (one step's rows per device).
 //
+// procs.go splits a device that several processes share into one timeline per process;
+// lifetime.go keeps a whole-process capture's served loop (DeviceReport.Lifetime names
+// the load, warm-up, capture and shutdown around it); kind.go says when a device's steps
+// are training steps or a loading window, not an inference loop (DeviceReport.Kind).
 // report.go holds the result types; units.go how a time and a share are written in text.
 //
 //   - Steps are the iterations of the serving loop: one forward of the target model, or one
 //     speculative round (the draft model's forwards and the target's verify forward).
 //     Iterations differ in shape (batch, prompt chunk, number of draft tokens) and that is
-//     normal; a run of iterations is never folded into one step. Found per device, by the
-//     first of these that finds any (`--steps auto`; the list is `breakdown/steps/method.go`'s one
+//     normal; a run of iterations is never folded into one step. Found per device (per
+//     process on a device that several processes share, procs.go: each is its own loop,
+//     its own DeviceReport with PID and Processes, and no step holds another process's
+//     work; such reports have no rank view), by the first of these that finds any
+//     (`--steps auto`; the list is `breakdown/steps/method.go`'s one
 //     table of methods):
 //   - NVTX ranges (a `--steps nvtx:REGEX`, or the dialects of TensorRT-LLM `[Executor]
 //     _forward_step N: X ctx reqs, Y gen reqs`, vLLM `execute_context_*_generation_*`,
@@ -95,30 +103,48 @@
 //     or more; and on decode steps: steps that launch no kernel, kernel counts that
 //     alternate between two values (a step cut in two), a first or last step cut short (not
 //     one that holds its whole forward: a round with fewer drafts near the end is normal),
-//     steps more than 10x away from the median, and devices of one trace that disagree on
-//     the number of decode steps.
-//   - Phase: from NVTX text where present (`prefill`, `decode`, `mixed`); else the most
-//     common kernel mix is decode, and a step with a different mix is a prefill candidate
-//     when it runs attention kernels decode never runs or takes at least three times the
-//     decode median. A candidate is a prefill at a request's start (the first step, or the
-//     first after a window outside steps); inside a request only when its GEMMs differ in
-//     number from the decode steps' (else it is a multi-token decode: prompt-lookup's or a
-//     draft's verify forward). On a device whose forwards end with a sampler, a request's
-//     first step with another mix than decode's is its prefill. A speculative round is
-//     decode, but at a request's start (it holds the prompt). Copies then tell what the
-//     shape cannot (continuous batching runs prompt chunks in decode's kernels): on a device
-//     whose forwards end with a sampler, where at least half the steps copy inputs to the
-//     device and read tokens back, a step whose median host-to-device copy is at least 4x
-//     its read-back (the device-to-host copies after its sampler), relative to the median
-//     step's ratio, processes prompt tokens (inputs are per token, the read-back per
-//     sequence: in decode both are one per sequence, whatever the batch). Such a step is a
-//     prefill at a request's start; inside one it is `mixed` (a prompt chunk beside decoding
-//     sequences) when it reads back more than the run's smallest read-back and the step
-//     before it is decode, or a prompt step that read back more than the smallest too (a
-//     token budget cuts at most one prompt per iteration, so the others sample on); else a
-//     prefill (a prompt's next chunk, or prompts alone). `serve-cb`: 2 prefill, 4 mixed, 33
-//     decode, as its truth. A verify forward that reads back a token per position keeps
-//     decode's ratio.
+//     steps more than 10x away from the median, decode steps that are twins of a prefill
+//     (its kernels in its time: several runs of one program in one capture, the later
+//     prefills called decode), and devices of one trace that disagree on the number of
+//     decode steps.
+//   - Phase: from NVTX text where present (`prefill`, `decode`, `mixed`); else from what each
+//     step holds on the loop's own stream (the device's stream with the most kernels; side
+//     streams' KV transfers are no part of a forward) against the loop's decode template,
+//     the steps of its most common kernel mix (the sampler's kernels left out: top-k variants
+//     change with the batch). Prompt tokens: more attention calls per forward than the
+//     template (1.5x and one more: a prompt chunk's own attention beside the decode rows',
+//     `mixed` when the template's attention calls are there too), attention kernels the
+//     template never runs (unless the step holds the template's GEMMs in number and time and
+//     its attention calls per forward: a multi-token decode, prompt-lookup's or a draft's
+//     verify forward), eager while the template replays a CUDA graph, GEMM kernels running 3x
+//     as long as the template's same kernels (or the GEMMs 3x its median time; never for the
+//     template's own mix: time alone); at a request's start (the first step, or the first
+//     after a window outside steps) also GEMMs other in number, or 5% more or fewer kernels.
+//     Decode: a template step, or a step that holds its attention calls of its kernels, its
+//     graph replay or eager launching and GEMMs under 3x its time. Else `uncertain` (phase
+//     evidence says what differs), counted, out of the decode summary, warned about. The
+//     template itself is checked: when every iteration runs attention calls per forward in
+//     proportion to the sequences it reads back (one call a sequence, over two batch sizes or
+//     more), or another iteration of the template's attention calls, GEMM count and read-back
+//     copies half its input or less and runs its GEMMs 1.1x faster or more (the template holds
+//     more tokens than one a sequence), the loop holds prompts only (a disaggregated prefill
+//     worker): its steps are prefill. A speculative round is decode, but at a request's start
+//     when it holds attention or GEMM kernels the other rounds never run (the prompt). Copies
+//     then tell what the kernels cannot (continuous batching runs prompt chunks in decode's
+//     kernels): on a device whose forwards end with a sampler, where at least half the steps
+//     copy inputs to the device and read tokens back on the read-back's stream (the stream of
+//     the first device-to-host copy after most forward ends; a transfer stream's copies are
+//     no iteration's inputs), a step whose median host-to-device copy is at least 4x its
+//     read-back, relative to the median step's ratio, processes prompt tokens (inputs are per
+//     token, the read-back per sequence: in decode both are one per sequence, whatever the
+//     batch), unless a template step that reads back as much or more copies as much input
+//     (a graph's padded static inputs). Such a step is a prefill at a request's start;
+//     inside one it is `mixed` (a prompt chunk beside decoding sequences) when it reads back
+//     more than the run's smallest read-back and the step before it is decode, or a prompt
+//     step that read back more than the smallest too (a token budget cuts at most one prompt
+//     per iteration, so the others sample on); else a prefill (a prompt's next chunk, or
+//     prompts alone). `serve-cb`: 2 prefill, 4 mixed, 33 decode, as its truth. A verify
+//     forward that reads back a token per position keeps decode's ratio.
 //   - Evidence: every step says which signal started it (`cut_by`, ids joined by `+` when
 //     several apply: `nvtx`, `read_back`, `sync`, `graph_launch`, `input_copy`,
 //     `forward_end`, `pause`, `periodicity`, `window_start`, `whole`) and why it has its

@@ -9,11 +9,11 @@ import (
 // batching runs prompts in decode's kernels) with the copies cp, and returns the phases.
 func phasesOf(cp []iterCopies, starts []bool) []string {
 	steps := make([]Step, len(cp))
-	shapes := make([]stepShape, len(cp))
+	hs := make([]holding, len(cp))
 	for i := range steps {
 		steps[i].Start, steps[i].End = 0, 1_000_000
 	}
-	inferPhases(steps, shapes, starts, true, cp)
+	inferPhases(steps, hs, starts, true, cp)
 	var out []string
 	for _, s := range steps {
 		out = append(out, s.Phase.String())
@@ -82,10 +82,24 @@ func TestCopyPhases(t *testing.T) {
 			t.Errorf("got %v, want %v", got, want)
 		}
 	})
+	t.Run("graph buckets copy padded inputs", func(t *testing.T) {
+		// A graph replay copies its static input buffers whole (2240 bytes) whatever the batch:
+		// as the batch drains from 8 to 1 the input stays while the read-back shrinks, and the
+		// last iterations' ratio is 8x the run's; no decode iteration of a larger batch copies
+		// less, so the copies say nothing (pd_decode's and graph_recapture's tails).
+		var cp []iterCopies
+		for _, n := range []int{8, 8, 8, 8, 8, 8, 8, 8, 6, 4, 2, 1, 1, 1} {
+			cp = append(cp, iterCopies{in: 2240, out: 8 * int64(n)})
+		}
+		got := phasesOf(cp, firstOnly(len(cp)))
+		if want := slices.Repeat([]string{"decode"}, len(cp)); !slices.Equal(got, want) {
+			t.Errorf("got %v, want %v", got, want)
+		}
+	})
 	t.Run("copies in too few steps say nothing", func(t *testing.T) {
 		// generate(): the prompt is copied once, decode steps read back with no input copy.
 		cp := []iterCopies{prompt(64, 1), {out: 1}, {out: 1}, {out: 1}, prompt(200, 1), {out: 1}, {out: 1}, {out: 1}}
-		if p, _, _ := copyPrompts(cp); p != nil {
+		if p, _, _ := copyPrompts(cp, make([]bool, len(cp))); p != nil {
 			t.Errorf("copyPrompts = %v, want nil (2 of 8 steps copy inputs)", p)
 		}
 	})

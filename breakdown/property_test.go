@@ -79,7 +79,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		// Stray kernels before the first step, some still running when it starts.
 		for i := rng.IntN(3); i > 0; i-- {
 			s := h - nsys.Time(rng.IntN(200_000))
-			g.kernel(kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
+			g.kernelIn(thread, kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
 		}
 		nsteps := 1 + rng.IntN(6)
 		// Without markers, half the devices repeat one kernel sequence every step (for
@@ -115,7 +115,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 				case marker == "graph" && i > 0 && rng.IntN(4) != 0:
 					graphKs = append(graphKs, s)
 				case rng.IntN(10) == 0:
-					g.kernel(s) // no launch call seen
+					g.kernelIn(thread, s) // no launch call seen
 				default:
 					g.launch(thread, h, s)
 				}
@@ -163,7 +163,7 @@ func randomTimeline(tb testing.TB, seed uint64) genTrace {
 		// Stray kernels after the last step.
 		for i := rng.IntN(2); i > 0; i-- {
 			s := h + nsys.Time(rng.IntN(200_000))
-			g.kernel(kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
+			g.kernelIn(thread, kspec{Cat: kernelCats[rng.IntN(len(kernelCats))], Dev: dev, Stream: streams[rng.IntN(ns)], Start: s, End: s + dur()})
 		}
 		if sharedThread {
 			sharedH = h
@@ -379,6 +379,9 @@ func checkInvariants(t *testing.T, tr *nsys.Trace, rep *Report, opt Options) {
 	for di := range rep.Devices {
 		d := &rep.Devices[di]
 		acts := deviceActs(tr, d.Device, cls)
+		if d.Processes > 1 { // one loop per process on a shared device: its process's work only
+			acts = slices.DeleteFunc(acts, func(x act) bool { return PIDOf(tr, x.proc) != d.PID })
+		}
 		procs := map[nsys.ProcID]bool{}
 		var lastEnd nsys.Time
 		for _, x := range acts {

@@ -136,10 +136,10 @@ type collRef struct {
 
 // rankReport matches the collective kernels of the report's devices across ranks; nil with
 // fewer than two devices.
-func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over steps.KernelCats, rep *Report, opt Options) *RankReport {
+func rankReport(t *nsys.Trace, tls []*steps.Timeline, over steps.KernelCats, rep *Report, opt Options) *RankReport {
 	n := len(rep.Devices)
-	if n < 2 {
-		return nil
+	if n < 2 || sharedDevices(rep.Devices) {
+		return nil // processes that share a GPU are no ranks
 	}
 	rr := &RankReport{Straggler: -1, AlignedBy: "index"}
 	sel := make([][]Step, n)
@@ -186,7 +186,7 @@ func rankReport(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over steps
 // alignedRefs returns the collective kernels of each device's aligned steps (per device,
 // per aligned step). A kernel belongs to the step of its device that its start falls in
 // (as in account).
-func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over steps.KernelCats, rep *Report, groups [][]Step) [][][]collRef {
+func alignedRefs(t *nsys.Trace, tls []*steps.Timeline, over steps.KernelCats, rep *Report, groups [][]Step) [][][]collRef {
 	n := len(rep.Devices)
 	// aligned maps each device's step positions (after Options.Skip) to aligned steps, -1 for
 	// steps that are not aligned.
@@ -206,7 +206,7 @@ func alignedRefs(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, over step
 		}
 	}
 	if len(groups) > 0 {
-		collectRefs(t, tls[rep.Devices[0].Device], over, rep, aligned, refs)
+		collectRefs(t, tls[0], over, rep, aligned, refs)
 	}
 	return refs
 }

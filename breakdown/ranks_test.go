@@ -91,8 +91,9 @@ func rkBuild(tb testing.TB, sp rkSpec) (*nsys.Trace, rkWant) {
 	base := nsys.Time(1_000_000)
 	if sp.extraFirst {
 		d := sp.extraRank
-		kernel(d, rkGEMM, base, base+40_000)
-		kernel(d, rkAllReduce, base+40_000, base+50_000)
+		// The loop's GEMM in its time (a GEMM that ran 8x as long would hold a prompt's rows).
+		kernel(d, rkGEMM, base, base+5_000)
+		kernel(d, rkAllReduce, base+5_000, base+50_000)
 		tr.Memops = append(tr.Memops, nsys.Memop{Start: base + 50_010, End: base + 50_500, Device: nsys.DeviceID(d),
 			Kind: nsys.MemcpyDtoH, Proc: nsys.ProcID(d), Bytes: 8})
 		base += 200_000

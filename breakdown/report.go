@@ -95,6 +95,9 @@ type Step struct {
 	Index int // position among all steps found on the device, before Options.Skip
 	Phase Phase
 	Label string // the NVTX text that defined the step, if any
+	// PID is the process whose work the step holds, on a device that several processes
+	// share (DeviceReport.Processes > 1); 0 otherwise (the device's one process, DeviceReport.PID).
+	PID int64
 	// DraftForwards is the number of the draft model's forwards in a speculative round (a
 	// decode step of draft forwards and the target's verify forward); 0 otherwise.
 	DraftForwards int
@@ -227,7 +230,13 @@ type Outliers struct {
 
 // DeviceReport is the breakdown of one device.
 type DeviceReport struct {
-	Device       nsys.DeviceID
+	Device nsys.DeviceID
+	// PID is the process (operating system pid) whose work the report holds, the one that
+	// launched most of it when it is not split; Processes counts the processes with work on
+	// the device. A device two or more processes share (Processes > 1) has one report per
+	// process, each its own loop, its steps that process's alone (procs.go).
+	PID          int64
+	Processes    int
 	GPU          string
 	Method       Method
 	MethodDetail string // e.g. the NVTX dialect or regex, "12 graph launches"
@@ -236,6 +245,16 @@ type DeviceReport struct {
 	// Outside is the activity that belongs to no step (before the first, between step
 	// ranges, after the last).
 	Outside Outside
+	// Lifetime names what lies outside the served loop in a capture of a whole process
+	// (no capture range): start-up and loading, warm-up and graph capture before it,
+	// shutdown after it, in time order (lifetime.go); nil for a capture of the loop alone.
+	// Warm-up and capture iterations are in Outside, not steps.
+	Lifetime []LoopSpan
+	// Kind says what the device's steps are when they are not an inference loop
+	// (KindTraining, KindLoading; kind.go): its steps then have no inference phase and no
+	// findings apply; KindInference ("") otherwise.
+	Kind    string
+	KindWhy string  // the evidence of Kind, in words; "" for inference
 	Summary Summary // over the phase chosen by Options.Phase
 	// StepKernels totals the GPU work of the summarised steps (the steps Summary covers,
 	// outliers left out) per name and category, by total time, descending: kernels by

@@ -15,7 +15,7 @@ import (
 // stepChecks returns warnings about a device's steps. On every phase, when the model's
 // forwards could be seen (fwdKnown: a sampler after the lm_head ends each): steps that hold
 // several forwards (iterations folded together), and step counts that disagree with the
-// forwards the device ran; prefills far longer than the others. On decode steps: steps
+// forwards the device ran; steps of uncertain phase; prefills far longer than the others. On decode steps: steps
 // without kernels, kernel counts that alternate between two values (several markers per
 // step, cut in two), a first or last step cut short, and steps far from the median (ten
 // times longer or shorter).
@@ -24,7 +24,13 @@ func stepChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 	if w := evidenceCheck(dev, steps); w != nil {
 		out = append(out, w)
 	}
+	if w := uncertainCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
 	if w := longPrefillCheck(dev, steps); w != nil {
+		out = append(out, w)
+	}
+	if w := prefillTwinCheck(dev, steps); w != nil {
 		out = append(out, w)
 	}
 	return append(out, decodeChecks(dev, steps, fwdKnown)...)
@@ -144,7 +150,7 @@ func decodeChecks(dev nsys.DeviceID, steps []Step, fwdKnown bool) []error {
 // rankChecks warns when the devices of one trace (ranks of one job) disagree on the number
 // of decode steps.
 func rankChecks(devs []DeviceReport) []error {
-	if len(devs) < 2 {
+	if len(devs) < 2 || sharedDevices(devs) {
 		return nil
 	}
 	counts := make([]int, len(devs))
@@ -276,6 +282,22 @@ func evidenceCheck(dev nsys.DeviceID, steps []Step) error {
 		dev, len(none), len(steps), none[:min(len(none), 5)])}
 }
 
+// uncertainCheck names the steps of phase Uncertain: iterations that no signal told from
+// decode or showed prompt tokens in, counted apart and kept out of the decode summary.
+func uncertainCheck(dev nsys.DeviceID, steps []Step) error {
+	var un []int
+	for _, s := range steps {
+		if s.Phase == Uncertain {
+			un = append(un, s.Index)
+		}
+	}
+	if len(un) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d of %d steps are of uncertain phase: another kernel mix than the loop's decode template, and no signal (attention calls per forward, attention and GEMM kernels, graph replay or eager, GEMM time, input copies) tells them from decode or shows prompt tokens; kept out of the decode summary (their phase_evidence says what differs): steps %v",
+		dev, len(un), len(steps), un[:min(len(un), 5)])}
+}
+
 // longMixCheck warns about decode steps that take more than OutlierFactor times the median
 // decode step and run another kernel mix than the most common decode one, with 5% more or
 // fewer kernels: iterations that
@@ -329,4 +351,45 @@ func longMixCheck(dev nsys.DeviceID, steps []Step, shapes []stepShape) error {
 	}
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps take more than %dx the median decode step (%v) and run another kernel mix than decode's: they likely hold prompt tokens (prefill or mixed) no evidence showed; left out of the summary as outliers: steps %v",
 		dev, len(odd), OutlierFactor, med, odd[:min(len(odd), 5)])}
+}
+
+// prefillTwinCheck warns about decode steps that are twins of a prefill step: the same
+// kernels per category and within 2% of its wall time, three times the median decode step
+// or longer. A prefill repeats exactly when a capture holds several runs of one program (a
+// benchmark run again, a server answering the same request): the later runs' prefills are
+// then called decode, and the phases cannot be trusted.
+func prefillTwinCheck(dev nsys.DeviceID, steps []Step) error {
+	var pre []*Step
+	var walls []time.Duration
+	for i := range steps {
+		switch s := &steps[i]; {
+		case s.Phase == Prefill: // a prefill may instantiate its graph (XLA's first call)
+			pre = append(pre, s)
+		case s.Phase == Decode && !s.GraphCapture:
+			walls = append(walls, s.Wall())
+		}
+	}
+	if len(pre) == 0 || len(walls) < OutlierMinSteps {
+		return nil
+	}
+	med := Quantile(walls, 0.5)
+	var twins []int
+	for i := range steps {
+		s := &steps[i]
+		if s.Phase != Decode || s.PhaseEvidence == EvidenceNVTX || s.Wall() < 3*med {
+			continue
+		}
+		for _, p := range pre {
+			d := s.Wall() - p.Wall()
+			if s.Kernels == p.Kernels && 50*max(d, -d) <= p.Wall() {
+				twins = append(twins, s.Index)
+				break
+			}
+		}
+	}
+	if len(twins) == 0 {
+		return nil
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps run the very kernels of a prefill step in its time (more than 3x the median decode step %v): the capture likely holds several runs of one program, whose later prefills are called decode; steps %v",
+		dev, len(twins), med, twins[:min(len(twins), 5)])}
 }

@@ -24,7 +24,7 @@ func cpuTime(t *testing.T) time.Duration {
 // by slices.Contains, quadratic in them: 320,000 distinct attention kernels took 27 s,
 // against 0.1 s for 160,000 kernels of 50 names. Doubling the distinct names (80,000 to
 // 160,000 kernels, every name distinct, 4 steps) must about double the CPU time of the
-// analysis (at most 3x; the quadratic set made it 4x), and the shapes keep every distinct
+// analysis (at most 3x; the quadratic set made it 4x), and a step's holding keeps every distinct
 // name once. CPU time, not wall time: the machine is shared.
 func TestShapeLinearInNames(t *testing.T) {
 	if testing.Short() {
@@ -60,12 +60,15 @@ func TestShapeLinearInNames(t *testing.T) {
 	if tf > 3*th {
 		t.Errorf("twice the distinct names took %.1fx the CPU time: not linear", float64(tf)/float64(th))
 	}
-	var s stepShape
-	for i := range 1000 {
-		a := steps.Activity{Name: nsys.NameID(i % 300), Cat: kernelclass.Attention}
-		s.add(&a)
+	// A step's holding keeps every distinct attention name once, with its calls.
+	tr := build(1200)
+	tl := &steps.Timeline{Trace: tr, Dev: 0, Cats: make([]kernelclass.Category, len(tr.Names))}
+	for i := range tl.Cats {
+		tl.Cats[i] = kernelclass.Attention
 	}
-	if len(s.attn) != 300 || len(s.attnSet) != 300 {
-		t.Errorf("the shape holds %d attention names (%d in its set), want the 300 distinct", len(s.attn), len(s.attnSet))
+	st := []Step{{Start: 0, End: 1 << 62}}
+	h := stepHoldings(tl, st, tr.Sites[tr.Kernels[0].Site].Stream)[0]
+	if len(h.attn) != 1200 || h.attnCalls() != 1200 {
+		t.Errorf("the holding has %d attention names, %d calls; want the 1200 distinct, once each", len(h.attn), h.attnCalls())
 	}
 }

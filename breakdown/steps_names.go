@@ -11,11 +11,12 @@ type Phase = steps.Phase
 
 // Phases.
 const (
-	Unknown = steps.Unknown
-	Prefill = steps.Prefill
-	Decode  = steps.Decode
-	Mixed   = steps.Mixed
-	Partial = steps.Partial
+	Unknown   = steps.Unknown
+	Prefill   = steps.Prefill
+	Decode    = steps.Decode
+	Mixed     = steps.Mixed
+	Partial   = steps.Partial
+	Uncertain = steps.Uncertain
 )
 
 // Cut ids: what started a step (Step.CutBy).

@@ -641,6 +641,16 @@ func TestPhaseInference(t *testing.T) {
 		}, 0, []string{"prefill", "decode", "decode", "decode"}},
 		// The same mix, only longer: decode (shape, not time alone).
 		{"same mix longer", [][]string{decode, decode, decode}, 0, []string{"decode", "decode", "decode"}},
+		// Another mix with fewer attention calls a forward than the decode template and no
+		// sign of prompt tokens: uncertain, out of the decode summary.
+		{"fewer attention calls", [][]string{
+			decode, decode, {norm, gemm, gemm, norm, gemm, argmax}, decode,
+		}, -1, []string{"decode", "decode", "uncertain", "decode"}},
+		// Twice the attention calls a forward, one of decode's kernel, one of another: a
+		// prompt chunk's own attention beside the decode rows'.
+		{"two attention calls", [][]string{
+			decode, decode, {norm, gemm, decodeAttn, prefillAttn, gemm, norm, gemm, argmax}, decode,
+		}, -1, []string{"decode", "decode", "mixed", "decode"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newTGen(t)
@@ -676,6 +686,24 @@ func TestPhaseInference(t *testing.T) {
 			}
 			if d.Summary.Steps != n || d.Summary.Phase != Decode {
 				t.Errorf("summary of %d %v steps, want %d decode", d.Summary.Steps, d.Summary.Phase, n)
+			}
+			for _, s := range d.Steps {
+				if s.PhaseEvidence == "" {
+					t.Errorf("step %d (%v): no phase evidence", s.Index, s.Phase)
+				}
+			}
+			// An uncertain step is counted and named in a warning.
+			if slices.Contains(tc.want, "uncertain") {
+				if !strings.Contains(PhaseCounts(d.Steps), "1 uncertain") {
+					t.Errorf("phase counts %q, want 1 uncertain", PhaseCounts(d.Steps))
+				}
+				warned := false
+				for _, w := range d.Warnings {
+					warned = warned || strings.Contains(w.Error(), "uncertain phase")
+				}
+				if !warned {
+					t.Errorf("no warning names the uncertain step: %v", d.Warnings)
+				}
 			}
 		})
 	}

@@ -77,19 +77,19 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 		cc = newContextCats(t, h, cats, over)
 		kcats = cc.cat
 	}
-	tls := map[nsys.DeviceID]*steps.Timeline{}
-	for _, d := range devs {
-		tls[d] = &steps.Timeline{Trace: t, Dev: d, Cats: cats, Kernel: kcats, Done: ctx.Done()}
+	var tls []*steps.Timeline // one per device, or per process on a device several share (procs.go)
+	for _, u := range deviceUnits(t, devs) {
+		tls = append(tls, &steps.Timeline{Trace: t, Dev: u.dev, OneProc: u.shared, Proc: u.proc, Sharers: u.sharers, Cats: cats, Kernel: kcats, Done: ctx.Done()})
 	}
 	steps.IndexRows(tls)
-	nvtx, err := steps.MatchNVTX(t, h, devs, tls, method, opt.Steps.NVTX)
+	nvtx, err := steps.MatchNVTX(t, h, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rep.Devices, err = deviceReports(ctx, t, h, cc, devs, tls, nvtx, method, opt); err != nil {
+	if rep.Devices, err = deviceReports(ctx, t, h, cc, tls, nvtx, method, opt); err != nil {
 		return nil, err
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
@@ -167,14 +167,14 @@ func selectDevices(t *nsys.Trace, want *nsys.DeviceID) ([]nsys.DeviceID, error) 
 
 // deviceReports runs each device's pipeline (device.report); devices are independent
 // once NVTX ranges are matched: one goroutine each, GOMAXPROCS of them running at a time.
-func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *contextCats, devs []nsys.DeviceID, tls map[nsys.DeviceID]*steps.Timeline, nvtx map[nsys.DeviceID]*steps.Detection, method Method, opt Options) ([]DeviceReport, error) {
-	drs := make([]DeviceReport, len(devs))
-	errs := make([]error, len(devs))
+func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *contextCats, tls []*steps.Timeline, nvtx []*steps.Detection, method Method, opt Options) ([]DeviceReport, error) {
+	drs := make([]DeviceReport, len(tls))
+	errs := make([]error, len(tls))
 	var wg sync.WaitGroup
 	// At most GOMAXPROCS devices at a time: hundreds of runnable goroutines kept the
 	// signal handler's goroutine waiting for seconds (192 devices: SIGINT took 7 s).
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, dev := range devs {
+	for i, tl := range tls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -184,8 +184,12 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *c
 				errs[i] = ctx.Err()
 				return
 			}
-			d := &device{t: t, h: h, ctx: cc, tl: tls[dev], method: method, opt: opt}
-			drs[i], errs[i] = d.report(nvtx[dev])
+			d := &device{t: t, h: h, ctx: cc, tl: tl, method: method, opt: opt}
+			var det *steps.Detection
+			if nvtx != nil {
+				det = nvtx[i]
+			}
+			drs[i], errs[i] = d.report(det)
 			if ctx.Err() != nil {
 				errs[i] = ctx.Err()
 			}
@@ -193,7 +197,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *c
 	}
 	wg.Wait()
 	var out []DeviceReport
-	for i := range devs {
+	for i := range tls {
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
@@ -233,8 +237,11 @@ func (d *device) report(nvtx *steps.Detection) (DeviceReport, error) {
 			return d.dr, err
 		}
 	}
+	d.dr.Kind, d.dr.KindWhy = traceKind(d.t, d.tl, d.steps, len(d.fwds)) // training, loading: no inference phases (kind.go)
+	markKind(d.steps, d.dr.Kind, d.dr.KindWhy)
 	d.skip()
 	err := d.summarise()
+	nameProcess(&d.dr)
 	return d.dr, err
 }
 
@@ -251,7 +258,13 @@ func (d *device) cancelled() error {
 func (d *device) detect(nvtx *steps.Detection) error {
 	det, warn := steps.Detect(d.t, d.h, d.tl, nvtx, d.method)
 	d.det = det
-	d.dr = DeviceReport{Device: d.tl.Dev}
+	d.dr = DeviceReport{Device: d.tl.Dev, Processes: 1}
+	if d.tl.OneProc {
+		d.dr.PID = PIDOf(d.t, d.tl.Proc)
+		d.dr.Processes = d.tl.Sharers
+	} else {
+		d.dr.PID = PIDOf(d.t, mainProc(d.t, d.tl))
+	}
 	if g, ok := d.t.Device(d.tl.Dev); ok {
 		d.dr.GPU = g.Name
 	}
@@ -268,9 +281,9 @@ func (d *device) detect(nvtx *steps.Detection) error {
 // account gives each step its time, counts and gaps, marks the steps that capture a CUDA
 // graph, and takes the windows outside steps out.
 func (d *device) account() error {
-	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
-	if err := d.cancelled(); err != nil {
-		return err // the sweep stopped part-way
+	var calls []graphHostCall
+	if d.det.Method != MethodWhole {
+		calls = graphCalls(d.t, d.tl)
 	}
 	d.fwds = d.det.Forwards
 	if d.fwds == nil && d.det.Method != MethodWhole {
@@ -279,29 +292,57 @@ func (d *device) account() error {
 	if err := d.cancelled(); err != nil {
 		return err
 	}
+	if len(d.fwds) >= 2 { // a model's loop: a whole process holds more than its served loop (lifetime.go)
+		d.dr.Lifetime = lifetimeSpans(d.t, d.tl, d.det, calls)
+	}
+	ss, shapes := account(d.t, d.h, d.tl, d.det, d.opt.split)
+	if err := d.cancelled(); err != nil {
+		return err // the sweep stopped part-way
+	}
 	if d.det.Method != MethodWhole && d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
 		d.trailing = openTrailingEdge(d.det, ss, shapes, d.fwds) >= 0
 	}
 	d.starts = requestStarts(d.det)
 	if d.det.Method != MethodWhole {
-		markCaptures(ss, d.det.Bounds, graphCalls(d.t, d.tl))
+		markCaptures(ss, d.det.Bounds, calls)
 	}
 	d.steps, d.shapes, d.dr.Outside = splitOutside(ss, shapes, d.det)
+	if d.dr.Lifetime != nil {
+		if s, ok := shutdownSpan(d.t, d.tl, d.steps); ok {
+			d.dr.Lifetime = append(d.dr.Lifetime, s)
+		}
+	}
 	return nil
 }
 
 // phases counts each step's forwards and infers the phases detection gave no phase.
 func (d *device) phases() error {
 	countStepForwards(d.steps, d.fwds)
+	if d.det.Method == MethodWhole {
+		for i := range d.steps {
+			if d.steps[i].PhaseEvidence == "" {
+				d.steps[i].PhaseEvidence = EvidenceWhole
+			}
+		}
+	}
 	if d.det.Method != MethodWhole {
 		for i := range d.steps {
 			if i > 0 && d.steps[i].GraphCapture {
 				d.starts[i] = false // the pause before it was the capture, not a new request
 			}
 		}
-		inferPhases(d.steps, d.shapes, d.starts, len(d.fwds) >= 2, stepCopies(d.t, d.tl.Dev, d.steps, d.fwds))
+		stream, _ := loopStream(d.tl)
+		hs := stepHoldings(d.tl, d.steps, stream)
+		if err := d.cancelled(); err != nil {
+			return err // the sweep stopped part-way
+		}
+		copies, ok := readBackStream(d.tl, d.fwds)
+		if !ok {
+			copies = stream
+		}
+		inferPhases(d.steps, hs, d.starts, len(d.fwds) >= 2, stepCopies(d.tl, copies, d.steps, d.fwds))
 		if d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
-			if w := markEdges(d.tl.Dev, d.steps, d.shapes, d.trailing, inputCopies(d.t, d.tl.Dev, d.steps)); w != nil {
+			if w := markEdges(d.tl.Dev, d.steps, d.shapes, d.trailing, inputCopies(d.tl, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)
 			}
 		}
@@ -317,6 +358,7 @@ func (d *device) skip() {
 	}
 	d.dr.Steps = d.steps
 	d.dr.Warnings = append(d.dr.Warnings, stepChecks(d.tl.Dev, d.steps, len(d.fwds) >= 2)...)
+
 	if d.det.Method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
 		if w := longMixCheck(d.tl.Dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)

@@ -159,18 +159,33 @@ func TestOddCaptures(t *testing.T) {
 		}},
 		{"multi-process", func(t *testing.T, tr *nsys.Trace) {
 			rep := summarize(t, tr, breakdown.Options{})
-			d := device(t, rep, 0)
+			// Two processes on device 0: one loop each, process 100's first.
+			if len(rep.Devices) != 2 || rep.Devices[0].Device != 0 || rep.Devices[1].Device != 0 {
+				t.Fatalf("%d device reports, want process 100's and 200's on device 0", len(rep.Devices))
+			}
+			d, o := &rep.Devices[0], &rep.Devices[1]
+			if d.PID != 100 || o.PID != 200 || d.Processes != 2 || o.Processes != 2 {
+				t.Errorf("pids %d, %d (of %d, %d processes), want 100, 200 of 2", d.PID, o.PID, d.Processes, o.Processes)
+			}
 			// Steps start at process 100's kernels (1000, 3000), not at process 200's
 			// kernels with the same correlation ids (800, 2500).
 			if got, want := stepStarts(d), "[1000,3000) [3000,4000)"; got != want {
 				t.Errorf("steps %s, want %s", got, want)
 			}
-			// Process 200's all-reduce [2500,2900) is in step 0, [3400,3800) in step 1.
-			if got := d.Steps[1].Kernels[kernelclass.AllReduce]; got != 1 {
-				t.Errorf("step 1 all-reduce kernels %d, want 1", got)
+			// No step of process 100 holds process 200's all-reduces ([2500,2900) and
+			// [3400,3800) fall in its steps' windows); process 200's loop holds all three.
+			var own, other int
+			for _, s := range d.Steps {
+				own += s.Kernels[kernelclass.AllReduce]
 			}
-			if got := d.Steps[0].Kernels[kernelclass.AllReduce]; got != 1 {
-				t.Errorf("step 0 all-reduce kernels %d, want 1", got)
+			for _, s := range o.Steps {
+				other += s.Kernels[kernelclass.AllReduce]
+				if s.PID != 200 {
+					t.Errorf("process 200's step %d has pid %d", s.Index, s.PID)
+				}
+			}
+			if own != 0 || other+o.Outside.Kernels[kernelclass.AllReduce] != 3 {
+				t.Errorf("all-reduce kernels: %d in process 100's steps, %d in process 200's loop; want 0 and 3", own, other)
 			}
 		}},
 		{"memcpy-only-device", func(t *testing.T, tr *nsys.Trace) {

@@ -58,62 +58,69 @@ const OutlierFactor = 3
 // median of fewer says nothing about what is usual.
 const OutlierMinSteps = 4
 
-// splitOutliers returns the steps within OutlierFactor times the median step of their
-// phase (each phase apart: with every phase summarised, a prefill is measured against the
-// prefills), and what the others held. steps is not modified. Median and Limit are those of
-// the first outlier's phase.
-func splitOutliers(steps []Step) ([]Step, Outliers) {
-	var out Outliers
-	walls := make([]time.Duration, len(steps))
+// SummarisedSteps returns the positions in steps (a device's steps, after Options.Skip)
+// of the steps a summary of phase p covers (Unknown: every phase), and of the outliers it
+// leaves out: the one choice of steps that report's summary and diff's comparison
+// (package compare) both make. A step is covered when it has the phase and is neither a
+// window edge's piece (Partial) nor a graph capture iteration other than a prefill
+// (summarised); among those, a step longer than OutlierFactor times the median step of its
+// phase (each phase apart, among OutlierMinSteps or more) is an outlier. kept and outliers
+// are in order; their union is the covered steps.
+func SummarisedSteps(steps []Step, p Phase) (kept, outliers []int) {
+	sel := positions(steps, p)
 	var byPhase [Decode + 2][]time.Duration
-	for i := range steps {
-		walls[i] = steps[i].Wall()
-		p := min(int(steps[i].Phase), len(byPhase)-1)
-		byPhase[p] = append(byPhase[p], walls[i])
+	for _, i := range sel {
+		ph := min(int(steps[i].Phase), len(byPhase)-1)
+		byPhase[ph] = append(byPhase[ph], steps[i].Wall())
 	}
 	var limits [len(byPhase)]time.Duration
-	var medians [len(byPhase)]time.Duration
-	for p, ws := range byPhase {
-		limits[p] = -1 // no outliers among too few steps
+	for ph, ws := range byPhase {
+		limits[ph] = -1 // no outliers among too few steps
 		if len(ws) >= OutlierMinSteps {
-			medians[p] = Quantile(ws, 0.5)
-			limits[p] = OutlierFactor * medians[p]
+			limits[ph] = OutlierFactor * Quantile(ws, 0.5)
 		}
 	}
-	isOut := func(i int) bool {
-		p := min(int(steps[i].Phase), len(byPhase)-1)
-		return limits[p] > 0 && walls[i] > limits[p]
-	}
-	n := 0
-	for i := range steps {
-		if isOut(i) {
-			n++
+	kept = make([]int, 0, len(sel))
+	for _, i := range sel {
+		ph := min(int(steps[i].Phase), len(byPhase)-1)
+		if limits[ph] > 0 && steps[i].Wall() > limits[ph] {
+			outliers = append(outliers, i)
+		} else {
+			kept = append(kept, i)
 		}
 	}
-	if n == 0 {
-		return steps, out
+	return kept, outliers
+}
+
+// outliersOf describes the outliers (positions in steps, SummarisedSteps'); Median and
+// Limit are those of the first outlier's phase among the covered steps sel.
+func outliersOf(steps []Step, sel, outliers []int) Outliers {
+	var out Outliers
+	if len(outliers) == 0 {
+		return out
 	}
-	kept := make([]Step, 0, len(steps)-n)
-	for i := range steps {
+	first := steps[outliers[0]].Phase
+	var walls []time.Duration
+	for _, i := range sel {
+		if min(int(steps[i].Phase), int(Decode)+1) == min(int(first), int(Decode)+1) {
+			walls = append(walls, steps[i].Wall())
+		}
+	}
+	out.Median = Quantile(walls, 0.5)
+	out.Limit = OutlierFactor * out.Median
+	for _, i := range outliers {
 		s := &steps[i]
-		if !isOut(i) {
-			kept = append(kept, *s)
-			continue
-		}
-		if len(out.Steps) == 0 {
-			p := min(int(s.Phase), len(byPhase)-1)
-			out.Median, out.Limit = medians[p], limits[p]
-		}
+		w := s.Wall()
 		out.Steps = append(out.Steps, s.Index)
-		out.Wall += walls[i]
+		out.Wall += w
 		out.Idle += s.Exclusive[kernelclass.Idle]
-		out.Longest = max(out.Longest, walls[i])
+		out.Longest = max(out.Longest, w)
 		out.Gaps.add(&s.Gaps)
 		if s.LongGap.Dur() > out.LongGap.Dur() {
 			out.LongGap = s.LongGap
 		}
 	}
-	return kept, out
+	return out
 }
 
 // StallGap is the length from which a step's longest idle gap counts as a stall (Summary.Stall).
@@ -202,9 +209,14 @@ func positions(steps []Step, p Phase) []int {
 }
 
 func summarize(all []Step, opt Options) (Summary, error) {
-	steps, phase, err := SelectSteps(all, opt.Phase)
-	steps, outliers := splitOutliers(steps)
-	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliers, Stall: Stall{Kernel: NoKernel}, Selected: positions(all, phase)}
+	_, phase, err := SelectSteps(all, opt.Phase)
+	kept, out := SummarisedSteps(all, phase)
+	sel := positions(all, phase)
+	steps := make([]Step, len(kept)) // steps are large: copy each once
+	for i, k := range kept {
+		steps[i] = all[k]
+	}
+	sum := Summary{Phase: phase, Steps: len(steps), Outliers: outliersOf(all, sel, out), Stall: Stall{Kernel: NoKernel}, Selected: sel}
 	if len(steps) == 0 {
 		return sum, err
 	}

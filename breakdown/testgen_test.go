@@ -63,7 +63,7 @@ func (g *tgen) proc(pid int64) nsys.ProcID {
 		return p
 	}
 	p := nsys.ProcID(len(g.tr.Procs))
-	g.tr.Procs = append(g.tr.Procs, pid)
+	g.tr.Procs = append(g.tr.Procs, pid<<24) // a globalPid, as nsys writes it
 	g.procs[pid] = p
 	return p
 }
@@ -130,6 +130,10 @@ func (g *tgen) kernelCorr(proc nsys.ProcID, corr uint32, s kspec) {
 
 // kernel adds a kernel without a host launch call (a correlation id nobody else uses).
 func (g *tgen) kernel(s kspec) { g.kernelCorr(0, g.nextCorr(), s) }
+
+// kernelIn adds a kernel of thread's process without a host launch call: a kernel whose
+// launch call the capture lost is still its process's (its row has the process's globalPid).
+func (g *tgen) kernelIn(thread int64, s kspec) { g.kernelCorr(g.procOf[thread], g.nextCorr(), s) }
 
 // launch adds a cudaLaunchKernel call on thread starting at at, and its kernel.
 func (g *tgen) launch(thread int64, at nsys.Time, s kspec) uint32 {

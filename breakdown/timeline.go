@@ -82,7 +82,7 @@ type TimelineCall struct {
 
 // stepTimelines builds the report's step timelines: the median and the slowest summarised
 // step (one of each; the slowest only when it is another step than the median).
-func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, rep *Report, opt Options) []StepTimeline {
+func stepTimelines(t *nsys.Trace, tls []*steps.Timeline, rep *Report, opt Options) []StepTimeline {
 	if len(rep.Devices) == 0 {
 		return nil
 	}
@@ -146,7 +146,7 @@ func stepTimelines(t *nsys.Trace, tls map[nsys.DeviceID]*steps.Timeline, rep *Re
 			if s == nil {
 				continue
 			}
-			st.Lanes = append(st.Lanes, deviceTimeline(t, tls[dr.Device], s, longest))
+			st.Lanes = append(st.Lanes, deviceTimeline(t, tls[d], s, longest))
 		}
 		if len(st.Lanes) > 0 {
 			out = append(out, st)

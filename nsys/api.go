@@ -1,7 +1,6 @@
 package nsys
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -126,31 +125,53 @@ func (r *reader) planCalls() (*job, error) {
 	for id, n := range p.names {
 		kept[id] = n.ok
 	}
-	q := &tableQuery{table: runtimeTable, cols: []tableCol{needCol("start"), needCol("end"), optCol("globalTid", 0),
-		optCol("correlationId", 0), needCol("nameId")}, in: "nameId", kept: kept}
 	// A part keeps only the calls the analysis uses (about a third of the rows of eager
 	// traces): joining the parts moves them down. APICall.Caller indexes the part's own
 	// callers until finishCalls numbers them.
 	scan := func(l *reader, d *callPart) func(v []int64) {
 		return func(v []int64) {
 			var ni apiName
-			if v[4] >= 0 && v[4] < int64(len(p.names)) {
-				ni = p.names[v[4]]
+			if name := v[callName]; name >= 0 && name < int64(len(p.names)) {
+				ni = p.names[name]
 			}
-			if ni.ok && ni.kind == APIMisc && !miscKept(v[0], v[1]) {
+			start, end := v[callStart], v[callEnd]
+			if ni.ok && ni.kind == APIMisc && !miscKept(start, end) {
 				return // before the row checks: a damaged short call is not read, as when it was whole
 			}
-			if !d.drop.keep(v[0], v[1], v[5]) {
+			if !d.drop.keep(start, end, v[callCols]) {
 				return
 			}
 			if !ni.ok {
 				return
 			}
-			d.rows = append(d.rows, APICall{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[3]),
-				Caller: d.caller(l, v[2], ni)})
+			d.rows = append(d.rows, APICall{Start: Time(start), End: Time(end), Correlation: uint32(v[callCorrelation]),
+				Caller: d.caller(l, v[callThread], ni)})
 		}
 	}
-	return readParts(r, q, "CUDA API", scan, finishCalls), nil
+	return readParts(r, callQuery(kept), "CUDA API", scan, finishCalls), nil
+}
+
+// The runtime table's columns, by their place in a row of callQuery; callCols, their
+// number, is the place of the row's mask.
+const (
+	callStart  = colStart
+	callEnd    = colEnd
+	callThread = iota
+	callCorrelation
+	callName
+	callCols
+)
+
+// callQuery is the read of the runtime table's rows whose nameId has kept[nameId].
+func callQuery(kept []bool) *tableQuery {
+	cols := [callCols]tableCol{
+		callStart:       needCol("start"),
+		callEnd:         needCol("end"),
+		callThread:      optCol("globalTid", 0),
+		callCorrelation: optCol("correlationId", 0),
+		callName:        needCol("nameId"),
+	}
+	return &tableQuery{table: runtimeTable, cols: cols[:], in: "nameId", kept: kept}
 }
 
 // miscKept reports whether a call of kind APIMisc from start to end is kept: well formed
@@ -163,19 +184,10 @@ func miscKept(start, end int64) bool {
 // finishCalls numbers the callers of the parts' calls and sorts the calls.
 func finishCalls(r *reader, calls []APICall, cp []callPart) error {
 	// Number the callers in order of first appearance, whichever part met them.
-	ids := map[Caller]CallerID{}
+	ids := newInterner[Caller, CallerID](&r.t.Callers)
 	renumber(calls, cp, func(c *APICall) *CallerID { return &c.Caller },
 		func(d *callPart) int { return len(d.callers) },
-		func(d *callPart, local CallerID) CallerID {
-			w := d.callers[local]
-			id, ok := ids[w]
-			if !ok {
-				id = CallerID(len(r.t.Callers))
-				ids[w] = id
-				r.t.Callers = append(r.t.Callers, w)
-			}
-			return id
-		})
+		func(d *callPart, local CallerID) CallerID { return ids.id(d.callers[local]) })
 	sortCalls(calls, r.t.Callers)
 	r.t.APICalls = calls
 	return nil
@@ -227,27 +239,6 @@ type callerKey struct {
 	tid  int64
 	name uint8
 }
-
-func apiOrder(callers []Caller) func(a, b APICall) int {
-	return func(a, b APICall) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		ca, cb := &callers[a.Caller], &callers[b.Caller]
-		if c := cmp.Compare(ca.Thread, cb.Thread); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.End, b.End); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
-			return c
-		}
-		return cmp.Compare(ca.Name, cb.Name)
-	}
-}
-
-func sortCalls(cs []APICall, callers []Caller) { sortUnlessSorted(cs, apiOrder(callers)) }
 
 // dropSharedCorrelations drops the CUDA API calls whose correlation id was given to an
 // earlier call of the same thread that had ended when the call started. CUPTI gives every

@@ -1,7 +1,6 @@
 package nsys
 
 import (
-	"context"
 	"os"
 	"sync"
 	"unsafe"
@@ -56,26 +55,13 @@ func releaseSlots[T any](t *Trace, s []T) {
 	}
 }
 
-// Read opens the export at path as Open does and calls f with its trace; when f returns, the
-// memory of the trace's largest arrays goes back to the system (Release), whatever f
-// returned. What f keeps must not refer to the trace's kernels or API calls: a report of
-// package breakdown holds none of them (TestReportHoldsNoTraceMemory), and a slice of them
-// kept after f reads zeros.
-func Read(ctx context.Context, path string, opt Options, f func(*Trace) error) error {
-	t, err := Open(ctx, path, opt)
-	if err != nil {
-		return err
-	}
-	defer t.Release()
-	return f(t)
-}
-
 // Release gives the memory of the trace's largest arrays (kernels, API calls) back to
 // the system at once instead of at the next garbage collection (mapped outside the Go heap,
-// it is not the collector's: until Release it lives as long as the process). Read calls
-// it for its caller; a caller of Open calls it when done. The trace must not be
-// used afterwards: its slices are emptied, and any slice of them kept elsewhere reads
-// zeros.
+// it is not the collector's: until Release it lives as long as the process). The caller
+// of Open calls it when done. The trace must not be used afterwards: its slices are
+// emptied, and any slice of them kept elsewhere reads zeros; what the caller keeps must
+// not refer to the trace's kernels or API calls (a report of package breakdown holds none
+// of them: TestReportHoldsNoTraceMemory).
 func (t *Trace) Release() {
 	t.Kernels, t.APICalls = nil, nil
 	if t.big == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -13,76 +12,12 @@ import (
 )
 
 // The direct reader: the large activity tables are read by walking their B-trees in the
-// file (sqlitefile.go) instead of stepping SQLite through them, in parallel over the leaf
-// pages. It yields exactly the rows SQLite would for the same query (tableQuery): the
-// same values, the same mask of columns that held no INTEGER, in rowid order, so that
-// every table reader's row checks run unchanged on either path. What it does not handle
-// it leaves to SQLite (a table at plan time, the whole read when met while reading), and
-// says why in Trace.Reads.
-
-// A tableCol is a column a table read asks for: a column the table must have (opt
-// false), one it may have (opt: COALESCE(name, def), or the constant def when the table
-// lacks it), or a constant (name "").
-type tableCol struct {
-	name string
-	def  int64
-	opt  bool
-}
-
-func needCol(name string) tableCol           { return tableCol{name: name} }
-func optCol(name string, def int64) tableCol { return tableCol{name: name, def: def, opt: true} }
-func constCol(v int64) tableCol              { return tableCol{def: v, opt: true} }
-
-// A tableQuery is the integer columns read of one table, optionally only the rows whose
-// column in has a value kept[value] (WHERE in IN (...)).
-type tableQuery struct {
-	table string
-	cols  []tableCol
-	in    string
-	kept  []bool
-	// text, when set, is a TEXT column also read (COALESCE(text, '')): given to the row
-	// function through directTable.text. Only for tables read in one part (scanTable).
-	text string
-	// nullsOnly: the mask is read as NULLs only (sqlitefile.Columns.NullsOnly).
-	nullsOnly bool
-}
-
-// sql returns the query for SQLite, for part p of the table.
-func (q *tableQuery) sql(r *reader, p part) string {
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, c := range q.cols {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		switch {
-		case c.name == "":
-			b.WriteString(itoa(c.def))
-		case c.opt:
-			b.WriteString(r.colOr(q.table, c.name, itoa(c.def)))
-		default:
-			b.WriteString(c.name)
-		}
-	}
-	b.WriteString(" FROM " + q.table)
-	if q.in != "" {
-		b.WriteString(" WHERE " + q.in + " IN (")
-		n := 0
-		for v, ok := range q.kept {
-			if ok {
-				if n > 0 {
-					b.WriteByte(',')
-				}
-				b.WriteString(itoa(int64(v)))
-				n++
-			}
-		}
-		b.WriteString(")" + p.and())
-	} else {
-		b.WriteString(p.where())
-	}
-	return b.String()
-}
+// file (package sqlitefile) instead of stepping SQLite through them, in parallel over the
+// leaf pages. It yields exactly the rows SQLite would for the same query (tableQuery,
+// query.go): the same values, the same mask of columns that held no INTEGER, in rowid
+// order, so that every table reader's row checks run unchanged on either path. What it
+// does not handle it leaves to SQLite (a table at plan time, the whole read when met
+// while reading), and says why in Trace.Reads.
 
 // A TableRead says how the reader read one of the large tables.
 type TableRead struct {
@@ -90,8 +25,6 @@ type TableRead struct {
 	Direct bool   // decoded from the file by stepstat's own reader
 	Why    string // when not Direct: why it was read through SQLite
 }
-
-func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
 // A colInfo is what the reader knows of one column of a table's schema.
 type colInfo struct {

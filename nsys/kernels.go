@@ -1,7 +1,6 @@
 package nsys
 
 import (
-	"cmp"
 	"fmt"
 )
 
@@ -26,19 +25,47 @@ func (r *reader) planKernels() (*job, error) {
 		nameCol = "shortName"
 		r.warnf("%s has no demangledName column; classifying short names", kernelTable)
 	}
-	q := &tableQuery{table: kernelTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("deviceId"),
-		needCol("streamId"), optCol("correlationId", 0), needCol(nameCol), optCol("globalPid", 0)}}
 	// Kernel.Site indexes the part's own sites until finishKernels numbers them.
 	scan := func(_ *reader, d *kernelPart) func(v []int64) {
 		return func(v []int64) {
-			if !d.drop.keep(v[0], v[1], v[7]) || !d.drop.keepDevice(v[2], v[7]) {
+			bad := v[kernelCols]
+			if !d.drop.keep(v[kernelStart], v[kernelEnd], bad) || !d.drop.keepDevice(v[kernelDevice], bad) {
 				return
 			}
-			site := d.site(rawSite{sid: v[5], stream: StreamID(v[3]), device: DeviceID(v[2]), pid: v[6]})
-			d.rows = append(d.rows, Kernel{Start: Time(v[0]), End: Time(v[1]), Correlation: uint32(v[4]), Site: site})
+			site := d.site(rawSite{sid: v[kernelName], stream: StreamID(v[kernelStream]),
+				device: DeviceID(v[kernelDevice]), pid: v[kernelPID]})
+			d.rows = append(d.rows, Kernel{Start: Time(v[kernelStart]), End: Time(v[kernelEnd]),
+				Correlation: uint32(v[kernelCorrelation]), Site: site})
 		}
 	}
-	return readParts(r, q, "kernel", scan, finishKernels), nil
+	return readParts(r, kernelQuery(nameCol), "kernel", scan, finishKernels), nil
+}
+
+// The kernel table's columns, by their place in a row of kernelQuery; kernelCols, their
+// number, is the place of the row's mask.
+const (
+	kernelStart  = colStart
+	kernelEnd    = colEnd
+	kernelDevice = colDevice
+	kernelStream = iota
+	kernelCorrelation
+	kernelName // the string id of the name column: demangledName, else shortName
+	kernelPID
+	kernelCols
+)
+
+// kernelQuery is the read of the kernel table, its names from nameCol.
+func kernelQuery(nameCol string) *tableQuery {
+	cols := [kernelCols]tableCol{
+		kernelStart:       needCol("start"),
+		kernelEnd:         needCol("end"),
+		kernelDevice:      needCol("deviceId"),
+		kernelStream:      needCol("streamId"),
+		kernelCorrelation: optCol("correlationId", 0),
+		kernelName:        needCol(nameCol),
+		kernelPID:         optCol("globalPid", 0),
+	}
+	return &tableQuery{table: kernelTable, cols: cols[:]}
 }
 
 // finishKernels numbers the names and the sites of the parts' kernels, names the kernels
@@ -71,19 +98,12 @@ func finishKernels(r *reader, ks []Kernel, kp []kernelPart) error {
 		}
 		return id
 	}
-	sites := map[Site]SiteID{}
+	sites := newInterner[Site, SiteID](&r.t.Sites)
 	renumber(ks, kp, func(k *Kernel) *SiteID { return &k.Site },
 		func(d *kernelPart) int { return len(d.sites) },
 		func(d *kernelPart, local SiteID) SiteID {
 			rs := &d.sites[local]
-			st := Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)}
-			id, ok := sites[st]
-			if !ok {
-				id = SiteID(len(r.t.Sites))
-				sites[st] = id
-				r.t.Sites = append(r.t.Sites, st)
-			}
-			return id
+			return sites.id(Site{Name: nameOf(rs.sid), Stream: rs.stream, Device: rs.device, Proc: r.proc(rs.pid)})
 		})
 	strs, err := r.loadStrings(kernelTable, order)
 	if err != nil {
@@ -155,36 +175,3 @@ func (d *kernelPart) site(s rawSite) SiteID {
 
 // maxChain is the longest walk of a chain of sites or callers before a map takes over.
 const maxChain = 8
-
-// kernelOrder orders kernels by start, then device, stream, end, process, correlation
-// and name: a total order, so the unstable sort gives the same result every time.
-func kernelOrder(sites []Site) func(a, b Kernel) int {
-	return func(a, b Kernel) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		sa, sb := &sites[a.Site], &sites[b.Site]
-		if c := cmp.Compare(sa.Device, sb.Device); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.Stream, sb.Stream); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.End, b.End); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(sa.Proc, sb.Proc); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Correlation, b.Correlation); c != 0 {
-			return c
-		}
-		return cmp.Compare(sa.Name, sb.Name)
-	}
-}
-
-func sortKernels(ks []Kernel, sites []Site) { sortUnlessSorted(ks, kernelOrder(sites)) }
-
-// SortKernels puts t.Kernels in the order Open gives them (start, then device, stream,
-// end, process, correlation and name), for traces built by hand with AddKernel.
-func (t *Trace) SortKernels() { sortKernels(t.Kernels, t.Sites) }

@@ -23,64 +23,11 @@ type job struct {
 // each with its own connection), then the finishes concurrently. Warnings are kept
 // in job order whichever lane produced them: a job's plan, tasks, then finish.
 func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
-	type planned struct {
-		r     reader // the job's own reader: its warnings
-		job   *job
-		warns [][]error // by task
-		errs  []error   // by task
-		nplan int       // warnings from the plan
+	jobs, queue, err := r.planJobs(plans)
+	if err != nil {
+		return err
 	}
-	jobs := make([]*planned, len(plans))
-	type taskRef struct{ j, t int }
-	var queue []taskRef
-	for i, plan := range plans {
-		p := &planned{r: *r}
-		p.r.warns = nil
-		j, err := plan(&p.r)
-		if err != nil {
-			return err
-		}
-		if j == nil {
-			j = &job{}
-		}
-		p.job, p.warns, p.errs, p.nplan = j, make([][]error, len(j.tasks)), make([]error, len(j.tasks)), len(p.r.warns)
-		jobs[i] = p
-		for t := range j.tasks {
-			queue = append(queue, taskRef{i, t})
-		}
-	}
-	slices.SortStableFunc(queue, func(a, b taskRef) int {
-		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
-	})
-	// Each task borrows a lane; the group runs at most as many tasks as there are lanes,
-	// starting them in queue order. A lane per core Go may use (GOMAXPROCS), no fixed
-	// count: SQLite steps a lane's rows in C, outside Go's count of running goroutines, so
-	// more lanes than GOMAXPROCS would use cores the user did not give.
-	nl := max(1, runtime.GOMAXPROCS(0))
-	lanes := make(chan reader, nl)
-	for i := 0; i < nl; i++ {
-		lanes <- *r
-	}
-	var g errgroup.Group
-	g.SetLimit(nl)
-	for _, tr := range queue {
-		g.Go(func() error {
-			l := <-lanes
-			defer func() { lanes <- l }()
-			// Every task runs, even after another failed, so that the error returned is
-			// the same whichever lane got there first: the first in job order.
-			p := jobs[tr.j]
-			if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
-				return nil
-			}
-			t := l
-			t.warns, t.cache = nil, procCache{}
-			p.errs[tr.t] = p.job.tasks[tr.t](&t)
-			p.warns[tr.t] = t.warns
-			return nil
-		})
-	}
-	g.Wait()
+	r.runTasks(jobs, queue)
 	// A table the direct reader stopped on comes first: the read is done again through
 	// SQLite (Open), which then gives whatever error the others had.
 	var first error
@@ -121,6 +68,79 @@ func (r *reader) runJobs(plans []func(*reader) (*job, error)) error {
 		r.t.Warnings = append(r.t.Warnings, p.r.warns[p.nplan:]...)
 	}
 	return nil
+}
+
+// A plannedJob is a job of runJobs with what its plan and tasks gave.
+type plannedJob struct {
+	r     reader // the job's own reader: its warnings
+	job   *job
+	warns [][]error // by task
+	errs  []error   // by task
+	nplan int       // warnings from the plan
+}
+
+// A taskRef names task t of job j.
+type taskRef struct{ j, t int }
+
+// planJobs runs the plans in order and returns their jobs, and the queue of their tasks:
+// the long tasks first, else in job order.
+func (r *reader) planJobs(plans []func(*reader) (*job, error)) ([]*plannedJob, []taskRef, error) {
+	jobs := make([]*plannedJob, len(plans))
+	var queue []taskRef
+	for i, plan := range plans {
+		p := &plannedJob{r: *r}
+		p.r.warns = nil
+		j, err := plan(&p.r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if j == nil {
+			j = &job{}
+		}
+		p.job, p.warns, p.errs, p.nplan = j, make([][]error, len(j.tasks)), make([]error, len(j.tasks)), len(p.r.warns)
+		jobs[i] = p
+		for t := range j.tasks {
+			queue = append(queue, taskRef{i, t})
+		}
+	}
+	slices.SortStableFunc(queue, func(a, b taskRef) int {
+		return -cmp.Compare(b2i(jobs[a.j].job.first), b2i(jobs[b.j].job.first))
+	})
+	return jobs, queue, nil
+}
+
+// runTasks runs the queued tasks, each on a lane, keeping each one's error and warnings
+// in its job.
+func (r *reader) runTasks(jobs []*plannedJob, queue []taskRef) {
+	// Each task borrows a lane; the group runs at most as many tasks as there are lanes,
+	// starting them in queue order. A lane per core Go may use (GOMAXPROCS), no fixed
+	// count: SQLite steps a lane's rows in C, outside Go's count of running goroutines, so
+	// more lanes than GOMAXPROCS would use cores the user did not give.
+	nl := max(1, runtime.GOMAXPROCS(0))
+	lanes := make(chan reader, nl)
+	for i := 0; i < nl; i++ {
+		lanes <- *r
+	}
+	var g errgroup.Group
+	g.SetLimit(nl)
+	for _, tr := range queue {
+		g.Go(func() error {
+			l := <-lanes
+			defer func() { lanes <- l }()
+			// Every task runs, even after another failed, so that the error returned is
+			// the same whichever lane got there first: the first in job order.
+			p := jobs[tr.j]
+			if p.errs[tr.t] = l.ctx.Err(); p.errs[tr.t] != nil {
+				return nil
+			}
+			t := l
+			t.warns, t.cache = nil, procCache{}
+			p.errs[tr.t] = p.job.tasks[tr.t](&t)
+			p.warns[tr.t] = t.warns
+			return nil
+		})
+	}
+	g.Wait()
 }
 
 // procTable numbers processes (globalPid) as the lanes meet them; renumberProcs makes the
@@ -198,5 +218,5 @@ func (r *reader) renumberProcs() {
 	}
 	// Orders that broke ties by Proc may change: restore them.
 	sortKernels(r.t.Kernels, r.t.Sites)
-	sortUnlessSorted(r.t.Memops, memopLess)
+	sortUnlessSorted(r.t.Memops, memopOrder)
 }

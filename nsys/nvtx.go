@@ -1,7 +1,6 @@
 package nsys
 
 import (
-	"cmp"
 	"container/heap"
 	"fmt"
 	"slices"
@@ -26,100 +25,98 @@ func (r *reader) readNVTX() error {
 	if err := r.require(nvtxTable, "start", "eventType"); err != nil {
 		return err
 	}
-	textIdx := map[string]uint32{}
-	intern := func(s []byte) uint32 {
-		if i, ok := textIdx[string(s)]; ok {
-			return i
-		}
-		i := uint32(len(r.t.RangeTexts))
-		textIdx[string(s)] = i
-		r.t.RangeTexts = append(r.t.RangeTexts, string(s))
-		return i
-	}
-	internString := func(s string) uint32 {
-		if i, ok := textIdx[s]; ok {
-			return i
-		}
-		i := uint32(len(r.t.RangeTexts))
-		textIdx[s] = i
-		r.t.RangeTexts = append(r.t.RangeTexts, s)
-		return i
-	}
-	// Ranges named through textId are resolved after the scan; until then Text holds
-	// ^idIndex with the high bit set.
-	const pending = 1 << 31
-	idIdx := map[int64]uint32{}
-	var idOrder []int64
-	type domainRow struct {
-		id     uint32
-		text   string
-		textID int64
-	}
-	var domains []domainRow
-	var drop dropCounter
-	row := func(nr *nvtxRow, text []byte) {
-		if nr.typ == nvtxDomainCreate {
-			domains = append(domains, domainRow{uint32(nr.domain), string(text), nr.textID})
-			return
-		}
-		s, e, ok := drop.keepRange(nr.start, nr.startKind, nr.end, nr.endKind)
-		if !ok {
-			return
-		}
-		rg := Range{Start: s, End: e, Thread: nr.tid, Domain: uint32(nr.domain), Proc: r.proc(nr.tid)}
-		if len(text) == 0 && nr.textID != 0 {
-			i, ok := idIdx[nr.textID]
-			if !ok {
-				i = uint32(len(idOrder))
-				idIdx[nr.textID] = i
-				idOrder = append(idOrder, nr.textID)
-			}
-			rg.Text = pending | i
-		} else {
-			rg.Text = intern(text)
-		}
-		if nr.typ == nvtxPushPop {
-			rg.Depth = 0
-		} else {
-			rg.Depth = -1
-		}
-		r.t.Ranges = append(r.t.Ranges, rg)
-	}
-	if err := r.scanNVTX(row); err != nil {
+	x := &nvtxRead{r: r, texts: newInterner[string, uint32](&r.t.RangeTexts), idIdx: map[int64]uint32{}}
+	if err := r.scanNVTX(x.row); err != nil {
 		return err
 	}
+	if err := x.resolve(); err != nil {
+		return err
+	}
+	r.t.Ranges = dropUnclosed(r.t.Ranges, r.t.RangeTexts, &x.drop)
+	x.drop.warn(r, "NVTX", nvtxTable, len(r.t.Ranges))
+	slices.SortStableFunc(r.t.Ranges, rangeOrder)
+	r.t.Ranges = nestRanges(r.t.Ranges)
+	return nil
+}
+
+// An nvtxRead is readNVTX's state: the ranges' texts numbered so far, the textIds to
+// resolve once the table is read, and the domains met.
+type nvtxRead struct {
+	r     *reader
+	texts *interner[string, uint32] // numbers Trace.RangeTexts
+	// Ranges named through textId are resolved after the scan; until then Text holds
+	// ^idIndex with the high bit set (pending).
+	idIdx   map[int64]uint32
+	idOrder []int64
+	domains []domainRow
+	drop    dropCounter
+}
+
+// pending marks a Range.Text that is an index of nvtxRead.idOrder, not of RangeTexts.
+const pending = 1 << 31
+
+// A domainRow is a domain-create row of NVTX_EVENTS: the domain's name, or its textId.
+type domainRow struct {
+	id     uint32
+	text   string
+	textID int64
+}
+
+// row keeps one row of the table: a domain, or a range that passes the row checks.
+func (x *nvtxRead) row(nr *nvtxRow, text []byte) {
+	if nr.typ == nvtxDomainCreate {
+		x.domains = append(x.domains, domainRow{uint32(nr.domain), string(text), nr.textID})
+		return
+	}
+	s, e, ok := x.drop.keepRange(nr.start, nr.startKind, nr.end, nr.endKind)
+	if !ok {
+		return
+	}
+	rg := Range{Start: s, End: e, Thread: nr.tid, Domain: uint32(nr.domain), Proc: x.r.proc(nr.tid)}
+	if len(text) == 0 && nr.textID != 0 {
+		i, ok := x.idIdx[nr.textID]
+		if !ok {
+			i = uint32(len(x.idOrder))
+			x.idIdx[nr.textID] = i
+			x.idOrder = append(x.idOrder, nr.textID)
+		}
+		rg.Text = pending | i
+	} else {
+		rg.Text = internBytes(x.texts, text)
+	}
+	if nr.typ == nvtxPushPop {
+		rg.Depth = 0
+	} else {
+		rg.Depth = -1
+	}
+	x.r.t.Ranges = append(x.r.t.Ranges, rg)
+}
+
+// resolve names the ranges and domains named through textId, from StringIds.
+func (x *nvtxRead) resolve() error {
+	r := x.r
 	var domainIDs []int64
-	for _, d := range domains {
+	for _, d := range x.domains {
 		if d.text == "" && d.textID != 0 {
 			domainIDs = append(domainIDs, d.textID)
 		}
 	}
-	strs, err := r.loadStrings(nvtxTable, append(slices.Clone(idOrder), domainIDs...))
+	strs, err := r.loadStrings(nvtxTable, append(slices.Clone(x.idOrder), domainIDs...))
 	if err != nil {
 		return err
 	}
 	for i := range r.t.Ranges {
 		if t := r.t.Ranges[i].Text; t&pending != 0 {
-			r.t.Ranges[i].Text = internString(strs[idOrder[t&^pending]])
+			r.t.Ranges[i].Text = x.texts.id(strs[x.idOrder[t&^pending]])
 		}
 	}
-	for _, d := range domains {
+	for _, d := range x.domains {
 		name := d.text
 		if name == "" {
 			name = strs[d.textID]
 		}
 		r.t.Domains[d.id] = name
 	}
-	r.t.Ranges = dropUnclosed(r.t.Ranges, r.t.RangeTexts, &drop)
-	drop.warn(r, "NVTX", nvtxTable, len(r.t.Ranges))
-	// Ranges that start together nest by length: the longer (or never closed) one first.
-	slices.SortStableFunc(r.t.Ranges, func(a, b Range) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		return cmp.Compare(rangeEnd(b), rangeEnd(a))
-	})
-	r.t.Ranges = nestRanges(r.t.Ranges)
 	return nil
 }
 
@@ -171,14 +168,7 @@ type nvtxRow struct {
 // with each, with its text (valid during the call only): directly from the file when the
 // direct reader handles the table, else through SQLite.
 func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
-	kept := make([]bool, nvtxDomainCreate+1)
-	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
-	q := &tableQuery{table: nvtxTable, cols: []tableCol{needCol("start"), needCol("end"), needCol("eventType"),
-		optCol("textId", 0), optCol("globalTid", 0), optCol("domainId", 0)}, in: "eventType", kept: kept,
-		nullsOnly: true} // a NULL end is a range never closed, another type a broken one
-	if r.hasCol(nvtxTable, "text") {
-		q.text = "text"
-	}
+	q := nvtxQuery(r.hasCol(nvtxTable, "text"))
 	var d *directTable
 	if r.hasCol(nvtxTable, "end") {
 		var err error
@@ -190,25 +180,69 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 		r.shared.reads.add(TableRead{Table: nvtxTable, Why: "no end column"})
 	}
 	if d != nil {
-		var nr nvtxRow
-		err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, r.newProgress(nvtxTable, 1), func(v []int64, text []byte) {
-			// The direct reader gives INTEGER or NULL (bit set) start and end; other types
-			// are left to SQLite.
-			nr = nvtxRow{start: v[0], end: v[1], typ: v[2], textID: v[3], tid: v[4], domain: v[5]}
-			nr.startKind, nr.endKind = valueInt, valueInt
-			if v[6]&1 != 0 {
-				nr.startKind = valueNull
-			}
-			if v[6]&2 != 0 {
-				nr.endKind = valueNull
-			}
-			row(&nr, text)
-		})
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", nvtxTable, err)
-		}
-		return nil
+		return r.scanNVTXDirect(d, row)
 	}
+	return r.scanNVTXSQL(row)
+}
+
+// The NVTX table's columns, by their place in a row of nvtxQuery; nvtxCols, their
+// number, is the place of the row's mask.
+const (
+	nvtxStart = colStart
+	nvtxEnd   = colEnd
+	nvtxType  = iota // eventType
+	nvtxTextID
+	nvtxThread
+	nvtxDomain
+	nvtxCols
+)
+
+// nvtxQuery is the direct read of the NVTX table's push/pop, start/end and domain rows,
+// with their text column when the table has one (hasText).
+func nvtxQuery(hasText bool) *tableQuery {
+	kept := make([]bool, nvtxDomainCreate+1)
+	kept[nvtxPushPop], kept[nvtxStartEnd], kept[nvtxDomainCreate] = true, true, true
+	cols := [nvtxCols]tableCol{
+		nvtxStart:  needCol("start"),
+		nvtxEnd:    needCol("end"),
+		nvtxType:   needCol("eventType"),
+		nvtxTextID: optCol("textId", 0),
+		nvtxThread: optCol("globalTid", 0),
+		nvtxDomain: optCol("domainId", 0),
+	}
+	q := &tableQuery{table: nvtxTable, cols: cols[:], in: "eventType", kept: kept,
+		nullsOnly: true} // a NULL end is a range never closed, another type a broken one
+	if hasText {
+		q.text = "text"
+	}
+	return q
+}
+
+// scanNVTXDirect is scanNVTX's read through the direct reader.
+func (r *reader) scanNVTXDirect(d *directTable, row func(nr *nvtxRow, text []byte)) error {
+	var nr nvtxRow
+	err := d.scan(r.ctx, part{lb: len(d.table.Leaves)}, r.newProgress(nvtxTable, 1), func(v []int64, text []byte) {
+		// The direct reader gives INTEGER or NULL (bit set) start and end; other types
+		// are left to SQLite.
+		nr = nvtxRow{start: v[nvtxStart], end: v[nvtxEnd], typ: v[nvtxType], textID: v[nvtxTextID],
+			tid: v[nvtxThread], domain: v[nvtxDomain]}
+		nr.startKind, nr.endKind = valueInt, valueInt
+		if v[nvtxCols]&(1<<nvtxStart) != 0 {
+			nr.startKind = valueNull
+		}
+		if v[nvtxCols]&(1<<nvtxEnd) != 0 {
+			nr.endKind = valueNull
+		}
+		row(&nr, text)
+	})
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", nvtxTable, err)
+	}
+	return nil
+}
+
+// scanNVTXSQL is scanNVTX's read through SQLite.
+func (r *reader) scanNVTXSQL(row func(nr *nvtxRow, text []byte)) error {
 	textCol := "''"
 	if r.hasCol(nvtxTable, "text") {
 		textCol = "COALESCE(text, '')"
@@ -231,28 +265,13 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 	var start, end any
 	var startType, endType, text string
 	var n int64
-	kind := func(v any, typ string) (int64, valueKind) {
-		x, ok := v.(int64)
-		if f, isF := v.(float64); isF && typ == "real" {
-			if x, ok := sqlitefile.WholeFloat(f); ok {
-				return x, valueInt
-			}
-		}
-		switch {
-		case typ == "integer" && ok:
-			return x, valueInt
-		case typ == "null":
-			return 0, valueNull
-		}
-		return 0, valueOther
-	}
 	for rows.Next() {
 		if err := rows.Scan(&start, &startType, &end, &endType, &nr.typ, &nr.textID, &nr.tid, &nr.domain, &text); err != nil {
 			return fmt.Errorf("reading %s: %w", nvtxTable, err)
 		}
 		n++
-		nr.start, nr.startKind = kind(start, startType)
-		nr.end, nr.endKind = kind(end, endType)
+		nr.start, nr.startKind = sqlKind(start, startType)
+		nr.end, nr.endKind = sqlKind(end, endType)
 		row(&nr, []byte(text))
 		if r.opt.Progress != nil && n&0xFFFF == 0 {
 			r.opt.Progress(nvtxTable, n, r.rowCount(nvtxTable))
@@ -262,6 +281,23 @@ func (r *reader) scanNVTX(row func(nr *nvtxRow, text []byte)) error {
 		return fmt.Errorf("reading %s: %w", nvtxTable, err)
 	}
 	return nil
+}
+
+// sqlKind returns a timestamp read through SQLite, v of SQLite type typ, and its kind.
+func sqlKind(v any, typ string) (int64, valueKind) {
+	x, ok := v.(int64)
+	if f, isF := v.(float64); isF && typ == "real" {
+		if x, ok := sqlitefile.WholeFloat(f); ok {
+			return x, valueInt
+		}
+	}
+	switch {
+	case typ == "integer" && ok:
+		return x, valueInt
+	case typ == "null":
+		return 0, valueNull
+	}
+	return 0, valueOther
 }
 
 // dropUnclosed drops the ranges that were never closed (NULL end) although a later range

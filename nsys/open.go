@@ -224,21 +224,8 @@ func (r *reader) warnf(format string, args ...any) {
 }
 
 func (r *reader) readTables() error {
-	rows, err := r.db.QueryContext(r.ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	names, err := r.tableNames()
 	if err != nil {
-		return err
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	roots := map[string]tableInfo{}
@@ -253,50 +240,10 @@ func (r *reader) readTables() error {
 		rr.Close()
 	}
 	for _, n := range names {
-		cols := map[string]bool{}
 		ti := roots[n]
-		ti.cols = map[string]colInfo{}
-		cr, err := r.db.QueryContext(r.ctx, `SELECT name, COALESCE(type, ''), pk, dflt_value IS NOT NULL, hidden FROM pragma_table_xinfo(?)`, n)
+		cols, err := r.readColumns(n, &ti)
 		if err != nil {
-			return fmt.Errorf("reading columns of %s: %w", n, err)
-		}
-		field, pks := 0, 0
-		var intPK string
-		for cr.Next() {
-			var c, typ string
-			var pk, hidden int
-			var dflt bool
-			if err := cr.Scan(&c, &typ, &pk, &dflt, &hidden); err != nil {
-				cr.Close()
-				return err
-			}
-			c = strings.ToLower(c) // SQLite matches column names in any letter case
-			if hidden == 0 {
-				cols[c] = true
-			}
-			ci := colInfo{field: field, dflt: dflt, special: hidden != 0}
-			switch hidden {
-			case 0, 3: // ordinary and stored generated columns have a field each
-				field++
-			}
-			if hidden >= 2 {
-				ti.generated = true
-			}
-			if pk > 0 {
-				pks++
-				if strings.EqualFold(typ, "INTEGER") {
-					intPK = c
-				}
-			}
-			if _, dup := ti.cols[c]; !dup {
-				ti.cols[c] = ci
-			}
-		}
-		cr.Close()
-		if pks == 1 && intPK != "" {
-			ci := ti.cols[intPK]
-			ci.alias = true
-			ti.cols[intPK] = ci
+			return err
 		}
 		r.schema.infos[n] = &ti
 		r.schema.cols[n] = cols
@@ -309,6 +256,73 @@ func (r *reader) readTables() error {
 		r.t.Tables = append(r.t.Tables, tb)
 	}
 	return nil
+}
+
+// tableNames returns the names of the file's tables, sorted.
+func (r *reader) tableNames() ([]string, error) {
+	rows, err := r.db.QueryContext(r.ctx, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	return names, rows.Err()
+}
+
+// readColumns reads the columns of table n into ti.cols, and returns the set of its
+// ordinary columns' names (lower case).
+func (r *reader) readColumns(n string, ti *tableInfo) (map[string]bool, error) {
+	cols := map[string]bool{}
+	ti.cols = map[string]colInfo{}
+	cr, err := r.db.QueryContext(r.ctx, `SELECT name, COALESCE(type, ''), pk, dflt_value IS NOT NULL, hidden FROM pragma_table_xinfo(?)`, n)
+	if err != nil {
+		return nil, fmt.Errorf("reading columns of %s: %w", n, err)
+	}
+	defer cr.Close()
+	field, pks := 0, 0
+	var intPK string
+	for cr.Next() {
+		var c, typ string
+		var pk, hidden int
+		var dflt bool
+		if err := cr.Scan(&c, &typ, &pk, &dflt, &hidden); err != nil {
+			return nil, err
+		}
+		c = strings.ToLower(c) // SQLite matches column names in any letter case
+		if hidden == 0 {
+			cols[c] = true
+		}
+		ci := colInfo{field: field, dflt: dflt, special: hidden != 0}
+		switch hidden {
+		case 0, 3: // ordinary and stored generated columns have a field each
+			field++
+		}
+		if hidden >= 2 {
+			ti.generated = true
+		}
+		if pk > 0 {
+			pks++
+			if strings.EqualFold(typ, "INTEGER") {
+				intPK = c
+			}
+		}
+		if _, dup := ti.cols[c]; !dup {
+			ti.cols[c] = ci
+		}
+	}
+	if pks == 1 && intPK != "" {
+		ci := ti.cols[intPK]
+		ci.alias = true
+		ti.cols[intPK] = ci
+	}
+	return cols, nil
 }
 
 func (r *reader) rowCount(table string) int64 {

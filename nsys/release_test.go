@@ -17,7 +17,7 @@ import (
 )
 
 // TestReportHoldsNoTraceMemory: the report Summarize makes holds none of the memory its
-// trace maps outside the Go heap, which nsys.Read gives back when its function returns. On
+// trace maps outside the Go heap, which Trace.Release gives back once it is made. On
 // captures of one and two GPUs (steps from NVTX and from host signals), with every array
 // mapped: no pointer, slice or string reachable from the report points into the mapped
 // ranges, and the report writes the same JSON after the release as before it. That the
@@ -33,7 +33,7 @@ func TestReportHoldsNoTraceMemory(t *testing.T) {
 		var rep *findings.Report
 		var before bytes.Buffer
 		var kept []nsys.Kernel
-		err := nsys.Read(context.Background(), db, nsys.Options{}, func(tr *nsys.Trace) error {
+		err := readReleased(db, func(tr *nsys.Trace) error {
 			ranges := nsys.MappedRanges(tr)
 			if len(ranges) == 0 {
 				t.Fatalf("%s: nothing mapped outside the heap: the test would prove nothing", name)
@@ -63,6 +63,17 @@ func TestReportHoldsNoTraceMemory(t *testing.T) {
 			t.Errorf("%s: a kernel kept past the release does not read zeros (%d kept): is the memory released?", name, len(kept))
 		}
 	}
+}
+
+// readReleased opens the export at path, calls f with its trace and releases the trace
+// when f returns, whatever f returned.
+func readReleased(path string, f func(*nsys.Trace) error) error {
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		return err
+	}
+	defer tr.Release()
+	return f(tr)
 }
 
 // pointsInto walks v (pointers, slices, arrays, strings, maps, interfaces, structs with

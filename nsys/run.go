@@ -243,6 +243,11 @@ type merger struct {
 	devs    []map[DeviceID]DeviceID
 	callers []CallerID        // per file, the first merged caller
 	thread  []map[int64]int64 // per file, its thread ids' merged ids (nil: its own, unless ids collide)
+	// The numberings of the merged names and API names.
+	nameIdx *interner[string, NameID]
+	apiIdx  *interner[string, uint8]
+	owner   map[int64]int // merged thread id -> the file using it
+	fresh   int64         // the last renumbered thread id (negative; 0: none yet)
 }
 
 // threadOf returns the merged id of thread th of file i.
@@ -254,23 +259,15 @@ func (g *merger) threadOf(i int, th int64) int64 {
 }
 
 func newMerger(m *Trace, traces []*Trace) *merger {
-	g := &merger{m: m, traces: traces}
+	g := &merger{m: m, traces: traces, nameIdx: newInterner[string, NameID](&m.Names),
+		apiIdx: newInterner[string, uint8](&m.APINames), owner: map[int64]int{}}
+	g.apiIdx.limit = 256 // the 256th and later names share the last slot, as in Open
 	run := m.Run
-	nameIdx := map[string]NameID{}
-	apiIdx := map[string]uint8{}
-	owner := map[int64]int{} // merged thread id -> the file using it
-	var fresh int64          // the last renumbered thread id (negative; 0: none yet)
 	for i, t := range traces {
 		g.off = append(g.off, Time(run.Files[i].Offset))
 		ids := make([]NameID, len(t.Names))
 		for j, n := range t.Names {
-			id, ok := nameIdx[n]
-			if !ok {
-				id = NameID(len(m.Names))
-				nameIdx[n] = id
-				m.Names = append(m.Names, n)
-			}
-			ids[j] = id
+			ids[j] = g.nameIdx.id(n)
 		}
 		g.names = append(g.names, ids)
 		g.procs = append(g.procs, ProcID(len(m.Procs)))
@@ -279,76 +276,78 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 		}
 		m.Procs = append(m.Procs, t.Procs...)
 		g.sites = append(g.sites, SiteID(len(m.Sites)))
-		dm := map[DeviceID]DeviceID{}
-		pids := mainPIDs(t)
-		devs := slices.Clone(t.Devices)
-		slices.SortFunc(devs, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
-		for _, d := range devs {
-			id := DeviceID(len(m.Devices))
-			dm[d.ID] = id
-			nd := d
-			nd.ID = id
-			m.Devices = append(m.Devices, nd)
-			run.Devices = append(run.Devices, RunDevice{File: i, Device: d.ID, PID: pids[d.ID]})
-			run.Files[i].Devices = append(run.Files[i].Devices, id)
-		}
-		g.devs = append(g.devs, dm)
+		g.addDevices(i, t)
 		for _, s := range t.Sites {
 			s.Name = ids[s.Name]
 			s.Device = g.dev(i, s.Device)
 			s.Proc += g.procs[i]
 			m.Sites = append(m.Sites, s)
 		}
-		// Threads are globalTids (process and thread ids); files from different hosts
-		// can hold the same one. A file that holds one of an earlier file's has all its
-		// threads renumbered: ids below every globalTid (negative), in thread order, so
-		// any number of files stays apart.
-		seen := map[int64]bool{}
-		for _, w := range t.Callers {
-			seen[w.Thread] = true
-		}
-		for _, r := range t.Ranges {
-			seen[r.Thread] = true
-		}
-		var remap map[int64]int64
-		for th := range seen {
-			if _, ok := owner[th]; ok {
-				remap = map[int64]int64{}
-				break
-			}
-		}
-		for _, th := range slices.Sorted(maps.Keys(seen)) {
-			if remap != nil {
-				fresh--
-				remap[th] = fresh
-				th = fresh
-			}
-			owner[th] = i
-		}
-		g.thread = append(g.thread, remap)
+		g.thread = append(g.thread, g.threadMap(i, t))
 		g.callers = append(g.callers, CallerID(len(m.Callers)))
 		for _, w := range t.Callers {
 			name := "?"
 			if int(w.Name) < len(t.APINames) {
 				name = t.APINames[w.Name]
 			}
-			id, ok := apiIdx[name]
-			if !ok {
-				if len(m.APINames) < 256 {
-					id = uint8(len(m.APINames))
-					m.APINames = append(m.APINames, name)
-				} else {
-					id = 255 // the 256th and later names share the last slot, as in Open
-				}
-				apiIdx[name] = id
-			}
-			w.Name = id
+			w.Name = g.apiIdx.id(name)
 			w.Proc += g.procs[i]
 			w.Thread = g.threadOf(i, w.Thread)
 			m.Callers = append(m.Callers, w)
 		}
 	}
 	return g
+}
+
+// addDevices numbers the devices of file i, t, in the merged trace, by their ids.
+func (g *merger) addDevices(i int, t *Trace) {
+	m, run := g.m, g.m.Run
+	dm := map[DeviceID]DeviceID{}
+	pids := mainPIDs(t)
+	devs := slices.Clone(t.Devices)
+	slices.SortFunc(devs, func(a, b Device) int { return cmp.Compare(a.ID, b.ID) })
+	for _, d := range devs {
+		id := DeviceID(len(m.Devices))
+		dm[d.ID] = id
+		nd := d
+		nd.ID = id
+		m.Devices = append(m.Devices, nd)
+		run.Devices = append(run.Devices, RunDevice{File: i, Device: d.ID, PID: pids[d.ID]})
+		run.Files[i].Devices = append(run.Files[i].Devices, id)
+	}
+	g.devs = append(g.devs, dm)
+}
+
+// threadMap returns the merged ids of the thread ids of file i, t: nil (its own), unless
+// one of its threads is an earlier file's. Threads are globalTids (process and thread
+// ids); files from different hosts can hold the same one. A file that holds one of an
+// earlier file's has all its threads renumbered: ids below every globalTid (negative), in
+// thread order, so any number of files stays apart (or'ing the file's index into the top
+// bits wrapped at file 256).
+func (g *merger) threadMap(i int, t *Trace) map[int64]int64 {
+	seen := map[int64]bool{}
+	for _, w := range t.Callers {
+		seen[w.Thread] = true
+	}
+	for _, r := range t.Ranges {
+		seen[r.Thread] = true
+	}
+	var remap map[int64]int64
+	for th := range seen {
+		if _, ok := g.owner[th]; ok {
+			remap = map[int64]int64{}
+			break
+		}
+	}
+	for _, th := range slices.Sorted(maps.Keys(seen)) {
+		if remap != nil {
+			g.fresh--
+			remap[th] = g.fresh
+			th = g.fresh
+		}
+		g.owner[th] = i
+	}
+	return remap
 }
 
 // dev returns the merged id of device d of file i.
@@ -476,7 +475,7 @@ func (g *merger) calls() {
 // rest copies the memory operations, graph executions and NVTX ranges.
 func (g *merger) rest() {
 	m := g.m
-	textIdx := map[string]uint32{}
+	textIdx := newInterner[string, uint32](&m.RangeTexts)
 	domIdx := map[string]uint32{}
 	for i, t := range g.traces {
 		off := g.off[i]
@@ -496,13 +495,7 @@ func (g *merger) rest() {
 		}
 		texts := make([]uint32, len(t.RangeTexts))
 		for j, s := range t.RangeTexts {
-			id, ok := textIdx[s]
-			if !ok {
-				id = uint32(len(m.RangeTexts))
-				textIdx[s] = id
-				m.RangeTexts = append(m.RangeTexts, s)
-			}
-			texts[j] = id
+			texts[j] = textIdx.id(s)
 		}
 		doms := map[uint32]uint32{0: 0}
 		if name, ok := t.Domains[0]; ok {
@@ -547,14 +540,9 @@ func (g *merger) rest() {
 
 // sortRest puts the memory operations, graph executions and ranges in Open's orders.
 func (t *Trace) sortRest() {
-	sortUnlessSorted(t.Memops, memopLess)
+	sortUnlessSorted(t.Memops, memopOrder)
 	slices.SortStableFunc(t.Graphs, func(a, b GraphExec) int { return cmp.Compare(a.Start, b.Start) })
-	slices.SortStableFunc(t.Ranges, func(a, b Range) int {
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		return cmp.Compare(rangeEnd(b), rangeEnd(a))
-	})
+	slices.SortStableFunc(t.Ranges, rangeOrder)
 }
 
 // ShiftFiles adds delta[i] to every timestamp of file i of a merged trace (Run.Files) and

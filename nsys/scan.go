@@ -4,9 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
-	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -360,35 +358,4 @@ func (r *reader) maxRowid(table string) int {
 		return 0
 	}
 	return int(max(0, min(n.Int64, r.schema.size/8, 1<<31)))
-}
-
-// sortUnlessSorted sorts s by cmp; tables come sorted most of the time, and checking costs
-// a fraction of sorting (checked in pieces at once: large tables are tens of millions of
-// rows).
-func sortUnlessSorted[T any](s []T, cmp func(a, b T) int) {
-	if !isSorted(s, cmp) {
-		slices.SortFunc(s, cmp)
-	}
-}
-
-// isSorted is slices.IsSortedFunc, in pieces at once from 2^20 elements on.
-func isSorted[T any](s []T, cmp func(a, b T) int) bool {
-	const piece = 1 << 19
-	if len(s) < 2*piece {
-		return slices.IsSortedFunc(s, cmp)
-	}
-	var g errgroup.Group
-	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
-	var unsorted atomic.Bool
-	for lo := 0; lo < len(s); lo += piece {
-		hi := min(lo+piece+1, len(s)) // one past: the pieces overlap by an element
-		g.Go(func() error {
-			if !unsorted.Load() && !slices.IsSortedFunc(s[lo:hi], cmp) {
-				unsorted.Store(true)
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	return !unsorted.Load()
 }

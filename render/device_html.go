@@ -21,8 +21,9 @@ import (
 
 func newHTMLDevice(d *breakdown.DeviceReport) (htmlDevice, error) {
 	h := htmlDevice{
-		Anchor:  fmt.Sprintf("device-%d", d.Device),
-		Heading: fmt.Sprintf("Device %d: %s", d.Device, gpuName(d.GPU)),
+		Anchor:   strings.ReplaceAll(d.Name(), " ", "-"), // device-0, or device-0-pid-1234 on a shared device
+		Heading:  fmt.Sprintf("%s: %s", capitalize(d.Name()), gpuName(d.GPU)),
+		Lifetime: lifetimeLine(d),
 	}
 	sm := &d.Summary
 	if len(d.Steps) == 0 {
@@ -213,10 +214,10 @@ func deviceCharts(d *breakdown.DeviceReport) ([]chartBlock, error) {
 func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart int, prefill bool) (chartBlock, error) {
 	g := newStepGroups(len(steps))
 	cats := presentCategories(steps)
-	title := fmt.Sprintf("Device %d (%s): exclusive time per step by category", d.Device, gpuName(d.GPU))
+	title := fmt.Sprintf("%s (%s): exclusive time per step by category", capitalize(d.Name()), gpuName(d.GPU))
 	id := fmt.Sprintf("steps-%d", d.Device)
 	if prefill {
-		title = fmt.Sprintf("Device %d (%s): prefill steps, on their own scale", d.Device, gpuName(d.GPU))
+		title = fmt.Sprintf("%s (%s): prefill steps, on their own scale", capitalize(d.Name()), gpuName(d.GPU))
 		id = fmt.Sprintf("prefill-%d", d.Device)
 	}
 	sub := stepsSubtitle(d, steps, g, prefillApart, prefill)
@@ -276,6 +277,17 @@ func stepsChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart 
 	return newChart(b, bar)
 }
 
+// countPhase returns the number of steps of phase p.
+func countPhase(steps []breakdown.Step, p breakdown.Phase) int {
+	n := 0
+	for i := range steps {
+		if steps[i].Phase == p {
+			n++
+		}
+	}
+	return n
+}
+
 // stepsSubtitle is the steps chart's subtitle: how steps are grouped and what is marked
 // or left out.
 func stepsSubtitle(d *breakdown.DeviceReport, steps []breakdown.Step, g stepGroups, prefillApart int, prefill bool) string {
@@ -284,6 +296,9 @@ func stepsSubtitle(d *breakdown.DeviceReport, steps []breakdown.Step, g stepGrou
 		sub = g.note() + "; bars: median of each category per bucket; lines: shortest and longest step"
 	} else if !prefill && hasPhase(steps, breakdown.Prefill) {
 		sub += "; prefill steps' indices in orange"
+	}
+	if n := countPhase(steps, breakdown.Uncertain); n > 0 && !prefill {
+		sub += fmt.Sprintf("; %d step%s of uncertain phase (no signal told %s from decode or showed prompt tokens; out of the decode summary)", n, plural(n), map[bool]string{true: "it", false: "them"}[n == 1])
 	}
 	if n := len(d.Summary.Outliers.Steps); n > 0 && !prefill {
 		sub += fmt.Sprintf("; %d outlier step%s (over %gx the median, left out of the summary) marked in red", n, plural(n), float64(breakdown.OutlierFactor))

@@ -23,13 +23,24 @@ import (
 // 12.30ms, p10-p90 12.10ms-12.90ms, 40 steps".
 func deviceHeadline(d *breakdown.DeviceReport) string {
 	sm := &d.Summary
+	if d.Kind != breakdown.KindInference { // not inference: say what it is, in no inference words
+		what := "training steps, not inference"
+		if d.Kind == breakdown.KindLoading {
+			what = "loading, no serving loop"
+		}
+		if sm.Steps == 0 {
+			return fmt.Sprintf("%s (%s): %s; no steps to summarise", d.Name(), gpuName(d.GPU), what)
+		}
+		return fmt.Sprintf("%s (%s): %s: step median %s, p10-p90 %s-%s, %d step%s", d.Name(), gpuName(d.GPU), what,
+			breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)), sm.Steps, plural(sm.Steps))
+	}
 	if sm.Steps == 0 {
 		if d.Skipped > 0 && len(d.Steps) == 0 {
-			return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found, all skipped)", d.Device, gpuName(d.GPU), phaseWhat(sm), d.Skipped, plural(d.Skipped))
+			return fmt.Sprintf("%s (%s): no %ss to summarise (%d step%s found, all skipped)", d.Name(), gpuName(d.GPU), phaseWhat(sm), d.Skipped, plural(d.Skipped))
 		}
-		return fmt.Sprintf("device %d (%s): no %ss to summarise (%d step%s found)", d.Device, gpuName(d.GPU), phaseWhat(sm), len(d.Steps), plural(len(d.Steps)))
+		return fmt.Sprintf("%s (%s): no %ss to summarise (%d step%s found)", d.Name(), gpuName(d.GPU), phaseWhat(sm), len(d.Steps), plural(len(d.Steps)))
 	}
-	return fmt.Sprintf("device %d (%s): %s median %s, p10-p90 %s-%s, %d step%s", d.Device, gpuName(d.GPU), phaseWhat(sm),
+	return fmt.Sprintf("%s (%s): %s median %s, p10-p90 %s-%s, %d step%s", d.Name(), gpuName(d.GPU), phaseWhat(sm),
 		breakdown.FormatDuration(int64(sm.Median)), breakdown.FormatDuration(int64(sm.P10)), breakdown.FormatDuration(int64(sm.P90)), sm.Steps, plural(sm.Steps))
 }
 
@@ -52,6 +63,17 @@ func perTokenHeadline(r *findings.Report, d int) string {
 func rankWords(r *findings.Report, g *findings.Group) string {
 	if len(r.Devices) < 2 {
 		return ""
+	}
+	if shared(r) { // processes of one GPU are no ranks: name each
+		var names []string
+		for _, m := range g.Members {
+			names = append(names, r.Devices[m.Dev].Name())
+		}
+		w := strings.Join(names, ", ")
+		if len(names) < len(r.Devices) {
+			w += fmt.Sprintf(" (of %d loops)", len(r.Devices))
+		}
+		return w
 	}
 	var ids []int
 	for _, m := range g.Members {
@@ -104,7 +126,7 @@ func perRankLine(r *findings.Report, g *findings.Group) string {
 	}
 	var parts []string
 	for _, m := range g.Members {
-		parts = append(parts, fmt.Sprintf("rank %d %s of %s (%s)", r.Devices[m.Dev].Device, breakdown.FormatDuration(int64(m.F.AtStake)),
+		parts = append(parts, fmt.Sprintf("%s %s of %s (%s)", memberName(r, m.Dev), breakdown.FormatDuration(int64(m.F.AtStake)),
 			breakdown.FormatDuration(int64(m.F.Step)), breakdown.FormatPercent(frac(int64(m.F.AtStake), int64(m.F.Step)))))
 	}
 	return strings.Join(parts, ", ")
@@ -123,7 +145,27 @@ func evidenceOf(r *findings.Report, g *findings.Group) string {
 	if len(g.Members) < 2 {
 		return ""
 	}
-	return fmt.Sprintf("rank %d: ", r.Devices[g.Members[0].Dev].Device)
+	return memberName(r, g.Members[0].Dev) + ": "
+}
+
+// shared reports whether the report has a device that several processes share (one
+// device report per process: breakdown.DeviceReport.Processes).
+func shared(r *findings.Report) bool {
+	for i := range r.Devices {
+		if r.Devices[i].Processes > 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// memberName names device report d of a finding group: "rank 0", or, in a report with a
+// device that several processes share, "device 0 pid 1234".
+func memberName(r *findings.Report, d int) string {
+	if shared(r) {
+		return r.Devices[d].Name()
+	}
+	return fmt.Sprintf("rank %d", r.Devices[d].Device)
 }
 
 // limiterLine names what limits the step: the cause with the most time at stake (its
@@ -136,7 +178,7 @@ func limiterLine(r *findings.Report) string {
 		d := &r.Devices[g.Members[0].Dev]
 		where := ""
 		if len(r.Devices) > 1 {
-			where = fmt.Sprintf(" on %s (rank %d's numbers)", rankWords(r, &g), d.Device)
+			where = fmt.Sprintf(" on %s (%s's numbers)", rankWords(r, &g), memberName(r, g.Members[0].Dev))
 			if len(g.Members) == 1 {
 				where = " on " + rankWords(r, &g)
 			}
@@ -144,6 +186,13 @@ func limiterLine(r *findings.Report) string {
 		return fmt.Sprintf("Limiter: %s%s, %s of the %s mean %s (%s) at stake", f.ID, where,
 			breakdown.FormatDuration(int64(f.AtStake)), breakdown.FormatDuration(int64(f.Step)), phaseWhat(&d.Summary),
 			breakdown.FormatPercent(frac(int64(f.AtStake), int64(f.Step))))
+	}
+	if k := notInference(r); k != "" {
+		p := largestPart(r)
+		if p != "" {
+			p = "; " + p
+		}
+		return "No limiter named: " + k + ", and the findings' rules are for inference loops" + p
 	}
 	if p := largestPart(r); p != "" {
 		return "Limiter: no rule holds; " + p
@@ -257,7 +306,7 @@ func stepMixLine(d *breakdown.DeviceReport) string {
 	for _, p := range stepParts(sm) {
 		parts = append(parts, fmt.Sprintf("%s %s %s", p.Cat, p.Share, p.Mean))
 	}
-	return fmt.Sprintf("device %d mean %s: %s", d.Device, breakdown.FormatDuration(int64(sm.Mean)), strings.Join(parts, " · "))
+	return fmt.Sprintf("%s mean %s: %s", d.Name(), breakdown.FormatDuration(int64(sm.Mean)), strings.Join(parts, " · "))
 }
 
 // sideHeadline is a diff side's first line: "base eager: decode step median 13.33ms,

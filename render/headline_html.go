@@ -158,7 +158,7 @@ func reportAnswer(r *findings.Report) *htmlAnswer {
 		d := &r.Devices[i]
 		a.Lines = append(a.Lines, capitalize(perTokenHeadline(r, i)))
 		if d.Summary.Steps > 0 {
-			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("device %d: %s", d.Device, breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
+			a.Mix = append(a.Mix, newMixRow(fmt.Sprintf("%s: %s", d.Name(), breakdown.FormatDuration(int64(d.Summary.Mean))), &d.Summary))
 			a.MixTitle = "Mean " + phaseWhat(&d.Summary) + " by category (hover a segment for its time"
 		}
 	}

@@ -14,6 +14,9 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 	}
 	for i := range r.Devices {
 		ew.printf("%s\n", TerminalSafe(capitalize(perTokenHeadline(r, i))))
+		if s := lifetimeLine(&r.Devices[i]); s != "" {
+			ew.printf("  %s\n", s)
+		}
 	}
 	ew.printf("%s\n", limiterLine(r))
 	if t := thenLine(r); t != "" {
@@ -32,13 +35,19 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 		n++
 		ew.printf("  %d. %s\n", n, groupHeadline(r, g))
 		if pr := perRankLine(r, g); pr != "" {
-			ew.printf("     per rank: %s\n", pr)
+			per := "rank"
+			if shared(r) {
+				per = "loop"
+			}
+			ew.printf("     per %s: %s\n", per, pr)
 		}
 		ew.printf("     %s%s\n", evidenceOf(r, g), TerminalSafe(g.Top().Claim))
 		ew.printf("     try: %s\n", TerminalSafe(findingSuggestion(g.Top())))
 	}
 	if n == 0 {
-		ew.printf("Findings: no cause above %g%% of the step\n", 100*findings.MinorShare)
+		if notInference(r) == "" {
+			ew.printf("Findings: no cause above %g%% of the step\n", 100*findings.MinorShare)
+		}
 	}
 	if m := minorLine(r, gs); m != "" {
 		ew.printf("  %s\n", m)

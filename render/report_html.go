@@ -67,6 +67,7 @@ type htmlDevice struct {
 	Anchor    string
 	Heading   string
 	Lead      string // "Decode step: median ... (12 steps; ...)"
+	Lifetime  string // a whole-process capture: what lies outside the served loop (lifetimeLine)
 	Empty     string // set when there is nothing to summarise
 	Charts    []chartBlock
 	Summary   *htmlTable

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"io"
 	"reflect"
@@ -29,6 +30,7 @@ func appendStep(b []byte, s *breakdown.Step) []byte {
 		b = append(b, `,"label":`...)
 		b = appendString(b, s.Label)
 	}
+	b = appendNonZero(b, `,"pid":`, s.PID)
 	b = appendInt(b, `,"start_ns":`, int64(s.Start))
 	b = appendInt(b, `,"end_ns":`, int64(s.End))
 	b = appendInt(b, `,"launches":`, int64(s.Launches))
@@ -188,7 +190,7 @@ func gapsJSON(g *breakdown.Gaps) schema.GapsJSON {
 
 // stepJSON is the JSON contract of step s (appendStep writes its bytes).
 func stepJSON(s *breakdown.Step) schema.StepJSON {
-	sj := schema.StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, StartNS: int64(s.Start), EndNS: int64(s.End),
+	sj := schema.StepJSON{Index: s.Index, Phase: s.Phase.String(), Label: s.Label, PID: s.PID, StartNS: int64(s.Start), EndNS: int64(s.End),
 		Launches: s.Launches, Gaps: gapsJSON(&s.Gaps), DraftForwards: s.DraftForwards, Batch: s.Batch,
 		CutBy: s.CutBy, PhaseEvidence: s.PhaseEvidence, DraftDepth: s.DraftDepth, VerifyDepth: s.VerifyDepth,
 		GraphCapture: s.GraphCapture, CaptureHostNS: int64(s.CaptureHost),
@@ -210,7 +212,7 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 		Source: schema.SourceJSON{Path: r.Path, NsysVersion: r.Meta.NsysVersion, ExportSchema: r.Meta.SchemaVersion},
 		Config: configJSON(r.Config), Devices: []schema.DeviceJSON{}, Kernels: []schema.KernelJSON{}, Warnings: []string{}}
 	for di, d := range r.Devices {
-		dj := schema.DeviceJSON{Device: int(d.Device), GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
+		dj := schema.DeviceJSON{Device: int(d.Device), TraceKind: cmp.Or(d.Kind, "inference"), KindEvidence: d.KindWhy, PID: d.PID, Processes: d.Processes, GPU: d.GPU, StepMethod: d.Method.String(), MethodDetail: d.MethodDetail,
 			Skipped: d.Skipped, Steps: make([]schema.StepJSON, len(d.Steps))}
 		for i := range d.Steps {
 			dj.Steps[i] = stepJSON(&d.Steps[i])
@@ -227,6 +229,10 @@ func NewReportJSON(r *findings.Report) *schema.ReportJSON {
 				BusyPerCallNS: int64(cs.BusyPerCall)}
 		}
 		dj.Outside = outsideJSON(&d.Outside)
+		for _, s := range d.Lifetime {
+			dj.OutsideLoop = append(dj.OutsideLoop, schema.LoopSpanJSON{Kind: s.Kind, StartNS: int64(s.Start), EndNS: int64(s.End),
+				NS: int64(s.Dur()), Iterations: s.Iterations, Bytes: s.Bytes})
+		}
 		dj.SOL = solJSON(d.SOL)
 		dj.Findings = findingsJSON(r.Findings[di])
 		dj.Source = deviceSource(r.Run, int(d.Device))

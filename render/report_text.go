@@ -31,7 +31,7 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 	ew := &errWriter{w: &details}
 	ew.printf("\n")
 	ver := TerminalSafe(orNA(r.Meta.NsysVersion))
-	ew.printf("Trace: %s  (nsys %s, %d device%s)\n", TerminalSafe(r.Path), ver, len(r.Devices), plural(len(r.Devices)))
+	ew.printf("Trace: %s  (nsys %s, %s)\n", TerminalSafe(r.Path), ver, devicesWords(r.Report))
 	textRun(ew, r.Report)
 	if s := configLine(r.Config); s != "" {
 		ew.printf("%s\n", TerminalSafe(s))
@@ -145,7 +145,7 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		gpu = "GPU n/a"
 	}
 	n := len(d.Steps) + d.Skipped
-	ew.printf("Device %d (%s): %d step%s by %s (%s)", d.Device, TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail))
+	ew.printf("%s (%s): %d step%s by %s (%s)", capitalize(d.Name()), TerminalSafe(gpu), n, plural(n), d.Method, TerminalSafe(d.MethodDetail))
 	switch {
 	case len(d.Steps) == 0 && d.Skipped > 0:
 		ew.printf(", all %d skipped", d.Skipped)
@@ -160,6 +160,9 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 	}
 	if o := &d.Outside; o.Windows > 0 {
 		ew.printf("Outside steps: %s (work before the first step, between step ranges or after the last; in no step)\n", outsideText(o))
+	}
+	if s := lifetimeLine(d); s != "" {
+		ew.printf("%s\n", s)
 	}
 	sm := &d.Summary
 	if sm.Steps == 0 {

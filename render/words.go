@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
+	"github.com/stepstat/stepstat/nsys"
 )
 
 // This file holds the words every format of render uses (text, HTML, JSON's warnings):
@@ -182,6 +184,80 @@ func fmtCalls(f float64) string {
 		return fmt.Sprint(int64(f))
 	}
 	return fmt.Sprintf("%.1f", f)
+}
+
+// devicesWords counts a report's devices: "2 devices", or, where processes share a
+// device, "1 device, 2 processes on device 0: one loop each".
+func devicesWords(r *breakdown.Report) string {
+	ids := map[nsys.DeviceID]int{}
+	var order []nsys.DeviceID
+	for i := range r.Devices {
+		d := r.Devices[i].Device
+		if ids[d] == 0 {
+			order = append(order, d)
+		}
+		ids[d]++
+	}
+	out := fmt.Sprintf("%d device%s", len(order), plural(len(order)))
+	for _, d := range order {
+		if ids[d] > 1 {
+			out += fmt.Sprintf(", %d processes on device %d: one loop each", ids[d], d)
+		}
+	}
+	return out
+}
+
+// lifetimeLine names what lies outside the served loop of a whole-process capture: "Whole
+// process: before serving: load 2.20s (2.37 GB host to device), warm-up 1.02s (5
+// iterations), capture 244.4ms (1 iteration); after serving: shutdown 90.1ms; the 37 steps
+// are the served loop's"; "" for a capture of the loop alone.
+func lifetimeLine(d *breakdown.DeviceReport) string {
+	if len(d.Lifetime) == 0 {
+		return ""
+	}
+	var before, after []string
+	for _, s := range d.Lifetime {
+		w := strings.ReplaceAll(s.Kind, "_", "-") + " " + breakdown.FormatDuration(int64(s.Dur()))
+		switch {
+		case s.Bytes > 0:
+			w += fmt.Sprintf(" (%.2f GB host to device)", float64(s.Bytes)/1e9)
+		case s.Iterations > 0:
+			w += fmt.Sprintf(" (%d iteration%s)", s.Iterations, plural(s.Iterations))
+		}
+		if s.Kind == breakdown.SpanShutdown {
+			after = append(after, w)
+		} else {
+			before = append(before, w)
+		}
+	}
+	out := "Whole process (no capture range): before serving: " + strings.Join(before, ", ")
+	if len(after) > 0 {
+		out += "; after serving: " + strings.Join(after, ", ")
+	}
+	return out + fmt.Sprintf("; the %d step%s are the served loop's", len(d.Steps), plural(len(d.Steps)))
+}
+
+// notInference says what a report's devices are when none is an inference loop
+// (breakdown.DeviceReport.Kind): "this trace holds training steps", "this trace holds
+// loading, no serving loop"; "" when any device is one.
+func notInference(r *findings.Report) string {
+	kind := ""
+	for i := range r.Devices {
+		k := r.Devices[i].Kind
+		if k == breakdown.KindInference {
+			return ""
+		}
+		if kind == "" || k == breakdown.KindTraining {
+			kind = k
+		}
+	}
+	if kind == breakdown.KindLoading {
+		return "this trace holds loading, no serving loop"
+	}
+	if kind == "" {
+		return ""
+	}
+	return "this trace holds training steps, not inference"
 }
 
 func capitalize(s string) string {

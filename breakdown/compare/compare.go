@@ -6,6 +6,8 @@
 // disagree, and what changed (story.go); the same per device position of multi-GPU traces,
 // with each rank's wait and transfer (ranks.go); the findings that appeared, vanished or
 // changed (findings.go); and the run configuration of each side and what differs (config.go).
+// The steps compared on a device are those its report summarises (breakdown.SummarisedSteps,
+// the one function both use): no graph capture iteration, window edge's piece or outlier.
 package compare
 
 import (
@@ -497,7 +499,9 @@ func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
 	return ss, runs
 }
 
-// alignedSteps returns the steps of the phase of one run, one per aligned step: with one
+// alignedSteps returns the steps of the phase of one run that report's summary covers
+// (breakdown.SummarisedSteps: no graph capture iteration, no window edge's piece, no
+// outlier), one per aligned step: with one
 // device, its steps; with several (ranks run in lock step, so a step lasts as long as its
 // slowest rank), the i-th step of the phase on every device aligned, and the one with the
 // longest wall time of each (ties: the first device) standing for it. Devices without steps
@@ -509,10 +513,9 @@ func alignedSteps(r *findings.Report, phase breakdown.Phase) (run []tagged, how 
 	var per [][]tagged // steps of the phase per device with any
 	for di := range r.Devices {
 		var ds []tagged
-		for i := range r.Devices[di].Steps {
-			if st := &r.Devices[di].Steps[i]; st.Phase == phase {
-				ds = append(ds, tagged{st, di})
-			}
+		kept, _ := breakdown.SummarisedSteps(r.Devices[di].Steps, phase)
+		for _, i := range kept {
+			ds = append(ds, tagged{&r.Devices[di].Steps[i], di})
 		}
 		if len(ds) > 0 {
 			per = append(per, ds)

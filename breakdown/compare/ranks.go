@@ -182,16 +182,16 @@ func devicesOf(s Side) (lo, hi int) {
 	return max(lo, 0), hi
 }
 
-// rankRuns returns, per run, the steps of the phase on the d-th device.
+// rankRuns returns, per run, the steps of the phase on the d-th device that report's
+// summary covers (breakdown.SummarisedSteps).
 func rankRuns(s Side, phase breakdown.Phase, d int) [][]tagged {
 	var runs [][]tagged
 	for _, r := range s.Reports {
 		var run []tagged
 		dr := &r.Devices[d]
-		for i := range dr.Steps {
-			if dr.Steps[i].Phase == phase {
-				run = append(run, tagged{&dr.Steps[i], d})
-			}
+		kept, _ := breakdown.SummarisedSteps(dr.Steps, phase)
+		for _, i := range kept {
+			run = append(run, tagged{&dr.Steps[i], d})
 		}
 		runs = append(runs, run)
 	}

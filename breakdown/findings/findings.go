@@ -140,6 +140,9 @@ func Of(r *breakdown.Report) *Report {
 	}
 	out := &Report{Report: r, Findings: make([][]Finding, len(r.Devices)), Then: make([]*Then, len(r.Devices)), knobs: knobs}
 	for d := range r.Devices {
+		if r.Devices[d].Kind != breakdown.KindInference {
+			continue // training or loading: the rules are for inference loops (breakdown.DeviceReport.Kind)
+		}
 		out.Findings[d] = device(r, d, knobs)
 		for k := range out.Findings[d] {
 			if f := &out.Findings[d][k]; f.Cause() && !f.Minor() {

@@ -13,7 +13,7 @@ import (
 // Tokens sources.
 const (
 	TokensNVTX  = "nvtx"  // the steps' NVTX text (vLLM's execute_context_C(c)_generation_G(g))
-	TokensGiven = "given" // the tokens the capture generated, given by the user (--tokens)
+	TokensGiven = "given" // the tokens the capture generated, given by the caller (Report.Tokens)
 )
 
 // Rounds describes the summarised steps of a device as rounds of speculative decoding,

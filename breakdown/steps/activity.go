@@ -53,7 +53,14 @@ func (a *Activity) Key() uint64 { return actKey(a.proc, a.corr) }
 type Timeline struct {
 	Trace *nsys.Trace
 	Dev   nsys.DeviceID
-	Cats  []kernelclass.Category // category per kernel NameID
+	// OneProc keeps the timeline to the work of process Proc on the device: a device
+	// shared by several processes (two servers, a draft server beside its target) has one
+	// timeline, and so one loop, per process (breakdown/procs.go); Sharers counts the
+	// processes with work on the device then.
+	OneProc bool
+	Proc    nsys.ProcID
+	Sharers int
+	Cats    []kernelclass.Category // category per kernel NameID
 	// Kernel gives kernels a category other than their name's (NVTX category rules, their
 	// place in their step); nil when none does.
 	Kernel KernelCats
@@ -62,8 +69,8 @@ type Timeline struct {
 	// Done, when closed, stops every pass over the timeline within a few thousand
 	// activities (Summarize's context); nil never stops.
 	Done <-chan struct{}
-	// rows, when set (IndexRows), lists the device's own kernels, memory operations and
-	// graph executions, so that a pass walks them and not every device's.
+	// rows, when set (IndexRows), lists the timeline's own kernels, memory operations and
+	// graph executions (Owns), so that a pass walks them and not every device's.
 	rows *deviceRows
 }
 
@@ -71,33 +78,37 @@ type Timeline struct {
 // operations and graph executions, in array (start) order.
 type deviceRows struct{ k, m, g []int32 }
 
-// IndexRows lists each timeline's own rows in one pass over the trace's arrays, for
-// timelines of one trace: without it, each device's passes walk every device's rows, a
-// cost of devices x rows (quadratic in the files of a run). With one timeline it does
-// nothing: its passes walk its rows either way.
-func IndexRows(tls map[nsys.DeviceID]*Timeline) {
+// IndexRows lists each timeline's own rows (Owns) in one pass over the trace's arrays,
+// for timelines of one trace: without it, each timeline's passes walk every device's
+// rows, a cost of devices x rows (quadratic in the files of a run). With one timeline it
+// does nothing: its passes walk its rows either way.
+func IndexRows(tls []*Timeline) {
 	if len(tls) < 2 {
 		return
 	}
-	var t *nsys.Trace
+	t := tls[0].Trace
+	byDev := map[nsys.DeviceID][]*Timeline{}
 	for _, tl := range tls {
-		t = tl.Trace
 		tl.rows = &deviceRows{}
+		byDev[tl.Dev] = append(byDev[tl.Dev], tl)
+	}
+	add := func(dev nsys.DeviceID, p nsys.ProcID, i int, list func(*deviceRows) *[]int32) {
+		for _, tl := range byDev[dev] {
+			if tl.Owns(dev, p) {
+				l := list(tl.rows)
+				*l = append(*l, int32(i))
+			}
+		}
 	}
 	for i := range t.Kernels {
-		if tl := tls[t.Sites[t.Kernels[i].Site].Device]; tl != nil {
-			tl.rows.k = append(tl.rows.k, int32(i))
-		}
+		st := &t.Sites[t.Kernels[i].Site]
+		add(st.Device, st.Proc, i, func(r *deviceRows) *[]int32 { return &r.k })
 	}
 	for i := range t.Memops {
-		if tl := tls[t.Memops[i].Device]; tl != nil {
-			tl.rows.m = append(tl.rows.m, int32(i))
-		}
+		add(t.Memops[i].Device, t.Memops[i].Proc, i, func(r *deviceRows) *[]int32 { return &r.m })
 	}
 	for i := range t.Graphs {
-		if tl := tls[t.Graphs[i].Device]; tl != nil {
-			tl.rows.g = append(tl.rows.g, int32(i))
-		}
+		add(t.Graphs[i].Device, t.Graphs[i].Proc, i, func(r *deviceRows) *[]int32 { return &r.g })
 	}
 }
 
@@ -133,13 +144,13 @@ func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
 			return
 		}
 		// Advance each source to its next activity on this device.
-		for i < len(ks) && sites[ks[i].Site].Device != tl.Dev {
+		for i < len(ks) && !tl.Owns(sites[ks[i].Site].Device, sites[ks[i].Site].Proc) {
 			i++
 		}
-		for j < len(ms) && ms[j].Device != tl.Dev {
+		for j < len(ms) && !tl.Owns(ms[j].Device, ms[j].Proc) {
 			j++
 		}
-		for k < len(gs) && gs[k].Device != tl.Dev {
+		for k < len(gs) && !tl.Owns(gs[k].Device, gs[k].Proc) {
 			k++
 		}
 		best := -1
@@ -264,24 +275,29 @@ func (tl *Timeline) RunningAt(at nsys.Time, longest time.Duration) []Activity {
 	from := at - nsys.Time(longest)
 	ks := tl.Trace.Kernels
 	for i := sort.Search(len(ks), func(i int) bool { return ks[i].Start >= at }) - 1; i >= 0 && ks[i].Start >= from; i-- {
-		if ks[i].End > at && tl.Trace.Sites[ks[i].Site].Device == tl.Dev {
+		if st := &tl.Trace.Sites[ks[i].Site]; ks[i].End > at && tl.Owns(st.Device, st.Proc) {
 			tl.kernelAct(i, &a)
 			out = append(out, a)
 		}
 	}
 	for j, m := range tl.Trace.Memops {
-		if m.Start < at && m.End > at && m.Device == tl.Dev {
+		if m.Start < at && m.End > at && tl.Owns(m.Device, m.Proc) {
 			tl.memopAct(j, &a)
 			out = append(out, a)
 		}
 	}
 	for k, g := range tl.Trace.Graphs {
-		if g.Start < at && g.End > at && g.Device == tl.Dev {
+		if g.Start < at && g.End > at && tl.Owns(g.Device, g.Proc) {
 			tl.graphAct(k, &a)
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// Owns reports whether work of process p on device dev is on the timeline.
+func (tl *Timeline) Owns(dev nsys.DeviceID, p nsys.ProcID) bool {
+	return dev == tl.Dev && (!tl.OneProc || p == tl.Proc)
 }
 
 // Procs returns, by ProcID, whether the process runs work on the device: kernels (from the
@@ -301,17 +317,17 @@ func (tl *Timeline) Procs() []bool {
 			tl.procSet[p] = true
 		}
 		for _, st := range tl.Trace.Sites {
-			if st.Device == tl.Dev {
+			if tl.Owns(st.Device, st.Proc) {
 				mark(st.Proc)
 			}
 		}
 		for _, m := range tl.Trace.Memops {
-			if m.Device == tl.Dev {
+			if tl.Owns(m.Device, m.Proc) {
 				mark(m.Proc)
 			}
 		}
 		for _, g := range tl.Trace.Graphs {
-			if g.Device == tl.Dev {
+			if tl.Owns(g.Device, g.Proc) {
 				mark(g.Proc)
 			}
 		}

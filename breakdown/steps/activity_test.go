@@ -25,9 +25,9 @@ func TestIndexRows(t *testing.T) {
 		t.Fatalf("%d devices, want 2", len(tr.Devices))
 	}
 	cats := make([]kernelclass.Category, len(tr.Names))
-	tls := map[nsys.DeviceID]*Timeline{}
+	var tls []*Timeline
 	for _, d := range tr.Devices {
-		tls[d.ID] = &Timeline{Trace: tr, Dev: d.ID, Cats: cats}
+		tls = append(tls, &Timeline{Trace: tr, Dev: d.ID, Cats: cats})
 	}
 	walk := func(tl *Timeline, from nsys.Time) []Activity {
 		var out []Activity
@@ -36,7 +36,7 @@ func TestIndexRows(t *testing.T) {
 	}
 	start, end, _ := tr.Span()
 	froms := []nsys.Time{-1 << 62, start, start + (end-start)/3, end}
-	want := map[nsys.DeviceID][][]Activity{}
+	want := map[int][][]Activity{}
 	for id, tl := range tls {
 		for _, f := range froms {
 			want[id] = append(want[id], walk(tl, f))

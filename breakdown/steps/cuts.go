@@ -42,6 +42,9 @@ type segment struct {
 	// the next (vectorized or unrolled, as a tensor's alignment changes).
 	sig     uint64
 	kernels int32
+	// graphs counts the graph work among kernels: replays traced at graph level, and
+	// kernels a graph launched (node-level traces).
+	graphs  int32
 	cut     uint8 // why the segment starts; 0 for the first
 	sampler bool  // it runs a sampler (argmax, multinomial, ...): a step ends soon after
 	// fwd: a forward of the model ends in it: a sampler after a GEMM (the lm_head), with no
@@ -102,6 +105,7 @@ func (s *segment) add(a *Activity, role kernelclass.Role, inGraph bool, fw *forw
 			s.attn++
 		}
 		if inGraph {
+			s.graphs++
 			// A replayed kernel differs from the same kernel launched eagerly: warm-up
 			// steps before the first replay are not steps of the graph loop.
 			s.sig += Mix64(uint64(a.Cat) + 1 + 1<<42)
@@ -112,6 +116,7 @@ func (s *segment) add(a *Activity, role kernelclass.Role, inGraph bool, fw *forw
 		// A replay traced at graph level hides its kernels: it runs the forward's GEMMs
 		// as far as the trace shows (a sampler after it ends a forward).
 		s.kernels++
+		s.graphs++
 		s.sig += Mix64(1 << 40)
 		fw.armed, fw.pending = true, false
 	case SrcMemop:
@@ -257,7 +262,7 @@ func sideCopies(t *nsys.Trace, tl *Timeline) func(*Activity) bool {
 	own := false
 	for i := range t.Memops {
 		m := &t.Memops[i]
-		if m.Device == tl.Dev && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
+		if tl.Owns(m.Device, m.Proc) && m.Kind == nsys.MemcpyHtoD && m.Proc == main.proc && m.Stream == main.stream {
 			own = true
 			break
 		}
@@ -301,6 +306,7 @@ func mergeEmpty(segs []segment) []segment {
 				p.cands = append(p.cands, c)
 			}
 			p.end, p.sig, p.kernels, p.cut = max(p.end, s.end), p.sig+s.sig, p.kernels+s.kernels, p.cut|s.cut
+			p.graphs += s.graphs
 			p.sampler = p.sampler || s.sampler
 			if s.fwd {
 				p.fwd, p.fwdAt = true, s.fwdAt

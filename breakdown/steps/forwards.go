@@ -182,10 +182,12 @@ func splitForwards(segs []segment, bounds []Boundary, body nsys.Time) []Boundary
 }
 
 // A pause between requests is idle time in no step: when the device idles after a step's
-// last work for more than pauseSteps median steps (and at least minPause), the step ends
-// with its work and the pause is outside steps.
+// last work for more than pauseSteps median steps, or pauseGaps times the loop's median idle
+// after a step's work (and at least minPause either way), the step ends with its work and
+// the pause is outside steps.
 const (
 	pauseSteps = 2
+	pauseGaps  = 20
 	minPause   = 2_000_000 // ns
 )
 
@@ -215,6 +217,18 @@ func separateRequests(segs []segment, bounds []Boundary) []Boundary {
 	}
 	slices.Sort(walls)
 	limit := max(nsys.Time(minPause), nsys.Time(pauseSteps*walls[len(walls)/2]))
+	// Or idle after a step's work longer than pauseGaps times the loop's usual idle there
+	// (its median): a loop of short host turns between iterations that stops for a while.
+	var idles []int64
+	for _, w := range wins {
+		if w.workEnd > bounds[w.bi].Start {
+			idles = append(idles, int64(max(0, bounds[w.bi+1].Start-w.workEnd)))
+		}
+	}
+	if len(idles) >= 3 {
+		slices.Sort(idles)
+		limit = min(limit, max(nsys.Time(minPause), nsys.Time(pauseGaps*idles[len(idles)/2])))
+	}
 	var extra []Boundary
 	for _, w := range wins {
 		next := bounds[w.bi+1].Start

@@ -186,7 +186,9 @@ func stepRanges(t *nsys.Trace, re *regexp.Regexp) ([]matchedRange, string, bool)
 
 // nvtxDetect maps step ranges to the first GPU activity each launched on each device,
 // through the launching API call's thread and correlation id (not by GPU time overlap).
-func nvtxDetect(t *nsys.Trace, h *HostIndex, devs []nsys.DeviceID, re *regexp.Regexp, tls map[nsys.DeviceID]*Timeline) map[nsys.DeviceID]*Detection {
+// tls are the timelines (one per device, or per process of a shared device); the result
+// has one detection per timeline, nil where no range launched work; nil when no range matches.
+func nvtxDetect(t *nsys.Trace, h *HostIndex, re *regexp.Regexp, tls []*Timeline) []*Detection {
 	ranges, detail, iteration := stepRanges(t, re)
 	if len(ranges) == 0 {
 		return nil
@@ -212,23 +214,24 @@ func nvtxDetect(t *nsys.Trace, h *HostIndex, devs []nsys.DeviceID, re *regexp.Re
 	}
 	lo := NewLaunchOwners(t, ors, func(*nsys.Caller) bool { return true })
 	// One goroutine per device, each filling its own detection.
-	dets := make([]*Detection, len(devs))
+	dets := make([]*Detection, len(tls))
 	var wg sync.WaitGroup
-	for di, dev := range devs {
+	found := false
+	for di, tl := range tls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			dets[di] = nvtxBounds(tls[dev], lo, ranges, detail)
+			dets[di] = nvtxBounds(tl, lo, ranges, detail)
 		}()
 	}
 	wg.Wait()
-	out := map[nsys.DeviceID]*Detection{}
-	for i, dev := range devs {
-		if dets[i] != nil {
-			out[dev] = dets[i]
-		}
+	for _, d := range dets {
+		found = found || d != nil
 	}
-	return out
+	if !found {
+		return nil
+	}
+	return dets
 }
 
 // nvtxBounds maps the step ranges to a device's timeline: a step starts at the first GPU
@@ -335,11 +338,11 @@ func scanOwners(tl *Timeline, lo *LaunchOwners) *ownerScan {
 
 // MatchNVTX matches NVTX ranges to the GPU work of each device, for the methods that use
 // them (auto and nvtx); with method nvtx, no match at all is an error.
-func MatchNVTX(t *nsys.Trace, h *HostIndex, devs []nsys.DeviceID, tls map[nsys.DeviceID]*Timeline, method Method, userRe *regexp.Regexp) (map[nsys.DeviceID]*Detection, error) {
+func MatchNVTX(t *nsys.Trace, h *HostIndex, tls []*Timeline, method Method, userRe *regexp.Regexp) ([]*Detection, error) {
 	if method != MethodAuto && method != MethodNVTX {
 		return nil, nil
 	}
-	nvtx := nvtxDetect(t, h, devs, userRe, tls)
+	nvtx := nvtxDetect(t, h, userRe, tls)
 	if method == MethodNVTX && len(nvtx) == 0 {
 		what := "no NVTX range of a known step dialect"
 		if userRe != nil {

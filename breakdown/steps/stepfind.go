@@ -3,6 +3,7 @@ package steps
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stepstat/stepstat/nsys"
 )
@@ -154,8 +155,12 @@ func groupSegments(segs []segment, k, e, end int) []Boundary {
 	if first < warm {
 		// The prefill runs at least as much as a decode step; a few kernels before the
 		// loop body are setup, in no step.
+		// Against a loop of graph replays traced at graph level (a replay counts one), the
+		// setup is eager work that runs under a quarter of a step's time.
 		pre := kernelsIn(segs[first:warm])
-		b = append(b, Boundary{Start: segs[first].start, Outside: e+k <= len(segs) && 4*pre < unitKernels(e)})
+		setup := e+k <= len(segs) && (4*pre < unitKernels(e) ||
+			graphsIn(segs[first:warm]) == 0 && graphsIn(segs[e:e+k]) > 0 && 4*spanOf(segs[first:warm]) < spanOf(segs[e:e+k]))
+		b = append(b, Boundary{Start: segs[first].start, Outside: setup})
 	}
 	if warm < e {
 		b = append(b, Boundary{Start: segs[warm].start, Outside: true})
@@ -164,7 +169,10 @@ func groupSegments(segs []segment, k, e, end int) []Boundary {
 	for ; i+k <= end; i += k {
 		b = append(b, Boundary{Start: segs[i].start})
 	}
-	for ; i+k <= len(segs) && i >= k && 2*unitKernels(i) >= unitKernels(i-k); i += k {
+	// A unit that replays the graphs the unit before replayed is an iteration too (the
+	// capture's last replay, without the eager work that follows each of the others).
+	graphs := func(i int) int32 { return graphsIn(segs[i : i+k]) }
+	for ; i+k <= len(segs) && i >= k && (2*unitKernels(i) >= unitKernels(i-k) || graphs(i) > 0 && graphs(i) >= graphs(i-k)); i += k {
 		b = append(b, Boundary{Start: segs[i].start})
 	}
 	if i < len(segs) {
@@ -221,6 +229,24 @@ func warmupStart(segs []segment, k, first, e int) int {
 }
 
 // kernelsIn counts the kernels of segments.
+// graphsIn sums the segments' graph work (segment.graphs).
+func graphsIn(segs []segment) int32 {
+	var n int32
+	for _, s := range segs {
+		n += s.graphs
+	}
+	return n
+}
+
+// spanOf is the GPU time from the first segment's start to the latest end among them.
+func spanOf(segs []segment) time.Duration {
+	var end nsys.Time
+	for _, s := range segs {
+		end = max(end, s.end)
+	}
+	return end.Sub(segs[0].start)
+}
+
 func kernelsIn(segs []segment) int32 {
 	var n int32
 	for _, s := range segs {

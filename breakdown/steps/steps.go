@@ -22,10 +22,14 @@ const (
 	// Partial is an iteration cut by the capture window's start or end (nsys attached to a
 	// running server): a piece of a forward, kept out of every summary.
 	Partial
+	// Uncertain is an iteration of another kernel mix than the loop's decode template that
+	// no signal in the trace tells from decode or shows prompt tokens in (phase_evidence says
+	// what differs): counted, kept out of the decode summary, named in a warning.
+	Uncertain
 	NumPhases
 )
 
-var phaseNames = [NumPhases]string{"unknown", "prefill", "decode", "mixed", "partial"}
+var phaseNames = [NumPhases]string{"unknown", "prefill", "decode", "mixed", "partial", "uncertain"}
 
 func (p Phase) String() string {
 	if p < NumPhases {

@@ -37,11 +37,7 @@ func main() {
 // summarize reads go test -json from r and writes the summary to w; it reports whether
 // every test and package passed.
 func summarize(r io.Reader, w io.Writer, label string) bool {
-	type key struct{ pkg, test string }
-	var passed, failedTests, skipped, failedPkgs int
-	outputs := map[key][]string{}
-	var skips, subSkips []string // top-level tests; subtests (not in the totals)
-	failed := false
+	s := &summary{w: w, outputs: map[testKey][]string{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -50,74 +46,101 @@ func summarize(r io.Reader, w io.Writer, label string) bool {
 			fmt.Fprintln(w, sc.Text()) // not an event: build output
 			continue
 		}
-		k := key{e.Package, e.Test}
-		switch e.Action {
-		case "build-output": // the compiler's messages of a package that did not build
-			fmt.Fprint(w, e.Output)
-		case "output":
-			outputs[k] = append(outputs[k], e.Output)
-		case "skip":
-			if e.Test != "" && !strings.Contains(e.Test, "/") {
-				skipped++
-				skips = append(skips, fmt.Sprintf("%s (%s)", e.Test, skipReason(outputs[k])))
-			} else if e.Test != "" {
-				subSkips = append(subSkips, fmt.Sprintf("%s (%s)", e.Test, skipReason(outputs[k])))
-			}
-			delete(outputs, k)
-		case "pass":
-			delete(outputs, k)
-			if e.Test != "" && !strings.Contains(e.Test, "/") {
-				passed++
-			}
-			if e.Test == "" {
-				fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
-			}
-		case "fail":
-			failed = true
-			if e.Test == "" {
-				failedPkgs++
-				said := false
-				for _, o := range outputs[k] {
-					fmt.Fprint(w, o)
-					said = said || strings.HasPrefix(o, "FAIL\t")
-				}
-				if !said {
-					fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
-				}
-			} else if !strings.Contains(e.Test, "/") {
-				failedTests++
-				for _, o := range outputs[k] {
-					fmt.Fprint(w, o)
-				}
-				var subs []key // the failed test's subtests that failed, in name order
-				for sk := range outputs {
-					if sk.pkg == e.Package && strings.HasPrefix(sk.test, e.Test+"/") {
-						subs = append(subs, sk)
-					}
-				}
-				sort.Slice(subs, func(i, j int) bool { return subs[i].test < subs[j].test })
-				for _, sk := range subs {
-					fmt.Fprint(w, strings.Join(outputs[sk], ""))
-					delete(outputs, sk)
-				}
-			} else {
-				break // a failed subtest: its output waits for its top-level test's
-			}
-			delete(outputs, k)
-		}
+		s.event(&e)
 	}
-	sort.Strings(skips)
-	if len(skips) == 0 {
+	sort.Strings(s.skips)
+	if len(s.skips) == 0 {
 		fmt.Fprintln(w, "skipped: none")
 	} else {
-		fmt.Fprintf(w, "skipped %d: %s\n", len(skips), strings.Join(skips, "; "))
+		fmt.Fprintf(w, "skipped %d: %s\n", len(s.skips), strings.Join(s.skips, "; "))
 	}
-	if len(subSkips) > 0 { // a case of a table-driven test left out on purpose says why
-		sort.Strings(subSkips)
-		fmt.Fprintf(w, "skipped subtests %d: %s\n", len(subSkips), strings.Join(subSkips, "; "))
+	if len(s.subSkips) > 0 { // a case of a table-driven test left out on purpose says why
+		sort.Strings(s.subSkips)
+		fmt.Fprintf(w, "skipped subtests %d: %s\n", len(s.subSkips), strings.Join(s.subSkips, "; "))
 	}
-	fmt.Fprintln(w, totals(label, passed, failedTests, skipped, failedPkgs))
-	return !failed
+	fmt.Fprintln(w, totals(label, s.passed, s.failedTests, s.skipped, s.failedPkgs))
+	return !s.failed
+}
+
+// A testKey names a test of a package ("" for the package itself).
+type testKey struct{ pkg, test string }
+
+// A summary is what summarize has read so far.
+type summary struct {
+	w                                        io.Writer
+	passed, failedTests, skipped, failedPkgs int
+	outputs                                  map[testKey][]string // by test, until it ends
+	skips, subSkips                          []string             // top-level tests; subtests (not in the totals)
+	failed                                   bool
+}
+
+// event takes one event of go test -json.
+func (s *summary) event(e *event) {
+	w := s.w
+	k := testKey{e.Package, e.Test}
+	switch e.Action {
+	case "build-output": // the compiler's messages of a package that did not build
+		fmt.Fprint(w, e.Output)
+	case "output":
+		s.outputs[k] = append(s.outputs[k], e.Output)
+	case "skip":
+		if e.Test != "" && !strings.Contains(e.Test, "/") {
+			s.skipped++
+			s.skips = append(s.skips, fmt.Sprintf("%s (%s)", e.Test, skipReason(s.outputs[k])))
+		} else if e.Test != "" {
+			s.subSkips = append(s.subSkips, fmt.Sprintf("%s (%s)", e.Test, skipReason(s.outputs[k])))
+		}
+		delete(s.outputs, k)
+	case "pass":
+		delete(s.outputs, k)
+		if e.Test != "" && !strings.Contains(e.Test, "/") {
+			s.passed++
+		}
+		if e.Test == "" {
+			fmt.Fprintf(w, "ok  \t%s\t%.3fs\n", e.Package, e.Elapsed)
+		}
+	case "fail":
+		s.fail(e, k)
+	}
+}
+
+// fail takes a fail event: of a package, its output; of a top-level test, its output
+// and its failed subtests', in name order; of a subtest, nothing yet (its output waits
+// for its top-level test's).
+func (s *summary) fail(e *event, k testKey) {
+	w := s.w
+	s.failed = true
+	switch {
+	case e.Test == "":
+		s.failedPkgs++
+		said := false
+		for _, o := range s.outputs[k] {
+			fmt.Fprint(w, o)
+			said = said || strings.HasPrefix(o, "FAIL\t")
+		}
+		if !said {
+			fmt.Fprintf(w, "FAIL\t%s\t%.3fs\n", e.Package, e.Elapsed)
+		}
+	case !strings.Contains(e.Test, "/"):
+		s.failedTests++
+		for _, o := range s.outputs[k] {
+			fmt.Fprint(w, o)
+		}
+		var subs []testKey // the failed test's subtests that failed, in name order
+		for sk := range s.outputs {
+			if sk.pkg == e.Package && strings.HasPrefix(sk.test, e.Test+"/") {
+				subs = append(subs, sk)
+			}
+		}
+		sort.Slice(subs, func(i, j int) bool { return subs[i].test < subs[j].test })
+		for _, sk := range subs {
+			fmt.Fprint(w, strings.Join(s.outputs[sk], ""))
+			delete(s.outputs, sk)
+		}
+	default:
+		return // a failed subtest: its output waits for its top-level test's
+	}
+	delete(s.outputs, k)
 }
 
 // totals is the last line: the top-level tests that passed, failed and skipped, and the

@@ -108,96 +108,124 @@ type Table struct {
 func (s *File) Table(root uint32) (_ *Table, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer guardFault(&err)
-	var seen pageSet
-	buf := make([]byte, s.pageSize)
+	w := &treeWalk{s: s, buf: make([]byte, s.pageSize)}
+	if w.leafDepth, err = w.depth(root); err != nil {
+		return nil, err
+	}
+	if err := w.walk(root, math.MinInt64, math.MaxInt64, 0); err != nil {
+		return nil, err
+	}
+	return &Table{file: s, Leaves: w.out}, nil
+}
+
+// A treeWalk is Table's walk of one B-tree.
+type treeWalk struct {
+	s         *File
+	seen      pageSet
+	buf       []byte // one page, reused
+	leafDepth int
+	out       []Leaf
+}
+
+// depth returns the depth of the leaves of the B-tree rooted at page root, down its
+// leftmost path.
+func (w *treeWalk) depth(root uint32) (int, error) {
+	s := w.s
 	leafDepth := 0
 	for pg := root; ; leafDepth++ {
 		if leafDepth >= maxDepth {
-			return nil, Damagedf(pg, "B-tree deeper than %d at page %d", maxDepth, pg)
+			return 0, Damagedf(pg, "B-tree deeper than %d at page %d", maxDepth, pg)
 		}
-		b, err := s.ReadPages(pg, 1, buf)
+		b, err := s.ReadPages(pg, 1, w.buf)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		p, err := s.parsePage(pg, b)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if p.typ == pageLeafTable {
-			break
+			return leafDepth, nil
 		}
 		if p.cells == 0 {
-			return nil, Damagedf(pg, "page %d: an interior page without cells", pg)
+			return 0, Damagedf(pg, "page %d: an interior page without cells", pg)
 		}
 		pc, err := p.cell(0, 5)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		pg = binary.BigEndian.Uint32(p.data[pc:])
 	}
-	var out []Leaf
-	var walk func(pg uint32, lo, hi int64, depth int) error
-	walk = func(pg uint32, lo, hi int64, depth int) error {
-		if pg < 1 || pg > s.npages {
-			return Damagedf(pg, "page %d out of the file's %d", pg, s.npages)
-		}
-		if !seen.add(pg) {
-			return Damagedf(pg, "page %d met twice in one B-tree", pg)
-		}
-		if depth == leafDepth {
-			out = append(out, Leaf{pg, lo, hi})
-			return nil
-		}
-		b, err := s.ReadPages(pg, 1, buf)
-		if err != nil {
-			return err
-		}
-		p, err := s.parsePage(pg, b)
-		if err != nil {
-			return err
-		}
-		if p.typ != pageInteriorTable {
-			return Damagedf(pg, "page %d: a leaf above the B-tree's other leaves", pg)
-		}
-		if p.cells == 0 {
-			return Damagedf(pg, "page %d: an interior page without cells", pg)
-		}
-		// Copy the children and keys out: buf is reused by the walk below.
-		type child struct {
-			pg  uint32
-			key int64
-		}
-		kids := make([]child, 0, p.cells+1)
-		prev := lo
-		for i := 0; i < p.cells; i++ {
-			pc, err := p.cell(i, 5)
-			if err != nil {
-				return err
-			}
-			key, n := Varint(p.data[pc+4:])
-			if n == 0 {
-				return Damagedf(pg, "page %d: cell %d key unreadable", pg, i)
-			}
-			if key < prev || key > hi {
-				return Damagedf(pg, "page %d: keys out of order", pg)
-			}
-			kids = append(kids, child{binary.BigEndian.Uint32(p.data[pc:]), key})
-			prev = key
-		}
-		kids = append(kids, child{binary.BigEndian.Uint32(p.data[p.hdr+8:]), hi})
-		l := lo
-		for _, k := range kids {
-			if err := walk(k.pg, l, k.key, depth+1); err != nil {
-				return err
-			}
-			l = k.key
-		}
+}
+
+// walk adds the leaves under page pg, at depth, whose rowids are in (lo, hi].
+func (w *treeWalk) walk(pg uint32, lo, hi int64, depth int) error {
+	s := w.s
+	if pg < 1 || pg > s.npages {
+		return Damagedf(pg, "page %d out of the file's %d", pg, s.npages)
+	}
+	if !w.seen.add(pg) {
+		return Damagedf(pg, "page %d met twice in one B-tree", pg)
+	}
+	if depth == w.leafDepth {
+		w.out = append(w.out, Leaf{pg, lo, hi})
 		return nil
 	}
-	if err := walk(root, math.MinInt64, math.MaxInt64, 0); err != nil {
-		return nil, err
+	b, err := s.ReadPages(pg, 1, w.buf)
+	if err != nil {
+		return err
 	}
-	return &Table{file: s, Leaves: out}, nil
+	p, err := s.parsePage(pg, b)
+	if err != nil {
+		return err
+	}
+	if p.typ != pageInteriorTable {
+		return Damagedf(pg, "page %d: a leaf above the B-tree's other leaves", pg)
+	}
+	if p.cells == 0 {
+		return Damagedf(pg, "page %d: an interior page without cells", pg)
+	}
+	kids, err := children(&p, pg, lo, hi)
+	if err != nil {
+		return err
+	}
+	l := lo
+	for _, k := range kids {
+		if err := w.walk(k.pg, l, k.key, depth+1); err != nil {
+			return err
+		}
+		l = k.key
+	}
+	return nil
+}
+
+// A child is a child page of an interior page, with the largest rowid under it.
+type child struct {
+	pg  uint32
+	key int64
+}
+
+// children copies the children and keys out of interior page p (page pg, rowids in
+// (lo, hi]), the right child last: the page's buffer is reused by the walk below it.
+func children(p *page, pg uint32, lo, hi int64) ([]child, error) {
+	kids := make([]child, 0, p.cells+1)
+	prev := lo
+	for i := 0; i < p.cells; i++ {
+		pc, err := p.cell(i, 5)
+		if err != nil {
+			return nil, err
+		}
+		key, n := Varint(p.data[pc+4:])
+		if n == 0 {
+			return nil, Damagedf(pg, "page %d: cell %d key unreadable", pg, i)
+		}
+		if key < prev || key > hi {
+			return nil, Damagedf(pg, "page %d: keys out of order", pg)
+		}
+		kids = append(kids, child{binary.BigEndian.Uint32(p.data[pc:]), key})
+		prev = key
+	}
+	return append(kids, child{binary.BigEndian.Uint32(p.data[p.hdr+8:]), hi}), nil
 }
 
 // RowidBounds returns the first and the last rowid of the table (ok false when empty).

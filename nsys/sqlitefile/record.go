@@ -2,8 +2,10 @@ package sqlitefile
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"runtime/debug"
+	"unsafe"
 )
 
 // Columns is what Scan decodes of each record of a table: integer output columns, each a
@@ -110,6 +112,12 @@ type decoder struct {
 	offs8   []int32
 	scratch []byte // a record assembled from overflow pages
 	page    []byte // an overflow page read
+	// The record being read by record: its bytes so far (pay: on the page, or assembled
+	// with the overflow pages read so far), those on the page, its first overflow page
+	// and its size.
+	pay, local []byte
+	ovfl       uint32
+	size       int64
 }
 
 func newDecoder(f *File, c *Columns) (*decoder, error) {
@@ -234,79 +242,60 @@ func (d *decoder) fast(pay []byte) (keep, ok bool) {
 	if body > size || (nf == hs-1 && body != size) {
 		return false, false
 	}
-	c := d.c
-	v := d.v
-	var bad int64
-	for _, oc := range d.order {
-		oc := int(oc)
-		fi := c.Fields[oc]
-		if fi < 0 {
-			v[oc] = c.Defs[oc]
-			continue
-		}
-		t := uint8(0)
-		o := 0
-		if fi < nf {
-			t, o = types[fi], int(offs[fi])
-		}
-		if t == 0 {
-			v[oc], bad = d.null(oc, bad)
-		} else if x, isInt := intValue(uint64(t), pay[o:]); isInt {
-			v[oc] = x
-		} else {
-			return false, false
-		}
-		if oc == c.Filter && !d.kept(bad) {
-			return false, true
-		}
-	}
-	v[len(c.Fields)] = bad
-	d.text = nil
-	if fi := c.Text; fi >= 0 && fi < nf {
-		t, o := types[fi], int(offs[fi])
-		if t != 0 && (t < 13 || t%2 == 0) {
-			return false, false
-		}
-		d.text = pay[o : o+int(fastLens[t])]
-	}
-	return true, true
+	d.pay = pay
+	keep, err := columns(d, types, offs)
+	return keep, err == nil
 }
 
 // record decodes the output columns of one record into d.v and the text column into
 // d.text; it reports whether the row passes the filter. pay is the payload's bytes on
 // the page; the rest of its size bytes start on overflow page ovfl.
 func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
-	local := pay
-	need := func(n int64) error {
-		if n <= int64(len(pay)) {
-			return nil
-		}
-		b, err := d.file.overflow(local, ovfl, size, int(n), &d.scratch, d.page)
-		if err != nil {
-			return err
-		}
-		pay = b
+	d.pay, d.local, d.ovfl, d.size = pay, pay, ovfl, size
+	nf, err := d.header()
+	if err != nil {
+		return false, err
+	}
+	return columns(d, d.types[:nf], d.offs[:nf])
+}
+
+// need makes d.pay hold the first n bytes of the record, from its overflow pages.
+func (d *decoder) need(n int64) error {
+	if n <= int64(len(d.pay)) {
 		return nil
 	}
-	if err := need(min(9, size)); err != nil {
-		return false, err
+	b, err := d.file.overflow(d.local, d.ovfl, d.size, int(n), &d.scratch, d.page)
+	if err != nil {
+		return err
 	}
-	hs, n := Varint(pay)
+	d.pay = b
+	return nil
+}
+
+// header parses the record header of d.pay into d.types and d.offs, up to the last field
+// read, and returns the number of fields parsed.
+func (d *decoder) header() (int, error) {
+	size := d.size
+	if err := d.need(min(9, size)); err != nil {
+		return 0, err
+	}
+	hs, n := Varint(d.pay)
 	if n == 0 || hs < int64(n) || hs > 98307 || hs > size {
-		return false, Damagedf(0, "record header of %d bytes", hs)
+		return 0, Damagedf(0, "record header of %d bytes", hs)
 	}
-	if err := need(hs); err != nil {
-		return false, err
+	if err := d.need(hs); err != nil {
+		return 0, err
 	}
 	// Parse the serial types of the fields read, as SQLite does: up to the last one
 	// needed, the body offsets checked against the payload; a header that ends first
 	// must account for the whole payload.
+	pay := d.pay
 	at, body := n, hs
 	nf := 0
 	for nf < d.nfield && int64(at) < hs {
 		t, m := Varint(pay[at:hs])
 		if m == 0 {
-			return false, Damagedf(0, "record header unreadable")
+			return 0, Damagedf(0, "record header unreadable")
 		}
 		at += m
 		d.types[nf] = uint64(t)
@@ -314,12 +303,31 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		body += serialLen(uint64(t))
 		nf++
 		if body > size {
-			return false, Damagedf(0, "record body does not match its header")
+			return 0, Damagedf(0, "record body does not match its header")
 		}
 	}
 	if body > size || (int64(at) >= hs && (int64(at) > hs || body != size)) {
-		return false, Damagedf(0, "record body does not match its header")
+		return 0, Damagedf(0, "record body does not match its header")
 	}
+	return nf, nil
+}
+
+// errNotFast is columns' answer to fast for a record it leaves to record.
+var errNotFast = errors.New("not a record for the fast path")
+
+// columns decodes the output columns of the record d.pay into d.v, in d.order, and the
+// text column into d.text; it reports whether the row passes the filter. Field fi of
+// the record, for fi < len(types), has serial type types[fi] at offset offs[fi]; a field
+// past them is NULL. For fast (one-byte types) it reads INTEGERs and NULLs only, its
+// records wholly in d.pay, and returns errNotFast for any other value. For record
+// (uint64 types) it reads a REAL too, says what else a column holds (an *Unhandled
+// error), and fetches the bytes of the overflow pages as the columns read reach them
+// (d.need). Which of the two is known when the function is compiled (the size of T),
+// so the fast path's loop carries none of record's branches.
+func columns[T uint8 | uint64, O int32 | int64](d *decoder, types []T, offs []O) (bool, error) {
+	var t0 T
+	slow := unsafe.Sizeof(t0) == 8
+	pay, nf := d.pay, len(types)
 	c := d.c
 	v := d.v
 	var bad int64
@@ -329,32 +337,35 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 		switch {
 		case fi < 0:
 			v[oc] = c.Defs[oc]
-		case fi >= nf || d.types[fi] == 0:
+		case fi >= nf || types[fi] == 0:
 			v[oc], bad = d.null(oc, bad)
 		default:
-			t, o := d.types[fi], d.offs[fi]
-			if t > 9 {
-				return false, Unhandledf("column %d holds a %s", oc, serialName(t))
-			}
-			if err := need(o + serialLen(t)); err != nil {
-				return false, err
-			}
-			if t == 7 {
-				// A REAL reads as SQLite's query of the column gives it to its reader: a
-				// whole number within int64 as that integer (a column of REAL affinity
-				// stores its whole numbers as integers and returns them as REALs), any
-				// other as no INTEGER (the column's bit in the mask).
-				x, whole := WholeFloat(math.Float64frombits(binary.BigEndian.Uint64(pay[o:])))
-				if !whole && c.NullsOnly {
-					return false, Unhandledf("column %d holds a REAL that is not a whole number", oc)
+			t, o := uint64(types[fi]), int64(offs[fi])
+			if slow {
+				if t > 9 {
+					return false, Unhandledf("column %d holds a %s", oc, serialName(t))
 				}
-				v[oc] = x
-				if !whole {
-					bad |= 1 << oc
+				if err := d.need(o + serialLen(t)); err != nil {
+					return false, err
 				}
-				break
+				pay = d.pay
+				if t == 7 {
+					x, whole, err := d.real(oc, pay[o:])
+					if err != nil {
+						return false, err
+					}
+					v[oc] = x
+					if !whole {
+						bad |= 1 << oc
+					}
+					break
+				}
 			}
-			v[oc], _ = intValue(t, pay[o:])
+			x, isInt := intValue(t, pay[o:])
+			if !isInt {
+				return false, errNotFast
+			}
+			v[oc] = x
 		}
 		if oc == c.Filter && !d.kept(bad) {
 			return false, nil
@@ -363,18 +374,39 @@ func (d *decoder) record(pay []byte, ovfl uint32, size int64) (bool, error) {
 	v[len(c.Fields)] = bad
 	d.text = nil
 	if fi := c.Text; fi >= 0 && fi < nf {
-		t, o := d.types[fi], d.offs[fi]
+		t, o := uint64(types[fi]), int64(offs[fi])
 		if t != 0 && (t < 13 || t%2 == 0) {
-			return false, Unhandledf("text column holds a %s", serialName(t))
+			if slow {
+				return false, Unhandledf("text column holds a %s", serialName(t))
+			}
+			return false, errNotFast
 		}
-		if l := serialLen(t); l > 0 {
-			if err := need(o + l); err != nil {
+		l := serialLen(t)
+		if slow {
+			if l == 0 {
+				return true, nil
+			}
+			if err := d.need(o + l); err != nil {
 				return false, err
 			}
-			d.text = pay[o : o+l]
+			pay = d.pay
 		}
+		d.text = pay[o : o+l]
 	}
 	return true, nil
+}
+
+// real reads the REAL at b as SQLite's query of output column oc gives it to its reader:
+// a whole number within int64 as that integer (a column of REAL affinity stores its
+// whole numbers as integers and returns them as REALs), any other as no INTEGER (whole
+// false: the column's bit in the mask), or an *Unhandled error where the mask marks
+// NULLs only.
+func (d *decoder) real(oc int, b []byte) (int64, bool, error) {
+	x, whole := WholeFloat(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	if !whole && d.c.NullsOnly {
+		return 0, false, Unhandledf("column %d holds a REAL that is not a whole number", oc)
+	}
+	return x, whole, nil
 }
 
 // WholeFloat returns f as an int64 when it is a whole number within int64; ok is false

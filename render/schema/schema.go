@@ -124,7 +124,19 @@ type SourceJSON struct {
 
 // DeviceJSON is one device's steps and summary.
 type DeviceJSON struct {
-	Device       int         `json:"device"`
+	Device int `json:"device"`
+	// PID is the process whose work the device's steps hold (the one that launched most of
+	// it); Processes counts the processes with work on the device. A device that several
+	// processes share has one entry per process, each its own loop (same "device", its own
+	// "pid"). Added fields.
+	// TraceKind is what the device's steps are: "inference", or "training" (backward and
+	// optimizer kernels in most steps) or "loading" (host-to-device copies, no loop of a
+	// model), whose steps have the phase "unknown" and no findings; KindEvidence says why.
+	// Added fields.
+	TraceKind    string      `json:"trace_kind"`
+	KindEvidence string      `json:"kind_evidence,omitempty"`
+	PID          int64       `json:"pid,omitempty"`
+	Processes    int         `json:"processes,omitempty"`
 	GPU          string      `json:"gpu"`
 	StepMethod   string      `json:"step_method"`
 	MethodDetail string      `json:"step_method_detail"`
@@ -134,7 +146,12 @@ type DeviceJSON struct {
 	// Outside is the activity in no step (before the first, between step ranges, after the
 	// last); absent when there is none.
 	Outside *OutsideJSON `json:"outside,omitempty"`
-	SOL     *SOLJSON     `json:"sol,omitempty"` // with a speed-of-light floor only
+	// OutsideLoop names what lies outside the served loop in a capture of a whole process
+	// (no capture range), in time order: "load" (start-up and weight loading, with its
+	// host-to-device bytes), "warm_up" and "capture" (iterations before serving, not steps),
+	// "shutdown"; absent for a capture of the loop alone. Added field.
+	OutsideLoop []LoopSpanJSON `json:"outside_loop,omitempty"`
+	SOL         *SOLJSON       `json:"sol,omitempty"` // with a speed-of-light floor only
 	// Findings, most step time at stake first; empty when no rule holds.
 	Findings []FindingJSON `json:"findings"`
 	// Source says which file, process and CUDA device of a run of several files the
@@ -162,14 +179,21 @@ type FindingJSON struct {
 	Minor bool   `json:"minor"`
 }
 
-// StepJSON is one step.
+// StepJSON is one step. Phase is one of `prefill`, `decode`, `mixed` (a prompt chunk beside
+// decoding sequences), `partial` (an iteration cut by the capture window's start or end),
+// `uncertain` (added: another kernel mix than the loop's decode template that no signal in
+// the trace tells from decode or shows prompt tokens in; counted, kept out of the decode
+// summary, named in a warning, PhaseEvidence says what differs) or `unknown`.
 type StepJSON struct {
-	Index    int    `json:"index"`
-	Phase    string `json:"phase"`
-	Label    string `json:"label,omitempty"`
-	StartNS  int64  `json:"start_ns"`
-	EndNS    int64  `json:"end_ns"`
-	Launches int    `json:"launches"`
+	Index int    `json:"index"`
+	Phase string `json:"phase"`
+	Label string `json:"label,omitempty"`
+	// PID: the process whose work the step holds, on a device several processes share
+	// (absent otherwise: the device's pid). Added field.
+	PID      int64 `json:"pid,omitempty"`
+	StartNS  int64 `json:"start_ns"`
+	EndNS    int64 `json:"end_ns"`
+	Launches int   `json:"launches"`
 	// DraftForwards: a speculative round's draft forwards (absent otherwise); Batch: the
 	// sequences in the step when its NVTX text says (absent otherwise). Added fields.
 	DraftForwards int `json:"draft_forwards,omitempty"`
@@ -392,6 +416,16 @@ type OutsideJSON struct {
 	NS         int64                     `json:"ns"`
 	Kernels    int                       `json:"kernels"`
 	Categories map[string]OutsideCatJSON `json:"categories"`
+}
+
+// LoopSpanJSON is one span of a whole-process capture outside its served loop.
+type LoopSpanJSON struct {
+	Kind       string `json:"kind"` // load, warm_up, capture, shutdown
+	StartNS    int64  `json:"start_ns"`
+	EndNS      int64  `json:"end_ns"`
+	NS         int64  `json:"ns"`
+	Iterations int    `json:"iterations,omitempty"` // warm_up, capture
+	Bytes      int64  `json:"bytes,omitempty"`      // load: host-to-device bytes
 }
 
 // OutsideCatJSON is one category's time and count outside steps.

@@ -23,10 +23,10 @@ type dropCounter struct {
 const MaxTime Time = 1 << 62
 
 // keep checks a row's start and end; bad is the row's mask of non-INTEGER columns, whose
-// bits 0 and 1 are start and end.
+// bits colStart and colEnd are start and end.
 func (d *dropCounter) keep(start, end, bad int64) bool {
 	switch {
-	case bad&3 != 0:
+	case bad&(1<<colStart|1<<colEnd) != 0:
 		d.badType++
 		return false
 	case start == 0 || end == 0:
@@ -44,9 +44,9 @@ func (d *dropCounter) keep(start, end, bad int64) bool {
 }
 
 // keepDevice drops rows whose device id does not fit DeviceID (no CUDA device has one),
-// or is no integer (bit 2 of bad).
+// or is no integer (bit colDevice of bad).
 func (d *dropCounter) keepDevice(dev, bad int64) bool {
-	if dev < 0 || dev > math.MaxInt16 || bad&4 != 0 {
+	if dev < 0 || dev > math.MaxInt16 || bad&(1<<colDevice) != 0 {
 		d.badDevice++
 		return false
 	}
