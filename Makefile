@@ -17,7 +17,7 @@ build:
 # Every test, then again under the race detector the packages whose tests do not measure
 # memory (cmd/stepstat bounds the peak RSS of child runs, which -race multiplies). Each
 # pass ends with its totals ("tests: N passed, N failed, N skipped", then "race: ..."),
-# the line before naming the tests skipped and why (no ../shared corpus, no browser);
+# the line before naming the tests skipped and why (no test corpus, no browser);
 # cmd/testsum reads go test -json. The race pass takes most of the time (the timeout
 # leaves room for a loaded machine: cmd/stepstat alone passed 10 minutes, go test's default,
 # under load). CI (.ci/run) runs exactly this.

@@ -3,7 +3,6 @@ package breakdown_test
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,12 +11,10 @@ import (
 	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
-	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
 	"github.com/stepstat/stepstat/nsys/nsystest/captures"
-	"github.com/stepstat/stepstat/render"
 )
 
 // thirdParty reports whether a capture in testdata/traces is of a stack we did not write
@@ -239,16 +236,10 @@ func TestCaptures(t *testing.T) {
 	}
 }
 
-// publicTraceDir holds the public nsys exports of ../shared/traces/public (not in git).
-var publicTraceDir = filepath.Join("..", "..", "shared", "traces", "public")
-
 // TestPublicPeriodic checks the CS336 2.7B forward benchmark captured without NVTX, sync
 // or memcpys: 18,320 kernels that are 10 identical passes of 1,832 kernels.
 func TestPublicPeriodic(t *testing.T) {
-	path := filepath.Join(publicTraceDir, "cs336a2-zx3xyy__result_2_7B_clean.sqlite")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("public trace not available: %v", err)
-	}
+	path := nsystest.PublicTrace(t, "cs336a2-zx3xyy__result_2_7B_clean.sqlite")
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -282,14 +273,10 @@ func TestPublicPeriodic(t *testing.T) {
 	}
 }
 
-// TestPublicTracesReport runs the whole report (open, summarise, every renderer) over every
-// public trace: each gives a report whose steps add up, or, for the exports without GPU
+// TestPublicTracesReport opens and summarises every public trace: each gives a report whose steps add up, or, for the exports without GPU
 // activity, an error wrapping nsys.ErrNoGPUActivity. Nothing panics.
 func TestPublicTracesReport(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(publicTraceDir, "*.sqlite"))
-	if len(files) == 0 {
-		t.Skip("public traces not available")
-	}
+	files := nsystest.PublicTraces(t)
 	if len(files) != 27 {
 		t.Errorf("%d public traces, want 27", len(files))
 	}
@@ -320,7 +307,8 @@ func TestPublicTracesReport(t *testing.T) {
 	}
 }
 
-// checkPublicReport checks the accounting of every step and renders the report in every format.
+// checkPublicReport checks the accounting of every step (render's TestPublicTracesRender
+// renders the reports).
 func checkPublicReport(t *testing.T, rep *breakdown.Report) {
 	t.Helper()
 	if len(rep.Devices) == 0 {
@@ -345,15 +333,6 @@ func checkPublicReport(t *testing.T, rep *breakdown.Report) {
 					t.Errorf("device %d step %d: %v busy %v < exclusive %v", d.Device, s.Index, c, s.Busy[c], s.Exclusive[c])
 				}
 			}
-		}
-	}
-	for _, f := range []func(io.Writer) error{
-		func(w io.Writer) error { return render.Text(w, findings.Of(rep), render.TextOptions{Top: 10}) },
-		func(w io.Writer) error { return render.JSON(w, findings.Of(rep)) },
-		func(w io.Writer) error { return render.CSV(w, rep) },
-	} {
-		if err := f(io.Discard); err != nil {
-			t.Error(err)
 		}
 	}
 }

@@ -48,7 +48,7 @@
 //     (`--steps auto`; the list is `breakdown/steps/method.go`'s one
 //     table of methods):
 //   - NVTX ranges (a `--steps nvtx:REGEX`, or the dialects of TensorRT-LLM `[Executor]
-//     _forward_step N: X ctx reqs, Y gen reqs`, vLLM `execute_context_*_generation_*`,
+//     _forward_step N: X ctx reqs, Y gen reqs` (older releases without ` N`), vLLM `execute_context_*_generation_*`,
 //     SGLang `step[decode bs=N]`, `step[prefill ...]`, `step[mixed ...]`,
 //     `step[target_verify ...]` (a decode step), `step[idle]` (no step: its work, if any, is
 //     outside steps), and plain `prefill`/`decode`/`step` names), mapped to the GPU work

@@ -14,9 +14,6 @@ import (
 	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
-// publicTraces holds real Nsight Systems exports, where the shared checkout has them.
-const publicTraces = "../../shared/traces/public"
-
 // TestKernelStatsMatchSQL checks the per-name totals over a whole trace against SQLite's
 // own count(*) and sum(end-start) grouped by demangled name, on every public trace with
 // kernels and every project capture: the numbers nsys stats prints, to the nanosecond;
@@ -30,11 +27,7 @@ func TestKernelStatsMatchSQL(t *testing.T) {
 		nsystest.Gunzip(t, gz, path)
 		paths = append(paths, path)
 	}
-	pub, _ := filepath.Glob(filepath.Join(publicTraces, "*.sqlite"))
-	paths = append(paths, pub...)
-	if len(pub) == 0 {
-		t.Log("public traces not found: checking the project's captures only")
-	}
+	paths = append(paths, nsystest.PublicTracesIfPresent(t)...)
 	checked := 0
 	for _, path := range paths {
 		want, ok := sqlKernelTotals(t, path)

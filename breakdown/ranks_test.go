@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
@@ -495,10 +495,10 @@ func rkHasWarning(rep *Report, sub string) bool {
 // (overlapped DDP on 2 RTX 3090): per step, wait plus transfer of the matched kernels is
 // exactly their summed duration on each rank.
 func TestRanksPublicDDP(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "traces", "public", "cs336a2-lizhieffe__ddp53_profile.sqlite")
+	path := nsystest.PublicTrace(t, "cs336a2-lizhieffe__ddp53_profile.sqlite")
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
-		t.Skipf("public trace not available: %v", err)
+		t.Fatal(err)
 	}
 	rep := rkSummarize(t, tr, Options{})
 	rr := rep.Ranks

@@ -301,9 +301,17 @@ type Report struct {
 	Meta nsys.Meta
 	// Config is the run's configuration: the performance knobs of the environment nsys
 	// recorded (nsys.Trace.Config), by name.
-	Config  []nsys.EnvVar
-	Devices []DeviceReport
-	Kernels []KernelStat // by total time, descending; ties by name
+	Config []nsys.EnvVar
+	// Capture is the nsys options the capture was taken with (nsys.Trace.Capture).
+	Capture []nsys.EnvVar
+	// Origin is where the trace's clock and processes come from (nsys.Trace.Origin: the
+	// reference file's for a run of several files), and Start, End the span of its GPU
+	// activity on its clock (nsys.Trace.Span; both 0 without any): Origin.SessionStart +
+	// Start is the UTC time its first activity started.
+	Origin     nsys.Origin
+	Start, End nsys.Time
+	Devices    []DeviceReport
+	Kernels    []KernelStat // by total time, descending; ties by name
 	// StepKernels is DeviceReport.StepKernels summed over the devices (by name and category).
 	StepKernels []KernelStat
 	Warnings    []error

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,30 +16,14 @@ import (
 )
 
 // runCapture returns a decompressed copy of a 2-GPU capture: NAME of testdata/traces
-// (.sqlite.gz) or of ../shared/traces/truth (.sqlite.xz, through the xz command; the test
-// skips when either is missing).
+// (.sqlite.gz) or of the test corpus's truth captures (nsystest.TruthCapture).
 func runCapture(t *testing.T, name, dir string) string {
 	t.Helper()
 	gz := filepath.Join("..", "testdata", "traces", name+".sqlite.gz")
 	if _, err := os.Stat(gz); err == nil {
 		return nsystest.GunzipInto(t, gz, dir)
 	}
-	xz := filepath.Join("..", "..", "shared", "traces", "truth", name+".sqlite.xz")
-	if _, err := os.Stat(xz); err != nil {
-		t.Skipf("%s: no such capture here", name)
-	}
-	if _, err := exec.LookPath("xz"); err != nil {
-		t.Skip("no xz command to decompress", xz)
-	}
-	dst := filepath.Join(dir, name+".sqlite")
-	out, err := exec.Command("xz", "-dc", xz).Output()
-	if err != nil {
-		t.Fatalf("xz -dc %s: %v", xz, err)
-	}
-	if err := os.WriteFile(dst, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return nsystest.TruthCapture(t, name, dir)
 }
 
 // devicePIDs returns the process (pid) that ran the kernels of device 0 and of device 1.

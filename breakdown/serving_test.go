@@ -876,3 +876,43 @@ func TestRepeatedRunsWarn(t *testing.T) {
 		})
 	}
 }
+
+// TestSGLangSchedulerRanges: engine-nvtx-sglang carries the NVTX ranges SGLang emits under
+// nsys with SGLANG_ENABLE_NVTX_SCHEDULER=1 (sglang/srt/utils/nvtx_utils.py: scheduler.*
+// stage ranges, one set per event-loop iteration; the step[DECODE bs=N] span of
+// ModelRunner.forward is a torch-profiler record_function only, no NVTX). Each iteration is
+// one step (its 41 forwards), cut at scheduler.recv_requests; the ranges say no phase and
+// no batch size, so no step has a batch and every phase comes from the kernels (the README
+// SGLang recipe says so).
+func TestSGLangSchedulerRanges(t *testing.T) {
+	truth := filepath.Join("..", "testdata", "traces", "engine-nvtx-sglang.truth.json")
+	want, _, _, _ := captureTruth(t, truth)
+	path := nsystest.GunzipInto(t, strings.TrimSuffix(truth, ".truth.json")+".sqlite.gz", t.TempDir())
+	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Release()
+	rep, err := breakdown.Summarize(tr, breakdown.Options{Phase: breakdown.AllSteps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &rep.Devices[0]
+	if d.Method != breakdown.MethodNVTX || d.MethodDetail != "SGLang scheduler NVTX ranges" {
+		t.Fatalf("steps by %v (%s); want the SGLang scheduler ranges", d.Method, d.MethodDetail)
+	}
+	if len(d.Steps) != len(want) {
+		t.Errorf("%d steps; want one per iteration, %d", len(d.Steps), len(want))
+	}
+	for i, s := range d.Steps {
+		if s.Label != "scheduler.recv_requests" {
+			t.Errorf("step %d cut by %q; want scheduler.recv_requests", i, s.Label)
+		}
+		if s.Batch != 0 {
+			t.Errorf("step %d: batch %d, but scheduler ranges say none", i, s.Batch)
+		}
+		if s.PhaseEvidence == breakdown.EvidenceNVTX {
+			t.Errorf("step %d: phase by %q; the ranges say no phase", i, s.PhaseEvidence)
+		}
+	}
+}

@@ -95,6 +95,12 @@ func TestNVTXDialects(t *testing.T) {
 			"[Executor] _forward_step 5: 0 ctx reqs, 8 gen reqs",
 			"[Executor] _forward_step 6: 0 ctx reqs, 8 gen reqs",
 		}, "", "TensorRT-LLM NVTX ranges", []string{"prefill", "mixed", "decode", "decode"}, []int{4, 8, 8, 8}},
+		// Releases before the iteration counter: no " N" after _forward_step.
+		{"TensorRT-LLM-old", []string{
+			"[Executor] _forward_step: 4 ctx reqs, 0 gen reqs",
+			"[Executor] _forward_step: 2 ctx reqs, 6 gen reqs",
+			"[Executor] _forward_step: 0 ctx reqs, 8 gen reqs",
+		}, "", "TensorRT-LLM NVTX ranges", []string{"prefill", "mixed", "decode"}, []int{4, 8, 8}},
 		{"vLLM", []string{
 			"execute_context_2(1024)_generation_0(0)",
 			"execute_context_2(1024)_generation_6(6)",

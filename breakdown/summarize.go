@@ -49,7 +49,8 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if err := CheckSOL(opt); err != nil {
 		return nil, err
 	}
-	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config}
+	rep := &Report{Path: t.Path, Meta: t.Meta, Config: t.Config, Capture: t.Capture, Origin: t.Origin}
+	rep.Start, rep.End, _ = t.Span()
 	rep.Warnings = append(rep.Warnings, t.Warnings...)
 
 	cats, rules := classifyNames(t, cls)
@@ -71,17 +72,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	var cc *contextCats
-	kcats := over
-	if !opt.NoContext {
-		cc = newContextCats(t, h, cats, over)
-		kcats = cc.cat
-	}
-	var tls []*steps.Timeline // one per device, or per process on a device several share (procs.go)
-	for _, u := range deviceUnits(t, devs) {
-		tls = append(tls, &steps.Timeline{Trace: t, Dev: u.dev, OneProc: u.shared, Proc: u.proc, Sharers: u.sharers, Cats: cats, Kernel: kcats, Done: ctx.Done()})
-	}
-	steps.IndexRows(tls)
+	cc, tls := timelines(ctx, t, h, devs, cats, over, opt.NoContext)
 	nvtx, err := steps.MatchNVTX(t, h, tls, method, opt.Steps.NVTX)
 	if err != nil {
 		return nil, err
@@ -95,15 +86,7 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
 		return nil, err
 	}
-	rep.Kernels = contextKernelStats(t, <-kernelsDone, cc)
-	tabs := make([][]KernelStat, len(rep.Devices))
-	for i := range rep.Devices {
-		tabs[i] = rep.Devices[i].StepKernels
-	}
-	rep.StepKernels = mergeKernelStats(tabs...)
-	if w := unclassifiedWarning(rep.Kernels); w != nil {
-		rep.Warnings = append(rep.Warnings, w)
-	}
+	rep.addKernelTables(t, <-kernelsDone, cc)
 	for _, d := range rep.Devices {
 		rep.Warnings = append(rep.Warnings, d.Warnings...)
 	}
@@ -116,6 +99,39 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	}
 	rep.Timelines = stepTimelines(t, tls, rep, opt)
 	return rep, nil
+}
+
+// addKernelTables sets the report's whole-trace kernel table (kernels, with the moves of
+// the context pass) and its step kernels (the devices' summed), and warns of the kernel
+// time left unclassified.
+func (rep *Report) addKernelTables(t *nsys.Trace, kernels []KernelStat, cc *contextCats) {
+	rep.Kernels = contextKernelStats(t, kernels, cc)
+	tabs := make([][]KernelStat, len(rep.Devices))
+	for i := range rep.Devices {
+		tabs[i] = rep.Devices[i].StepKernels
+	}
+	rep.StepKernels = mergeKernelStats(tabs...)
+	if w := unclassifiedWarning(rep.Kernels); w != nil {
+		rep.Warnings = append(rep.Warnings, w)
+	}
+}
+
+// timelines returns each device's timeline, whose kernels have the categories of their
+// names, of the NVTX category rules (over) and, unless noContext, of their place in their
+// step (the contextCats returned, which the context pass fills; nil with noContext).
+func timelines(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, devs []nsys.DeviceID, cats []kernelclass.Category, over steps.KernelCats, noContext bool) (*contextCats, []*steps.Timeline) {
+	var cc *contextCats
+	kcats := over
+	if !noContext {
+		cc = newContextCats(t, h, cats, over)
+		kcats = cc.cat
+	}
+	var tls []*steps.Timeline // one per device, or per process on a device several share (procs.go)
+	for _, u := range deviceUnits(t, devs) {
+		tls = append(tls, &steps.Timeline{Trace: t, Dev: u.dev, OneProc: u.shared, Proc: u.proc, Sharers: u.sharers, Cats: cats, Kernel: kcats, Done: ctx.Done()})
+	}
+	steps.IndexRows(tls)
+	return cc, tls
 }
 
 // forcedFoundNone fails a step method asked for (graph, sync, periodic) that found no

@@ -15,20 +15,11 @@ import (
 	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
-// corpusDir holds the public nsys exports described in its MANIFEST.md (not in git).
-const corpusDir = "../../shared/traces/public"
-
 // TestCorpus opens every public export and checks the reader against SQL run directly on
 // the file: per-device counts of kernels, memory operations and graph executions (less
 // the rows the reader drops: start=end=0 or end<start), NVTX ranges, and kept API calls.
 func TestCorpus(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(corpusDir, "*.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) == 0 {
-		t.Skipf("no public traces in %s", corpusDir)
-	}
+	files := nsystest.PublicTraces(t)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
@@ -240,9 +231,7 @@ var ddlSources = map[string]map[string]string{
 // TestFixtureDDL checks that the test fixtures' DDL is the real nsys DDL: every table
 // nsys/nsystest creates has exactly the CREATE statement of its source export.
 func TestFixtureDDL(t *testing.T) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skipf("no public traces: %v", err)
-	}
+	nsystest.NeedCorpus(t)
 	sqlOf := func(file, table string) string {
 		t.Helper()
 		abs, err := filepath.Abs(file)
@@ -290,7 +279,7 @@ func TestFixtureDDL(t *testing.T) {
 				t.Errorf("%s: table %s has no source in ddlSources", schema, table)
 				continue
 			}
-			if got, want := sqlOf(built, table), sqlOf(filepath.Join(corpusDir, src+".sqlite"), table); got != want {
+			if got, want := sqlOf(built, table), sqlOf(nsystest.PublicTrace(t, src+".sqlite"), table); got != want {
 				t.Errorf("%s: DDL of %s differs from %s:\n%s\nwant:\n%s", schema, table, src, got, want)
 			}
 		}

@@ -27,19 +27,19 @@ var directTables = []string{
 // panic, a hang or a different answer fails. Damage it finds is not left to SQLite
 // silently (issue 34): a *nsys.DamageError, which SQLite's quick_check of the table must
 // confirm, or SQLite's reading with a warning (DamageFallbackText) where it does not.
-// Inputs: a base export (fuzzBaseNames), a program of SQL mutations (mutateSQL: mistyped
+// Inputs: a base export (nsystest.FuzzBaseNames), a program of SQL mutations (nsystest.MutateSQL: mistyped
 // values, NULLs, added columns with defaults, dropped or renamed columns...), and a
 // program of leaf-page mutations
 // (mutateLeaves: flip bytes of a leaf page of a table read directly, in its header, cell
 // pointers or cells; truncate the file inside one; copy a leaf over another; rewrite a
-// page type), then of byte mutations anywhere (mutateBytes, the same program read again).
+// page type), then of byte mutations anywhere (nsystest.MutateBytes, the same program read again).
 //
 // The seeds (run by plain go test) are every base unmutated, plus the programs in this
 // package's testdata/fuzz/FuzzDirect (where go test -fuzz writes a failing input): among
 // them the damages of issue 34 (a kernel child pointer redirected to a runtime leaf, two
 // child pointers to one leaf, a cell pointer past the page).
 func FuzzDirect(f *testing.F) {
-	bases := fuzzBases(f)
+	bases := nsystest.FuzzBases(f)
 	for i := range bases {
 		f.Add(uint8(i), []byte(nil), []byte(nil))
 	}
@@ -47,9 +47,9 @@ func FuzzDirect(f *testing.F) {
 	f.Fuzz(func(t *testing.T, base uint8, sqlProg, leafProg []byte) {
 		b := bases[int(base)%len(bases)]
 		dir := t.TempDir()
-		data, roots := b.data, b.roots
+		data, roots := b.Data, b.Roots
 		if len(sqlProg) > 0 {
-			data, roots = mutateSQL(t, filepath.Join(dir, "mutate"), data, sqlProg)
+			data, roots = nsystest.MutateSQL(t, filepath.Join(dir, "mutate"), data, sqlProg)
 		}
 		path := filepath.Join(dir, "trace.sqlite")
 		if err := os.WriteFile(path, data, 0o644); err != nil {
@@ -57,7 +57,7 @@ func FuzzDirect(f *testing.F) {
 		}
 		data = mutateLeaves(path, data, roots, leafProg)
 		if base&0x80 != 0 {
-			data = mutateBytes(data, roots, leafProg)
+			data = nsystest.MutateBytes(data, roots, leafProg)
 		}
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -98,13 +98,13 @@ func FuzzDirect(f *testing.F) {
 // quickCheckOf returns the first line of SQLite's PRAGMA quick_check of table in the
 // file at path ("ok" when it passes).
 func quickCheckOf(t *testing.T, path, table string) string {
-	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro&immutable=1")
+	db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=ro&immutable=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var s string
-	if err := db.QueryRow(`PRAGMA quick_check(` + quoteIdent(table) + `)`).Scan(&s); err != nil {
+	if err := db.QueryRow(`PRAGMA quick_check(` + nsystest.QuoteIdent(table) + `)`).Scan(&s); err != nil {
 		return err.Error()
 	}
 	return s
@@ -131,9 +131,9 @@ func mutateLeaves(path string, data []byte, roots map[string]int64, program []by
 		}
 	}
 	data = slices.Clone(data)
-	p := &prog{b: program}
-	for n := 0; n < 8 && p.more(); n++ {
-		op, b1, b2, b3 := p.next(), p.next(), p.next(), p.next()
+	p := nsystest.NewProg(program)
+	for n := 0; n < 8 && p.More(); n++ {
+		op, b1, b2, b3 := p.Next(), p.Next(), p.Next(), p.Next()
 		ls := leaves[directTables[int(b1)%len(directTables)]]
 		if len(ls) == 0 {
 			continue

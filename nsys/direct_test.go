@@ -28,8 +28,7 @@ func directTraces(t *testing.T) []string {
 		nsystest.Gunzip(t, g, dst)
 		files = append(files, dst)
 	}
-	pub, _ := filepath.Glob(filepath.Join(corpusDir, "*.sqlite"))
-	return append(files, pub...)
+	return append(files, nsystest.PublicTracesIfPresent(t)...)
 }
 
 // dumpTrace is everything Open returns but how it read the tables.

@@ -180,6 +180,7 @@ func (r *reader) read() error {
 		return err
 	}
 	r.readOrigin()
+	r.readCapture()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
 	if testMapped != nil {
 		testMapped(r.t.Path)

@@ -172,6 +172,7 @@ func MergeRun(path string, traces []*Trace, opt MergeOptions) (*Trace, error) {
 	}
 	m := &Trace{Path: path, Meta: ref.Meta, Domains: map[uint32]string{}, big: &bigMaps{}, Run: run}
 	m.Origin = ref.Origin
+	m.Capture = ref.Capture
 	mergeMeta(m, traces)
 	mg := newMerger(m, traces)
 	mg.kernels()

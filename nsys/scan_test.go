@@ -31,8 +31,7 @@ func TestPartsSameAsWhole(t *testing.T) {
 		nsystest.Gunzip(t, gz, p)
 		paths = append(paths, p)
 	}
-	public, _ := filepath.Glob("../../shared/traces/public/*.sqlite")
-	paths = append(paths, public...)
+	paths = append(paths, nsystest.PublicTracesIfPresent(t)...)
 
 	// The mangled copy.
 	mangled := filepath.Join(dir, "mangled.sqlite")

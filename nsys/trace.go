@@ -220,6 +220,10 @@ type Trace struct {
 	// (TARGET_INFO_SYSTEM_ENV), by name: allow-listed prefixes only (ConfigKnob); empty
 	// when the export has no recorded environment.
 	Config []EnvVar
+	// Capture holds the options nsys recorded the capture with (META_DATA_CAPTURE,
+	// CaptureOptions only), in CaptureOptions order; empty when the export has none. A
+	// trace merged from several files has its reference file's.
+	Capture []EnvVar
 	// HasKernelTable is false when the export has no CUPTI_ACTIVITY_KIND_KERNEL table.
 	HasKernelTable bool
 	// Origin is where the file's clock and processes come from (origin.go).

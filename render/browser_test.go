@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/stepstat/stepstat/breakdown"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // findBrowser returns a Chromium or Chrome on PATH. Without one the browser test is
@@ -38,7 +39,7 @@ func findBrowser(t *testing.T) string {
 	if os.Getenv("CI") == "true" {
 		t.Fatal("no chromium, chromium-browser or google-chrome on PATH; CI=true needs one (apt-get install chromium)")
 	}
-	t.Skip("no chromium, chromium-browser or google-chrome on PATH")
+	t.Skip("no chromium, chromium-browser or google-chrome on PATH: install one (apt-get install chromium)")
 	return ""
 }
 
@@ -148,8 +149,8 @@ func TestHTMLInBrowser(t *testing.T) {
 		{"bucketed-20000", func(t *testing.T) *breakdown.Report { return synthReport(20000, 1) },
 			[]string{"steps-0", "share-0", "gaps-0", "heat-0"}, false, false},
 	}
-	public := filepath.Join("..", "..", "shared", "traces", "public", "nsys-ai__mfu_2gpu_before.sqlite")
-	if _, err := os.Stat(public); err == nil {
+	if _, err := nsystest.CorpusDir(); err == nil {
+		public := nsystest.PublicTrace(t, "nsys-ai__mfu_2gpu_before.sqlite")
 		cases = append(cases, pageCase{"two-devices", func(t *testing.T) *breakdown.Report { return traceReport(t, public, breakdown.Options{}) },
 			[]string{"timeline-median", "timeline-slowest", "ranks", "rankcat", "rankwait", "steps-0", "share-0", "gaps-0", "heat-0", "steps-1", "share-1", "gaps-1", "heat-1"}, false, true})
 	} else {

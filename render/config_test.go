@@ -28,7 +28,7 @@ func TestReportConfig(t *testing.T) {
 	r := configReport(cfg)
 
 	var text bytes.Buffer
-	if err := Text(&text, findings.Of(r), TextOptions{}); err != nil {
+	if err := Text(&text, findings.Of(r), TextOptions{Width: MaxTextLine}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -101,7 +101,11 @@ func stepTable(d *breakdown.DeviceReport) *htmlTable {
 	t := &htmlTable{ID: fmt.Sprintf("steptable-%d", d.Device), Caption: "Every step: exclusive time by category", Class: "wide"}
 	t.Head = []htmlCell{cellNum("step"), cellText("phase"), cellNum("offset"), cellNum("wall")}
 	for _, c := range cats {
-		t.Head = append(t.Head, cellNum(breakable(c.String())))
+		// A name is not broken: the category headers stand upright (th.vert), as wide
+		// as a line, so that the table of many columns fits the page.
+		h := cellNum(c.String())
+		h.Class += " vert"
+		t.Head = append(t.Head, h)
 	}
 	how := "cut by; phase evidence"
 	if hasLabel {
@@ -377,7 +381,7 @@ func stepAxisName(g stepGroups) string {
 func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	sm := &d.Summary
 	title := "Share of the mean " + phaseWhat(sm)
-	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps; log scale, bars from the axis origin, labelled", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
+	sub := fmt.Sprintf("exclusive time, idle included; shares of the mean step %s over %d steps; bars labelled", breakdown.FormatDuration(int64(sm.Mean)), sm.Steps)
 	var cats []kernelclass.Category
 	for _, c := range kernelclass.Order {
 		if sm.Categories[c].Share > 0 {
@@ -392,17 +396,17 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	values := make([]barValue, len(cats))
 	for i, c := range cats {
 		labels[i] = c.String()
-		values[i] = logValue(chartRound2(100 * sm.Categories[c].Share))
+		values[i] = chartRound2(100 * sm.Categories[c].Share)
 		data[i] = opts.BarData{Value: values[i], ItemStyle: &opts.ItemStyle{Color: categoryColors[c]}}
 	}
-	floor := logFloor(barValues(values))
 	bar := charts.NewBar()
 	b := chartBlock{ID: fmt.Sprintf("share-%d", d.Device), Title: title, Height: 80 + 34*max(len(cats), 4), Units: "pct"}
 	bar.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(opts.Legend{Show: opts.Bool(false)}),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: "60", Left: "8", Right: "64", Bottom: "24", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "log", AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
+		// A linear axis: a share is a length (2% drawn as a fiftieth of 100%), from 0.
+		charts.WithXAxisOpts(opts.XAxis{Type: "value", Min: 0, AxisLabel: &opts.AxisLabel{Formatter: "{value}%"}}),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0"}}),
 	)...)
 	bar.SetXAxis(labels)
@@ -410,7 +414,7 @@ func shareChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	bar.AddSeries("share", data, charts.WithBarChartOpts(opts.BarChart{BarCategoryGap: "25%"}),
 		charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "right", Formatter: "{c}%"}))
 	b.Height = max(b.Height, 340)
-	return newChart(b, bar, logAxisFrom("xAxis", floor)) // the bars from the axis origin
+	return newChart(b, bar)
 }
 
 // gapsChart: the idle-gap histogram per summarised step (left), and what the host was
@@ -465,16 +469,22 @@ func gapsChart(d *breakdown.DeviceReport) (chartBlock, error) {
 	return newChart(b, bar)
 }
 
-// heatChart: percent of each step per category. The colour of a cell is its value
-// relative to the largest value of its category (row), so that drift shows in small
-// categories too; the tooltip gives the percent of the step.
+// heatFullSpread is the spread of a heat map row (largest minus smallest, over the largest)
+// from which its colours span the whole scale.
+const heatFullSpread = 0.10
+
+// heatChart: percent of each step per category. The colour of a cell is where its value
+// lies in its category's (row's) range, so that drift shows in small categories too, and a
+// row that hardly changes is faint (heatFullSpread), a constant one lightest; the tooltip
+// gives the percent of the step.
 func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart int) (chartBlock, error) {
 	g := newStepGroups(len(steps))
 	cats := presentCategories(steps)
 	title := "Percent of each step by category: drift over the run"
-	sub := g.note() + "; colour relative to the row's largest value"
+	const colour = "colour: where a value lies in its row's range, lightest at the row's smallest (rows that vary by under 10% of their largest value fainter, a constant row lightest)"
+	sub := g.note() + "; " + colour
 	if g.bucketed() {
-		sub = g.note() + "; median percent per bucket; colour relative to the row's largest value"
+		sub = g.note() + "; median percent per bucket; " + colour
 	}
 	if prefillApart > 0 {
 		sub += fmt.Sprintf("; prefill steps (%d) left out, as their mix is not the loop's", prefillApart)
@@ -510,7 +520,16 @@ func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart i
 			if v == 0 {
 				continue
 			}
-			rel := chartRound2(v / slices.Max(values[j]))
+			// The row's range sets the colour: drift shows in small categories too, and a
+			// row that does not change is not painted as if it were at its peak.
+			// A row that varies by less than heatFullSpread of its largest value is drawn
+			// fainter in proportion, so that rounding noise in a constant row (0.07% to
+			// 0.08%) is not painted as drift.
+			lo, hi := slices.Min(values[j]), slices.Max(values[j])
+			rel := 0.0
+			if hi > lo {
+				rel = chartRound2((v - lo) / (hi - lo) * min(1, (hi-lo)/(heatFullSpread*hi)))
+			}
 			data = append(data, opts.HeatMapData{Value: [4]any{b, j, v, rel}})
 		}
 	}
@@ -536,11 +555,12 @@ func heatChart(d *breakdown.DeviceReport, steps []breakdown.Step, prefillApart i
 	return newChart(b, hm, func(option map[string]interface{}) {
 		option["visualMap"] = []map[string]any{{"type": "continuous", "min": 0, "max": 1, "dimension": 3,
 			"calculable": false, "orient": "vertical", "right": "16", "top": "64", "itemHeight": max(60, b.Height-150),
-			"text":    []string{"row max", "0"},
+			"text":    []string{"row max", "row min"},
 			"inRange": map[string]any{"color": []string{"#f7fbff", "#c6dbef", "#6baed6", "#2171b5", "#08306b"}}}}
 	})
 }
 
-// breakable lets a heading such as "untraced_graph" break after its underscores (a zero-width
-// space), so that a table of many category columns fits the page.
+// breakable lets a step's cut_by ("read_back+input_copy") break after its underscores (a
+// zero-width space) in the step table's prose column. Headers are never broken inside a
+// name (the step table's category headers stand upright instead).
 func breakable(s string) string { return strings.ReplaceAll(s, "_", "_\u200b") }

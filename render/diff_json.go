@@ -67,7 +67,7 @@ func NewDiffJSON(c *compare.Comparison) *schema.DiffJSON {
 	if c.Options.PerRun {
 		unit = "run"
 	}
-	out := &schema.DiffJSON{Schema: schema.DiffSchema, Phase: c.Phase.String(), Unit: unit, Config: configChangesJSON(c.Config),
+	out := &schema.DiffJSON{Schema: schema.DiffSchema, Phase: c.Phase.String(), Unit: unit, Config: configChangesJSON(c.Config), Capture: configChangesJSON(c.Capture),
 		Base: sideJSON(&c.Base), New: sideJSON(&c.New),
 		Step: diffRowJSON(c, &c.Step), Categories: map[string]schema.DiffRowJSON{}, Appeared: changesJSON(c.Appeared),
 		Vanished: changesJSON(c.Vanished), Variants: changesJSON(c.Variants), Warnings: []string{},

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
 // This file tests diff_text.go: the means table adds up.
@@ -89,5 +91,34 @@ func TestDiffMeansAddUp(t *testing.T) {
 		if len(rows) < 3 {
 			t.Errorf("%s: means table not found or too short (%d rows):\n%s", where, len(rows), text.String())
 		}
+	}
+}
+
+// TestPooledNote: a pooled sample of a multi-GPU diff is each aligned step's slowest rank,
+// so a pooled all-reduce can come out under every rank's own mean (tp2_eager_nvtx: pooled
+// 4.462ms, ranks 9.848ms and 7.853ms). The story then says so under the row; within the
+// ranks' means, or with one rank, it says nothing.
+func TestPooledNote(t *testing.T) {
+	ar := kernelclass.AllReduce
+	rank := func(r int, base, new time.Duration) compare.RankComparison {
+		rk := compare.RankComparison{Rank: r}
+		rk.BaseMeans[ar], rk.NewMeans[ar] = base, new
+		return rk
+	}
+	c := &compare.Comparison{Base: compare.SideSummary{Label: "eager"}, New: compare.SideSummary{Label: "graph"},
+		Ranks: []compare.RankComparison{rank(0, 9848*time.Microsecond, 135*time.Microsecond), rank(1, 7853*time.Microsecond, 54*time.Microsecond)}}
+	row := &compare.Row{Name: "allreduce", Category: ar, Mean: compare.MeanChange{Base: 4462e3, New: 100e3}}
+	want := "on eager the pooled allreduce (4.462ms) is under every rank's own (rank 0 9.848ms, rank 1 7.853ms): a pooled sample is each aligned step's slowest rank, whose allreduce is not the ranks' mean (the late rank waits least in collectives)"
+	if got := pooledNote(c, row); got != want {
+		t.Errorf("note %q\nwant %q", got, want)
+	}
+	row.Mean.Base = 8e6 // within the ranks' means
+	if got := pooledNote(c, row); got != "" {
+		t.Errorf("a pooled mean within the ranks' has a note: %q", got)
+	}
+	c.Ranks = c.Ranks[:1]
+	row.Mean.Base = 1e6
+	if got := pooledNote(c, row); got != "" {
+		t.Errorf("one rank, yet a note: %q", got)
 	}
 }

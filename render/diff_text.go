@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/compare"
@@ -17,10 +19,10 @@ import (
 // (Summary's rounding).
 func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 	ew.printf("\nMeans per %s step (the rows add up to the mean step; each change tested by a permutation test, ± its %g%% interval):\n", c.Phase, 100*c.Options.Confidence)
-	ew.printf("%-*s %12s %12s %14s %10s %8s\n", nameW, "", bl, nl, "change/step", "±", "vs base")
+	ew.printf(tableRow+"%-*s %12s %12s %14s %10s %8s\n", nameW, "", bl, nl, "change/step", "±", "vs base")
 	line := func(name string, r *compare.Row) {
 		m := &r.Mean
-		ew.printf("%-*s %12s %12s %14s %10s %8s %s\n", nameW, name, breakdown.FormatDurationF(m.Base), breakdown.FormatDurationF(m.New),
+		ew.printf(tableRow+"%-*s %12s %12s %14s %10s %8s %s\n", nameW, name, breakdown.FormatDurationF(m.Base), breakdown.FormatDurationF(m.New),
 			meanDelta(r), meanRange(c, r), meanVerdict(c, r), meanPN(c, r))
 	}
 	for i, cat := range kernelclass.Order {
@@ -35,7 +37,7 @@ func diffMeans(ew *errWriter, c *compare.Comparison, bl, nl string, nameW int) {
 
 // DiffText writes the comparison in benchstat's layout, then counts, NCCL kernels and
 // kernel changes, then numbered warnings. The answer (the rounds warning, each side's
-// step and the verdict) is wrapped to width (0: DefaultTextWidth), the rest at MaxTextLine.
+// step and the verdict) and the rest are wrapped to width (0: DefaultTextWidth), table rows kept.
 func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 	var answer, details strings.Builder
 	hw, ew := &errWriter{w: &answer}, &errWriter{w: &details}
@@ -57,7 +59,7 @@ func DiffText(w io.Writer, c *compare.Comparison, width int) error {
 	if err := errors.Join(hw.err, ew.err); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), MaxTextLine))
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(width))+wrapText(details.String(), textWidth(width)))
 	return err
 }
 
@@ -141,11 +143,11 @@ func diffMedians(ew *errWriter, c *compare.Comparison, bl, nl string) int {
 		nameW = max(nameW, len(r.Name))
 	}
 	ew.printf("Medians per %s step, each row its own samples and test (medians do not add up; the means below do):\n", c.Phase)
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
-	ew.printf("%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
+	ew.printf(tableRow+"%-*s │%s│%s│\n", nameW, "", center(bl, colW+1), center(nl, colW+26))
+	ew.printf(tableRow+"%-*s │%s│%s│\n", nameW, "", center("time/step", colW+1), center("time/step    vs base", colW+26))
 	for i := range rows {
 		r := &rows[i]
-		ew.printf("%-*s  %9s %-6s  %9s %-6s %9s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
+		ew.printf(tableRow+"%-*s  %9s %-6s  %9s %-6s %9s %s\n", nameW, r.Name, breakdown.FormatDuration(int64(r.Base.Center)), pctRange(r.Base),
 			breakdown.FormatDuration(int64(r.New.Center)), pctRange(r.New), rowDelta(r), rowPN(r))
 	}
 	return nameW
@@ -154,11 +156,11 @@ func diffMedians(ew *errWriter, c *compare.Comparison, bl, nl string) int {
 // diffTextCounts writes the counts per step of each side and their NCCL kernels.
 func diffTextCounts(ew *errWriter, c *compare.Comparison, bl, nl string) {
 	ew.printf("\n%-22s %12s %12s\n", "", bl, nl)
-	ew.printf("%-22s %12d %12d\n", c.Phase.String()+" steps", c.Base.Steps, c.New.Steps)
-	ew.printf("%-22s %12.1f %12.1f\n", "host launches/step", c.Base.LaunchesPerStep, c.New.LaunchesPerStep)
-	ew.printf("%-22s %12.1f %12.1f\n", "kernels/step", c.Base.KernelsPerStep, c.New.KernelsPerStep)
-	ew.printf("%-22s %12.1f %12.1f\n", "idle gaps/step", c.Base.GapsPerStep, c.New.GapsPerStep)
-	ew.printf("%-22s %12s %12s\n", "step method", strings.Join(c.Base.Methods, "+"), strings.Join(c.New.Methods, "+"))
+	ew.printf(tableRow+"%-22s %12d %12d\n", c.Phase.String()+" steps", c.Base.Steps, c.New.Steps)
+	ew.printf(tableRow+"%-22s %12.1f %12.1f\n", "host launches/step", c.Base.LaunchesPerStep, c.New.LaunchesPerStep)
+	ew.printf(tableRow+"%-22s %12.1f %12.1f\n", "kernels/step", c.Base.KernelsPerStep, c.New.KernelsPerStep)
+	ew.printf(tableRow+"%-22s %12.1f %12.1f\n", "idle gaps/step", c.Base.GapsPerStep, c.New.GapsPerStep)
+	ew.printf(tableRow+"%-22s %12s %12s\n", "step method", strings.Join(c.Base.Methods, "+"), strings.Join(c.New.Methods, "+"))
 	if len(c.Base.NCCL)+len(c.New.NCCL) > 0 {
 		ew.printf("\nNCCL kernels:\n%-6s %-14s %-10s %-7s %-6s %8s %10s\n", "side", "op", "algo", "proto", "dtype", "count", "total")
 		for _, s := range []struct {
@@ -166,7 +168,7 @@ func diffTextCounts(ew *errWriter, c *compare.Comparison, bl, nl string) {
 			n     []compare.NCCLCount
 		}{{bl, c.Base.NCCL}, {nl, c.New.NCCL}} {
 			for _, n := range s.n {
-				ew.printf("%-6s %-14s %-10s %-7s %-6s %8d %10s\n", s.label, orDefault(n.Op, "-"), orDefault(n.Algo, "-"),
+				ew.printf(tableRow+"%-6s %-14s %-10s %-7s %-6s %8d %10s\n", s.label, orDefault(n.Op, "-"), orDefault(n.Algo, "-"),
 					orDefault(n.Proto, "-"), orDefault(n.DType, "-"), n.Count, breakdown.FormatDuration(int64(n.Total)))
 			}
 		}
@@ -199,7 +201,7 @@ func diffTextChanges(ew *errWriter, c *compare.Comparison, bl, nl string) {
 				break
 			}
 			n, t := total(k)
-			ew.printf("  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), names[i])
+			ew.printf(tableRow+"  %-12s %6d %10s  %s\n", k.Category, n, breakdown.FormatDuration(t), names[i])
 		}
 	}
 	changes("Kernels only in "+nl, c.Appeared, func(k compare.KernelChange) (int, int64) { return k.NewCount, int64(k.NewTotal) })
@@ -306,6 +308,9 @@ func diffStory(ew *errWriter, c *compare.Comparison, bl, nl string) {
 		if it.Row.Why != "" {
 			ew.printf("    why: %s\n", it.Row.Why)
 		}
+		if n := pooledNote(c, it.Row); n != "" {
+			ew.printf("    note: %s\n", n)
+		}
 		for _, l := range it.Ranks {
 			if l.Row.Why != "" {
 				ew.printf("    why (rank %d): %s\n", l.Rank, l.Row.Why)
@@ -334,10 +339,64 @@ func diffRankWait(ew *errWriter, c *compare.Comparison) {
 		return
 	}
 	ew.printf("  ranks, wait vs transfer in matched collectives per aligned step (wait + transfer = the rank's matched allreduce + collective time):\n")
-	ew.printf("  %4s %24s %24s %24s\n", "rank", "wait/step", "transfer/step", "times last")
+	ew.printf(tableRow+"  %4s %24s %24s %24s\n", "rank", "wait/step", "transfer/step", "times last")
 	for _, rk := range c.Ranks {
-		ew.printf("  %4d %24s %24s %24s\n", rk.Rank, rankTimeText(rk.Base, true)+" -> "+rankTimeText(rk.New, true),
+		ew.printf(tableRow+"  %4d %24s %24s %24s\n", rk.Rank, rankTimeText(rk.Base, true)+" -> "+rankTimeText(rk.New, true),
 			rankTimeText(rk.Base, false)+" -> "+rankTimeText(rk.New, false), lastText(rk.Base)+" -> "+lastText(rk.New))
 	}
 	ew.printf("  straggler: %s -> %s\n", stragglerWords(c.Base.Ranks), stragglerWords(c.New.Ranks))
+}
+
+// pooledNote explains a pooled category row whose mean lies outside every rank's own on a
+// side: the pooled sample of an aligned step is its slowest rank's step, so a category that
+// the slowest rank spends less in (an all-reduce the late rank does not wait in) comes out
+// under both ranks' means. "" when the pooled means lie within the ranks' or there are no
+// ranks.
+func pooledNote(c *compare.Comparison, r *compare.Row) string {
+	if r.Whole || len(c.Ranks) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, side := range []struct {
+		label  string
+		pooled float64
+		means  func(rk *compare.RankComparison) time.Duration
+	}{
+		{c.Base.Label, r.Mean.Base, func(rk *compare.RankComparison) time.Duration { return rk.BaseMeans[r.Category] }},
+		{c.New.Label, r.Mean.New, func(rk *compare.RankComparison) time.Duration { return rk.NewMeans[r.Category] }},
+	} {
+		lo, hi, n := math.Inf(1), math.Inf(-1), 0
+		var own []string
+		for i := range c.Ranks {
+			rk := &c.Ranks[i]
+			if rk.NotComparable != "" {
+				continue
+			}
+			m := float64(side.means(rk))
+			lo, hi, n = math.Min(lo, m), math.Max(hi, m), n+1
+			own = append(own, fmt.Sprintf("rank %d %s", rk.Rank, breakdown.FormatDurationF(m)))
+		}
+		if n < 2 {
+			continue
+		}
+		where := ""
+		switch {
+		case side.pooled < lo-0.5:
+			where = "under"
+		case side.pooled > hi+0.5:
+			where = "over"
+		default:
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("on %s the pooled %s (%s) is %s every rank's own (%s)", TerminalSafe(side.label), r.Name,
+			breakdown.FormatDurationF(side.pooled), where, strings.Join(own, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	why := "a pooled sample is each aligned step's slowest rank, whose " + r.Name + " is not the ranks' mean"
+	if r.Category == kernelclass.AllReduce || r.Category == kernelclass.Collective {
+		why += " (the late rank waits least in collectives)"
+	}
+	return strings.Join(parts, "; ") + ": " + why
 }

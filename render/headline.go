@@ -209,15 +209,31 @@ func largestPart(r *findings.Report) string {
 		if sm.Steps == 0 {
 			continue
 		}
-		big := kernelclass.Order[0]
-		for _, c := range kernelclass.Order {
-			if sm.Categories[c].Mean > sm.Categories[big].Mean {
-				big = c
-			}
+		// The largest categories, as many as it takes (up to 3) to hold half the step.
+		cs := slices.Clone(kernelclass.Order[:])
+		slices.SortStableFunc(cs, func(a, b kernelclass.Category) int {
+			return cmp.Compare(sm.Categories[b].Mean, sm.Categories[a].Mean)
+		})
+		big := cs[0]
+		if len(cs) > 3 {
+			cs = cs[:3]
 		}
-		return fmt.Sprintf("the largest part of the mean %s is %s, %s of %s (%s)", phaseWhat(sm), big,
-			breakdown.FormatDuration(int64(sm.Categories[big].Mean)), breakdown.FormatDuration(int64(sm.Mean)),
-			breakdown.FormatPercent(sm.Categories[big].Share))
+		var parts []string
+		held := 0.0
+		for _, c := range cs {
+			if len(parts) > 0 && (held >= 0.5 || sm.Categories[c].Mean <= 0) {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", c, breakdown.FormatPercent(sm.Categories[c].Share)))
+			held += sm.Categories[c].Share
+		}
+		if len(parts) == 1 {
+			return fmt.Sprintf("the largest part of the mean %s is %s, %s of %s (%s)", phaseWhat(sm), big,
+				breakdown.FormatDuration(int64(sm.Categories[big].Mean)), breakdown.FormatDuration(int64(sm.Mean)),
+				breakdown.FormatPercent(sm.Categories[big].Share))
+		}
+		return fmt.Sprintf("the mean %s (%s) is mostly %s (%s together)", phaseWhat(sm), breakdown.FormatDuration(int64(sm.Mean)),
+			strings.Join(parts, " and "), breakdown.FormatPercent(held))
 	}
 	return ""
 }

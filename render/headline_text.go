@@ -1,6 +1,9 @@
 package render
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/stepstat/stepstat/breakdown/findings"
 )
 
@@ -52,18 +55,20 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 	if m := minorLine(r, gs); m != "" {
 		ew.printf("  %s\n", m)
 	}
-	w := 0
+	// The warnings (the findings' about the report, the trace's) are one list, at the end
+	// (reportWarnings); the answer says how many and which rules.
+	var ids []string
 	for i := range gs {
-		g := &gs[i]
-		if !g.Top().Warning() {
-			continue
+		if g := &gs[i]; g.Top().Warning() {
+			ids = append(ids, string(g.ID)+onRanks(r, g))
 		}
-		if w == 0 {
-			ew.printf("Warnings about the report (not causes; left out of the limiter):\n")
+	}
+	if n := len(ids) + len(r.Warnings); n > 0 {
+		what := ""
+		if len(ids) > 0 {
+			what = " (" + strings.Join(ids, "; ") + ")"
 		}
-		w++
-		ew.printf("  - %s%s: %s\n", g.ID, onRanks(r, g), TerminalSafe(g.Top().Claim))
-		ew.printf("    try: %s\n", TerminalSafe(findingSuggestion(g.Top())))
+		ew.printf("Warnings: %d, listed at the end%s\n", n, what)
 	}
 	first := true
 	for i := range r.Devices {
@@ -74,5 +79,30 @@ func textHeadline(ew *errWriter, r *findings.Report) {
 			}
 			ew.printf("  %s\n", s)
 		}
+	}
+}
+
+// reportWarnings writes the report's one list of warnings: the findings' about the report
+// (outlier steps, coverage: not causes, left out of the limiter), then the trace's.
+func reportWarnings(ew *errWriter, r *findings.Report) {
+	gs := r.Groups()
+	n := 0
+	item := func(s string) {
+		if n == 0 {
+			ew.printf("\nWarnings:\n")
+		}
+		n++
+		ew.printf("  %d. %s\n", n, s)
+	}
+	for i := range gs {
+		g := &gs[i]
+		if !g.Top().Warning() {
+			continue
+		}
+		item(fmt.Sprintf("%s%s (about the report; not a cause): %s; try: %s", g.ID, onRanks(r, g), TerminalSafe(g.Top().Claim),
+			TerminalSafe(findingSuggestion(g.Top()))))
+	}
+	for _, wn := range r.Warnings {
+		item(TerminalSafe(warningText(wn)))
 	}
 }

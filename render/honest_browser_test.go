@@ -25,7 +25,9 @@ import (
 const honestView = `(() => {
   document.querySelectorAll("details").forEach(d => { d.open = true; });
   window.dispatchEvent(new Event("resize"));
-  const out = {width: window.innerWidth, docWidth: document.documentElement.scrollWidth, bars: [], mix: [], narrow: [], wraps: [], legends: [], emptyLanes: [], pins: {}, outlierRows: document.querySelectorAll("tr.outlier").length, outlierLabels: {}};
+  const out = {width: window.innerWidth, docWidth: document.documentElement.scrollWidth, bars: [], mix: [], narrow: [], wraps: [], legends: [], emptyLanes: [], pins: {}, outlierRows: document.querySelectorAll("tr.outlier").length, outlierLabels: {},
+    shares: [], overlaps: [], titles: [], spans: [], constRows: [], captions: [], captionsSeen: 0, freeBreaks: []};
+  const boxOf = el => { el.updateTransform && el.updateTransform(); const r = el.getBoundingRect().clone(); const m = el.getComputedTransform ? el.getComputedTransform() : el.transform; if (m) r.applyTransform(m); return r; };
   for (const el of document.querySelectorAll("div.chart")) {
     const c = echarts.getInstanceByDom(el);
     if (!c) continue;
@@ -48,6 +50,50 @@ const honestView = `(() => {
       });
     });
     Object.values(stacks).forEach(b => out.bars.push(b));
+    // Value labels drawn (not hidden), their boxes; a share chart's bars, value and length.
+    const labels = [];
+    model.eachSeries(s => {
+      const data = s.getData();
+      data.each(k => {
+        const g = data.getItemGraphicEl(k), t = g && g.getTextContent && g.getTextContent();
+        if (t && !t.ignore && !t.invisible && t.style && t.style.text) labels.push({text: String(t.style.text), r: boxOf(t)});
+        if (/^share-/.test(el.id) && s.subType === "bar") {
+          const l = data.getItemLayout(k), v = data.get(data.mapDimension("x"), k);
+          if (l && v > 0) out.shares.push({chart: el.id, axis: s.coordinateSystem.getBaseAxis().dim === "y" ? s.coordinateSystem.getOtherAxis(s.coordinateSystem.getBaseAxis()).type : "?", value: v, length: Math.abs(l.width)});
+        }
+      });
+    });
+    for (let a = 0; a < labels.length; a++) for (let b = a + 1; b < labels.length; b++) {
+      const p = labels[a].r, q = labels[b].r;
+      const w = Math.min(p.x + p.width, q.x + q.width) - Math.max(p.x, q.x), h = Math.min(p.y + p.height, q.y + q.height) - Math.max(p.y, q.y);
+      if (w > 1 && h > 1) out.overlaps.push(el.id + ": " + JSON.stringify(labels[a].text) + " over " + JSON.stringify(labels[b].text));
+    }
+    // The title and subtitle: within the chart, above its legend and plots.
+    const title = model.getComponent("title");
+    if (title && title.get("show") !== false) {
+      const r = boxOf(c.getViewOfComponentModel(title).group);
+      let below = 1e9;
+      const lg = model.getComponent("legend");
+      if (lg && lg.get("show") !== false) { const lr = boxOf(c.getViewOfComponentModel(lg).group); if (lr.height > 0) below = Math.min(below, lr.y); }
+      model.eachComponent("grid", g => { if (g.coordinateSystem) below = Math.min(below, g.coordinateSystem.getRect().y); });
+      out.titles.push({chart: el.id, right: r.x + r.width, bottom: r.y + r.height, width: c.getWidth(), below: below, subtext: String(title.get("subtext") || "")});
+    }
+    if (el.getAttribute("data-kind") === "timeline") {
+      const ext = model.getComponent("xAxis").axis.scale.getExtent();
+      out.spans.push({chart: el.id, min: ext[0], max: ext[1]});
+    }
+    if (/^heat-/.test(el.id)) {
+      model.eachSeries(s => {
+        const data = s.getData(), rows = {};
+        data.each(k => { const v = s.option.data[k].value || s.option.data[k]; (rows[v[1]] = rows[v[1]] || []).push({k: k, v: v[2], rel: v[3]}); });
+        Object.entries(rows).forEach(([row, cells]) => {
+          if (cells.length > 1 && cells.every(x => x.v === cells[0].v)) {
+            const fill = String((data.getItemVisual(cells[0].k, "style") || {}).fill || data.getItemVisual(cells[0].k, "color") || "");
+            out.constRows.push({chart: el.id, row: Number(row), rel: cells[0].rel, fill: fill});
+          }
+        });
+      });
+    }
     const legend = model.getComponent("legend");
     if (legend && legend.get("show") !== false) {
       const view = c.getViewOfComponentModel(legend);
@@ -85,9 +131,29 @@ const honestView = `(() => {
     if (!th.offsetParent) continue;
     const cs = getComputedStyle(th);
     ctx.font = cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
-    const room = th.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-    for (const w of th.textContent.split(/[\s\u200b]+/)) {
+    const upright = cs.writingMode.startsWith("vertical"); // its words run along its height
+    const room = upright ? th.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom) : th.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    for (const w of th.textContent.split(/\s+/)) {
       if (w && ctx.measureText(w).width > room + 0.5) out.narrow.push(th.closest("table").id + ": " + JSON.stringify(w) + " " + Math.round(ctx.measureText(w).width) + " > " + Math.round(room) + " px");
+    }
+  }
+  // Captions: as wide as their text or as the page, not as a narrow table.
+  for (const p of document.querySelectorAll(".table-wrap > p.caption, caption")) {
+    if (!p.offsetParent) continue;
+    out.captionsSeen++;
+    const cs = getComputedStyle(p);
+    ctx.font = cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+    const text = ctx.measureText(p.textContent).width, room = p.closest(".table-wrap").parentElement.clientWidth;
+    if (p.clientWidth + 1 < Math.min(text, room)) out.captions.push(JSON.stringify(p.textContent.slice(0, 40)) + " " + p.clientWidth + " px of " + Math.round(Math.min(text, room)));
+  }
+  // Prose cells break between words, not inside one.
+  for (const td of document.querySelectorAll("td.free")) {
+    if (!td.offsetParent) continue;
+    const cs = getComputedStyle(td);
+    ctx.font = cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily;
+    const room = td.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    for (const w of td.textContent.split(/[\s\u200b]+/)) {
+      if (w && ctx.measureText(w).width > room + 0.5) { out.freeBreaks.push((td.closest("table").id || "table") + ": " + JSON.stringify(w) + " in " + Math.round(room) + " px"); break; }
     }
   }
   for (const td of document.querySelectorAll("td")) {
@@ -124,6 +190,28 @@ type honestPage struct {
 	Pins          map[string]int
 	OutlierRows   int
 	OutlierLabels map[string][]string
+	Shares        []struct {
+		Chart, Axis   string
+		Value, Length float64
+	}
+	Overlaps []string
+	Titles   []struct {
+		Chart, Subtext              string
+		Right, Bottom, Width, Below float64
+	}
+	Spans []struct {
+		Chart    string
+		Min, Max float64
+	}
+	ConstRows []struct {
+		Chart string
+		Row   int
+		Rel   float64
+		Fill  string
+	}
+	Captions     []string
+	CaptionsSeen int
+	FreeBreaks   []string
 }
 
 // TestChartsHonest opens real reports and diffs in headless Chromium at 1400 and 1000 px
@@ -162,7 +250,7 @@ func TestChartsHonest(t *testing.T) {
 		{"diff-tp2", renderDiff(t, c, DefaultHTMLOptions()), []float64{float64(c.Base.MeanStep), float64(c.New.MeanStep)}},
 		{"diff-dense", renderDiff(t, captureComparison(t), DefaultHTMLOptions()), nil},
 	}
-	sawLog := false
+	sawLog, sawConst := false, false
 	for _, p := range pages {
 		file := filepath.Join(tmp, p.name+".html")
 		if err := os.WriteFile(file, p.html, 0o666); err != nil {
@@ -221,6 +309,52 @@ func TestChartsHonest(t *testing.T) {
 				for _, e := range v.EmptyLanes {
 					t.Errorf("empty timeline lane: %s", e)
 				}
+				// Shares on a linear axis: each bar's length in proportion to its share.
+				k := map[string]float64{} // px per percent, per chart
+				for _, sh := range v.Shares {
+					if sh.Axis != "value" {
+						t.Errorf("%s: shares on a %s axis, want a linear (value) one", sh.Chart, sh.Axis)
+					}
+					if k[sh.Chart] == 0 {
+						k[sh.Chart] = sh.Length / sh.Value
+					}
+					if want := k[sh.Chart] * sh.Value; math.Abs(sh.Length-want) > math.Max(1.5, 0.01*want) {
+						t.Errorf("%s: a %.2f%% share drawn %.0f px long, want %.0f (linear)", sh.Chart, sh.Value, sh.Length, want)
+					}
+				}
+				if len(v.Shares) == 0 && p.name != "diff-tp2" && p.name != "diff-dense" {
+					t.Error("no share bar measured")
+				}
+				for _, o := range v.Overlaps {
+					t.Errorf("value labels overlap: %s", o)
+				}
+				for _, ti := range v.Titles {
+					if ti.Right > ti.Width+1 || ti.Bottom > ti.Below+1 {
+						t.Errorf("%s: title and subtitle end at %.0f px of %.0f and at %.0f px, under what is below it (%.0f): clipped or overlapping (%q)", ti.Chart, ti.Right, ti.Width, ti.Bottom, ti.Below, ti.Subtext)
+					}
+				}
+				if len(v.Spans) > 1 {
+					for _, sp := range v.Spans[1:] {
+						if sp.Min != v.Spans[0].Min || sp.Max != v.Spans[0].Max {
+							t.Errorf("timelines on different x ranges: %s %.0f-%.0f µs, %s %.0f-%.0f µs", v.Spans[0].Chart, v.Spans[0].Min, v.Spans[0].Max, sp.Chart, sp.Min, sp.Max)
+						}
+					}
+				}
+				for _, cr := range v.ConstRows {
+					sawConst = true
+					if cr.Rel != 0 || cr.Fill == heatDarkest {
+						t.Errorf("%s: constant row %d drawn at %.2f of the scale (%s); want the lightest", cr.Chart, cr.Row, cr.Rel, cr.Fill)
+					}
+				}
+				for _, c := range v.Captions {
+					t.Errorf("caption squeezed: %s", c)
+				}
+				if v.CaptionsSeen == 0 {
+					t.Error("no table caption measured")
+				}
+				for _, f := range v.FreeBreaks {
+					t.Errorf("a word broken inside: %s", f)
+				}
 				if p.name == "report-slow" {
 					step := strconv.Itoa(slow.Devices[0].Summary.Outliers.Steps[0])
 					if v.Pins["steps-0"] != 1 || len(v.OutlierLabels["steps-0"]) != 1 || v.OutlierLabels["steps-0"][0] != step || v.OutlierRows != 1 {
@@ -231,9 +365,15 @@ func TestChartsHonest(t *testing.T) {
 		}
 	}
 	if !sawLog {
-		t.Error("no bar on a log axis measured (the share and per-device charts have them)")
+		t.Error("no bar on a log axis measured (the per-device chart has them)")
+	}
+	if !sawConst {
+		t.Error("no constant heat map row measured (tp2-moe-graph's memory row is one)")
 	}
 }
+
+// heatDarkest is the heat map's colour at the top of its scale.
+const heatDarkest = "#08306b"
 
 func slicesMax(xs []float64) float64 {
 	m := xs[0]

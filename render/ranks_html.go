@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -112,7 +113,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 	}
 	legend, top := wrapLegendIn(labels, 46, halfLegendWidth)
 	cbBlock.Height += top - 84
-	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale, bars from the axis origin, labelled"),
+	cb.SetGlobalOptions(append(cbBlock.globalOpts("one bar per device (first solid, others lighter); log scale, bars from the axis origin, labelled where the labels do not overlap (the tooltip has every value)"),
 		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "axis", AxisPointer: &opts.AxisPointer{Type: "shadow"}}),
 		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "24", Bottom: "16", ContainLabel: opts.Bool(true)}),
@@ -139,7 +140,7 @@ func rankCharts(ds []breakdown.DeviceReport) ([]chartBlock, error) {
 		cb.AddSeries(labels[i], data, charts.WithItemStyleOpts(opts.ItemStyle{Color: grey}),
 			charts.WithLabelOpts(opts.Label{Show: opts.Bool(true), Position: "top", FontSize: 10}))
 	}
-	rankcat, err := newChart(cbBlock, cb, logAxisFrom("yAxis", logFloor(barValues(values))))
+	rankcat, err := newChart(cbBlock, cb, logAxisFrom("yAxis", logFloor(barValues(values))), hideOverlappingLabels)
 	if err != nil {
 		return nil, err
 	}
@@ -218,4 +219,22 @@ func logValue(v float64) any {
 		return "-"
 	}
 	return v
+}
+
+// hideOverlappingLabels is a newChart adjustment: value labels of neighbouring bars that
+// would overlap (two devices of equal time: "188 µs188 µs") are not drawn, those of the
+// earlier series kept (ECharts' labelLayout.hideOverlap); the tooltip has every value.
+func hideOverlappingLabels(option map[string]interface{}) {
+	raw, err := json.Marshal(option["series"])
+	if err != nil {
+		return
+	}
+	var series []map[string]interface{}
+	if json.Unmarshal(raw, &series) != nil {
+		return
+	}
+	for _, s := range series {
+		s["labelLayout"] = map[string]interface{}{"hideOverlap": true}
+	}
+	option["series"] = series
 }

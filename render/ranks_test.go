@@ -14,6 +14,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 	"github.com/stepstat/stepstat/render/schema"
 )
 
@@ -59,7 +60,7 @@ func rkReport() *breakdown.Report {
 func rkText(t *testing.T, r *breakdown.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Text(&b, findings.Of(r), TextOptions{}); err != nil {
+	if err := Text(&b, findings.Of(r), TextOptions{Width: MaxTextLine}); err != nil {
 		t.Fatal(err)
 	}
 	return unwrapped(b.String()) // the sentences whole, as written before wrapping
@@ -212,10 +213,10 @@ func TestRanksJSON(t *testing.T) {
 // TestRanksPublicText renders the rank view of a public 2-GPU capture (DDP on two RTX
 // 3090s): the table, the straggler and the rank sentences.
 func TestRanksPublicText(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "traces", "public", "cs336a2-lizhieffe__ddp53_profile.sqlite")
+	path := nsystest.PublicTrace(t, "cs336a2-lizhieffe__ddp53_profile.sqlite")
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
-		t.Skipf("public trace not available: %v", err)
+		t.Fatal(err)
 	}
 	r, err := breakdown.Summarize(tr, breakdown.Options{})
 	if err != nil {
@@ -240,7 +241,7 @@ func TestRankTableAddsUp(t *testing.T) {
 	for _, name := range []string{"tp2-moe-eager", "tp2-moe-graph-nvtx", "hf-qwen3moe-tp2"} {
 		r := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
 		var buf bytes.Buffer
-		if err := Text(&buf, findings.Of(r), TextOptions{}); err != nil {
+		if err := Text(&buf, findings.Of(r), TextOptions{Width: MaxTextLine}); err != nil {
 			t.Fatal(err)
 		}
 		rows, in := 0, false

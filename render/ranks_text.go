@@ -25,12 +25,12 @@ func textRanks(ew *errWriter, r *breakdown.Report) {
 	}
 	ew.printf("Step spread across ranks: median %s  p90 %s\n", breakdown.FormatDuration(int64(rr.SpreadMedian)), breakdown.FormatDuration(int64(rr.SpreadP90)))
 	ew.printf("Per rank, means per aligned step of the matched collectives (allreduce + collective = wait + transfer), beside the median step:\n")
-	ew.printf("%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
+	ew.printf(tableRow+"%4s %11s %14s %15s %10s %13s %10s %14s\n", "rank", "median step", "allreduce/step", "collective/step",
 		"wait/step", "transfer/step", "wait share", "times last")
 	for i := range rr.Devices {
 		d := &rr.Devices[i]
 		last := fmt.Sprintf("%d (%s)", d.LastArrivals, breakdown.FormatPercent(frac(int64(d.LastArrivals), int64(len(rr.Calls)))))
-		ew.printf("%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, breakdown.FormatDuration(int64(d.MedianStep)),
+		ew.printf(tableRow+"%4d %11s %14s %15s %10s %13s %10s %14s\n", d.Device, breakdown.FormatDuration(int64(d.MedianStep)),
 			perStep(d.AllReduce.Time, n), perStep(d.Collective.Time, n), perStep(d.Wait, n), perStep(d.Transfer, n),
 			breakdown.FormatPercent(frac(int64(d.Wait), int64(d.Wait+d.Transfer))), last)
 	}

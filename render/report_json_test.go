@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/stepstat/stepstat/breakdown"
 	"github.com/stepstat/stepstat/breakdown/findings"
+	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
+	"github.com/stepstat/stepstat/nsys/nsystest/captures"
 	"github.com/stepstat/stepstat/render/schema"
 )
 
@@ -141,5 +145,31 @@ func roundTrip(t *testing.T, name string, js []byte, v any) {
 			i++
 		}
 		t.Errorf("%s: %T encodes differently at byte %d:\n got ...%s\nwant ...%s", name, v, i, snippet(g, i), snippet(w, i))
+	}
+}
+
+// TestPublicTracesRender writes the report of every public trace of the test corpus that
+// summarises (breakdown's TestPublicTracesReport checks the summaries and the traces that
+// do not) as text, JSON and CSV: none fails or panics.
+func TestPublicTracesRender(t *testing.T) {
+	for _, path := range nsystest.PublicTraces(t) {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".sqlite"), func(t *testing.T) {
+			rep, err := breakdown.Summarize(captures.Open(t, path), breakdown.Options{})
+			if errors.Is(err, nsys.ErrNoGPUActivity) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []func(io.Writer) error{
+				func(w io.Writer) error { return Text(w, findings.Of(rep), TextOptions{Top: 10}) },
+				func(w io.Writer) error { return JSON(w, findings.Of(rep)) },
+				func(w io.Writer) error { return CSV(w, rep) },
+			} {
+				if err := f(io.Discard); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }

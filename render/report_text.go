@@ -17,8 +17,8 @@ import (
 type TextOptions struct {
 	Top        int // number of kernel rows
 	TopKernels TopKernels
-	// Width is the width the answer (the lines before the trace's details) is wrapped
-	// to: the terminal's; 0 means DefaultTextWidth. The rest wraps at MaxTextLine.
+	// Width is the width the report is wrapped to, the answer and the details: the
+	// terminal's; 0 means DefaultTextWidth. Table rows keep their columns.
 	Width int
 }
 
@@ -50,7 +50,7 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 			total += int64(k.Total)
 		}
 		ew.printf("\nTop kernels (%s):\n", caption)
-		ew.printf("%10s %7s %7s %10s  %-14s %s\n", "total", "share", "count", "avg", "category", "name")
+		ew.printf(tableRow+"%10s %7s %7s %10s  %-14s %s\n", "total", "share", "count", "avg", "category", "name")
 		ks = ks[:min(opt.Top, len(ks))]
 		names := make([]string, len(ks))
 		for i, k := range ks {
@@ -58,20 +58,15 @@ func Text(w io.Writer, r *findings.Report, opt TextOptions) error {
 		}
 		names = elideNames(names, MaxTextLine-topKernelsPrefix) // the rows' names told apart
 		for i, k := range ks {
-			ew.printf("%10s %7s %7d %10s  %-14s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
+			ew.printf(tableRow+"%10s %7s %7d %10s  %-14s %s\n", breakdown.FormatDuration(int64(k.Total)), breakdown.FormatPercent(frac(int64(k.Total), total)), k.Count,
 				breakdown.FormatDuration(int64(k.Total)/int64(max(k.Count, 1))), k.Category, names[i])
 		}
 	}
-	if len(r.Warnings) > 0 {
-		ew.printf("\nWarnings:\n")
-		for i, wn := range r.Warnings {
-			ew.printf("  %d. %s\n", i+1, TerminalSafe(warningText(wn)))
-		}
-	}
+	reportWarnings(ew, r)
 	if err := errors.Join(hw.err, ew.err); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(opt.Width))+wrapText(details.String(), MaxTextLine))
+	_, err := io.WriteString(w, wrapText(answer.String(), textWidth(opt.Width))+wrapText(details.String(), textWidth(opt.Width)))
 	return err
 }
 
@@ -88,24 +83,29 @@ func evidenceLines(steps []breakdown.Step) []string {
 	if len(steps) == 0 {
 		return nil
 	}
+	// A group is the steps of one kind: key is the text without its numbers; shown is the
+	// first step's text with its own numbers (never a placeholder), naming that step when
+	// the others' numbers differ.
 	type group struct {
-		key string
-		n   int
+		key, shown, example string // example: shown naming its step, "mixed (e.g. step 3: ...)"
+		n                   int
+		alike               bool // every member's text is the shown one
 	}
-	count := func(key func(*breakdown.Step) string) []group {
+	count := func(text func(*breakdown.Step) (key, shown, example string)) []group {
 		idx := map[string]int{}
 		var gs []group
 		for i := range steps {
-			k := key(&steps[i])
+			k, sh, ex := text(&steps[i])
 			if k == "" {
 				continue
 			}
 			if j, ok := idx[k]; ok {
 				gs[j].n++
+				gs[j].alike = gs[j].alike && sh == gs[j].shown
 				continue
 			}
 			idx[k] = len(gs)
-			gs = append(gs, group{k, 1})
+			gs = append(gs, group{k, sh, ex, 1, true})
 		}
 		slices.SortStableFunc(gs, func(a, b group) int { return b.n - a.n })
 		return gs
@@ -114,19 +114,29 @@ func evidenceLines(steps []breakdown.Step) []string {
 		var parts []string
 		for i, g := range gs {
 			if i == most {
-				parts = append(parts, fmt.Sprintf("%d more kinds", len(gs)-most))
+				rest := 0
+				for _, r := range gs[most:] {
+					rest += r.n
+				}
+				parts = append(parts, fmt.Sprintf("and %d more %s (%d step%s)", len(gs)-most, map[bool]string{true: "kind", false: "kinds"}[len(gs)-most == 1], rest, plural(rest)))
 				break
 			}
-			parts = append(parts, fmt.Sprintf("%d %s", g.n, g.key))
+			shown := g.shown
+			if !g.alike { // the numbers are one step's: say whose
+				shown = g.example
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", g.n, shown))
 		}
 		return strings.Join(parts, "; ")
 	}
-	cuts := count(func(s *breakdown.Step) string { return s.CutBy })
-	phases := count(func(s *breakdown.Step) string {
+	cuts := count(func(s *breakdown.Step) (string, string, string) { return s.CutBy, s.CutBy, s.CutBy })
+	phases := count(func(s *breakdown.Step) (string, string, string) {
 		if s.PhaseEvidence == "" {
-			return ""
+			return "", "", ""
 		}
-		return s.Phase.String() + " (" + evidenceNumber.ReplaceAllString(s.PhaseEvidence, "N") + ")"
+		p := s.Phase.String()
+		return p + " (" + evidenceNumber.ReplaceAllString(s.PhaseEvidence, "N") + ")", p + " (" + s.PhaseEvidence + ")",
+			fmt.Sprintf("%s (e.g. step %d: %s)", p, s.Index, s.PhaseEvidence)
 	})
 	var out []string
 	if len(cuts) > 0 {
@@ -179,11 +189,11 @@ func textDevice(ew *errWriter, r *findings.Report, di int) {
 		w = max(w, len(r.cat.String()))
 	}
 	ew.printf("%s:\n", summaryCaption(sm))
-	ew.printf("%-*s %10s %7s %12s %12s\n", w, "category", "mean/step", "share", "kernels/step", "memops/step")
+	ew.printf(tableRow+"%-*s %10s %7s %12s %12s\n", w, "category", "mean/step", "share", "kernels/step", "memops/step")
 	for _, r := range rows {
-		ew.printf("%-*s %10s %7s %12s %12s\n", w, r.cat, r.mean, r.share, r.kernels, r.memops)
+		ew.printf(tableRow+"%-*s %10s %7s %12s %12s\n", w, r.cat, r.mean, r.share, r.kernels, r.memops)
 	}
-	ew.printf("%-*s %10s %7s %12.1f %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep,
+	ew.printf(tableRow+"%-*s %10s %7s %12.1f %12.1f\n", w, "total", breakdown.FormatDuration(int64(sm.Mean)), "100%", sm.KernelsPerStep,
 		sm.Categories[kernelclass.Memory].KernelsPerStep)
 	ew.printf("%s\n", idleLine(sm))
 	for _, s := range deviceSentences(r.Report, d) {

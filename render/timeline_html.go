@@ -40,10 +40,16 @@ var hostGroups = []struct {
 const idleMark = "rgba(120,120,120,0.22)"
 
 // timelineCharts returns a chart for each kept step of the report.
+// They share one time axis, the longest step's: on axes of their own a slower step (120
+// ms on a 120 ms axis) looked no longer than the median one (100 ms on a 100 ms axis).
 func timelineCharts(r *breakdown.Report) ([]chartBlock, error) {
 	var out []chartBlock
+	span := 0.0
 	for i := range r.Timelines {
-		c, err := timelineChart(r, &r.Timelines[i])
+		span = max(span, timelineSpan(&r.Timelines[i]))
+	}
+	for i := range r.Timelines {
+		c, err := timelineChart(r, &r.Timelines[i], span)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +174,21 @@ func (d *timelineData) addStreams(li int, l *breakdown.DeviceTimeline, dev strin
 	return folded
 }
 
-func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock, error) {
+// timelineSpan is a step timeline's extent on its axis, in µs: from its earliest lane's
+// start to its latest lane's end.
+func timelineSpan(st *breakdown.StepTimeline) float64 {
+	if len(st.Lanes) == 0 {
+		return 0
+	}
+	s, e := st.Lanes[0].Start, st.Lanes[0].End
+	for _, l := range st.Lanes {
+		s, e = min(s, l.Start), max(e, l.End)
+	}
+	return chartUS(e.Sub(s))
+}
+
+// timelineChart draws one step timeline on an axis from 0 to span µs (0: the step's own).
+func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline, span float64) (chartBlock, error) {
 	d := &timelineData{t0: st.Lanes[0].Start, names: []string{}, nameIdx: map[string]int{}, hostData: make([][]opts.CustomData, len(hostGroups))}
 	for _, l := range st.Lanes {
 		d.t0 = min(d.t0, l.Start)
@@ -210,13 +230,17 @@ func timelineChart(r *breakdown.Report, st *breakdown.StepTimeline) (chartBlock,
 		}
 	}
 	legend, top := wrapLegend(series, 46)
+	xAxis := opts.XAxis{Type: "value", Name: "time from the step's start", NameLocation: "middle", NameGap: 26, Min: 0}
+	if span > 0 {
+		xAxis.Max = span
+	}
 	b := chartBlock{ID: id, Title: title, Height: max(240, top+66+28*len(lanes)), Wide: true, Units: "time", Kind: "timeline"}
 	c := charts.NewCustom()
 	c.SetGlobalOptions(append(b.globalOpts(sub),
 		charts.WithLegendOpts(legend),
 		charts.WithTooltipOpts(opts.Tooltip{Show: opts.Bool(true), Trigger: "item"}),
 		charts.WithGridOpts(opts.Grid{Top: strconv.Itoa(top), Left: "8", Right: "32", Bottom: "64", ContainLabel: opts.Bool(true)}),
-		charts.WithXAxisOpts(opts.XAxis{Type: "value", Name: "time from the step's start", NameLocation: "middle", NameGap: 26, Min: 0}),
+		charts.WithXAxisOpts(xAxis),
 		charts.WithYAxisOpts(opts.YAxis{Type: "category", Data: labels, Inverse: opts.Bool(true), AxisLabel: &opts.AxisLabel{Interval: "0", FontSize: 11}}),
 		charts.WithDataZoomOpts(opts.DataZoom{Type: "slider", Start: 0, End: 100, XAxisIndex: 0, FilterMode: "weakFilter"},
 			opts.DataZoom{Type: "inside", XAxisIndex: 0, FilterMode: "weakFilter"}),

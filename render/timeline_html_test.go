@@ -30,7 +30,7 @@ func TestTimelineLanesCapped(t *testing.T) {
 	}
 	r := &breakdown.Report{Devices: []breakdown.DeviceReport{{Device: 0}}}
 	st := breakdown.StepTimeline{Which: "median", Aligned: -1, Lanes: []breakdown.DeviceTimeline{l}}
-	b, err := timelineChart(r, &st)
+	b, err := timelineChart(r, &st, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

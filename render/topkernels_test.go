@@ -23,7 +23,7 @@ func TestOneValueTP2(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rep := traceReport(t, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), breakdown.Options{})
 			var b bytes.Buffer
-			if err := Text(&b, findings.Of(rep), TextOptions{Top: 10}); err != nil {
+			if err := Text(&b, findings.Of(rep), TextOptions{Top: 10, Width: MaxTextLine}); err != nil {
 				t.Fatal(err)
 			}
 			table := map[string]string{}
@@ -73,7 +73,7 @@ func TestTopKernelsCaption(t *testing.T) {
 		{TopWhole, "Top kernels (whole trace, all devices):", rep.Kernels[0]},
 	} {
 		var b bytes.Buffer
-		if err := Text(&b, fr, TextOptions{Top: 3, TopKernels: tc.v}); err != nil {
+		if err := Text(&b, fr, TextOptions{Top: 3, TopKernels: tc.v, Width: MaxTextLine}); err != nil {
 			t.Fatal(err)
 		}
 		out := b.String()

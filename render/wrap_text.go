@@ -5,10 +5,9 @@ import (
 	"unicode/utf8"
 )
 
-// Text width. The answer a text report or diff starts with (everything before the trace's
-// details) is wrapped to the terminal's width, TextOptions.Width; the rest keeps its
-// tables and wraps only its prose lines longer than MaxTextLine. JSON and CSV are not
-// wrapped.
+// Text width. A text report or diff is wrapped to the terminal's width (TextOptions.Width;
+// DefaultTextWidth when piped), the answer and the details alike; only the rows of its
+// tables (tableRow) keep their columns, within MaxTextLine. JSON and CSV are not wrapped.
 
 // DefaultTextWidth is the width of the answer when the output is not a terminal.
 const DefaultTextWidth = 100
@@ -29,11 +28,18 @@ func textWidth(w int) int {
 	return min(max(w, minTextWidth), MaxTextLine)
 }
 
-// wrapText wraps every line of s that is longer than width (in runes) at spaces. A
+// tableRow starts a line that wrapText writes as it is, without the marker: a row of a
+// table (its columns would not survive wrapping; rows stay within MaxTextLine, names
+// elided). The unit separator never reaches the output otherwise: TerminalSafe escapes
+// control characters in data.
+const tableRow = "\x1f"
+
+// wrapText wraps every line of s that is longer than width (in runes) at spaces, but
+// table rows (tableRow). A
 // continuation line is indented under the text of its line: past a list marker ("  1. "),
 // or two spaces deeper than the line. A word longer than the room left is cut.
 func wrapText(s string, width int) string {
-	if !strings.Contains(s, "\n") && utf8.RuneCountInString(s) <= width {
+	if !strings.Contains(s, "\n") && !strings.HasPrefix(s, tableRow) && utf8.RuneCountInString(s) <= width {
 		return s
 	}
 	var b strings.Builder
@@ -41,7 +47,11 @@ func wrapText(s string, width int) string {
 	for _, l := range lines {
 		nl := strings.HasSuffix(l, "\n")
 		l = strings.TrimSuffix(l, "\n")
-		wrapLine(&b, l, width)
+		if row, ok := strings.CutPrefix(l, tableRow); ok {
+			b.WriteString(row)
+		} else {
+			wrapLine(&b, l, width)
+		}
 		if nl {
 			b.WriteByte('\n')
 		}

@@ -5,7 +5,8 @@
 #
 # Runs report (text, -f json, -f csv, --html, and with --phase all / --sol-step / --batch),
 # classify (text, json), info (text, json) over every testdata/traces/*.sqlite.gz (gunzipped
-# to a temporary folder) and every ../shared/traces/public/*.sqlite (skipped when absent),
+# to a temporary folder) and every public trace of the test corpus ($STEPSTAT_CORPUS, else
+# ../shared beside the repository: traces/public/*.sqlite; skipped when absent),
 # and diff (text, json, html; per step and --unit run) over pairs of captures including the
 # 2-GPU eager vs graph pair, with each binary; stdout, stderr and the exit status of every
 # run, and every written HTML file, are compared byte for byte. Exit 0 when all match;
@@ -21,7 +22,7 @@ for gz in "$root"/testdata/traces/*.sqlite.gz; do
 	[ -f "$traces/$n" ] || gunzip -c "$gz" >"$traces/$n"
 done
 inputs=("$traces"/*.sqlite)
-pub=$root/../shared/traces/public
+pub=${STEPSTAT_CORPUS:-$root/../shared}/traces/public
 [ -d "$pub" ] && inputs+=("$pub"/*.sqlite)
 
 # run BIN DIR NAME ARGS...: one command; its stdout, stderr and status under DIR/NAME.

@@ -130,6 +130,9 @@ type SideSummary struct {
 	// Config is the side's run configuration (knobs that differ between its runs show
 	// each value, joined by " | ").
 	Config []nsys.EnvVar
+	// Capture is the side's nsys capture options (breakdown.Report.Capture), merged as
+	// Config is.
+	Capture []nsys.EnvVar
 	// Ranks sums the rank view of the side's runs (wait and transfer in matched
 	// collectives, the straggler); nil when no run has two or more devices.
 	Ranks *RankWait
@@ -163,8 +166,12 @@ type KernelChange struct {
 
 // A Comparison is the finished comparison of two sides.
 type Comparison struct {
-	Base, New  SideSummary
-	Config     []ConfigChange // knobs whose value differs between the sides, by name
+	Base, New SideSummary
+	Config    []ConfigChange // knobs whose value differs between the sides, by name
+	// Capture lists the nsys capture options (nsys.CaptureOptions) that differ between the
+	// sides: the profiler's own overhead differs, so a change may be the profiler's. Each
+	// is also a warning (Warnings), as changed knobs are shown first.
+	Capture    []ConfigChange
 	Phase      breakdown.Phase
 	Step       Row
 	Categories []Row // in Order
@@ -216,6 +223,7 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	ns, nsteps := summarizeSide(new, phase)
 	c.Base, c.New = bs, ns
 	c.Config = configChanges(bs.Config, ns.Config)
+	c.Capture = configChanges(bs.Capture, ns.Capture)
 	c.BaseSteps, c.NewSteps = stepWalls(bsteps), stepWalls(nsteps)
 	c.MinChangeNS = max(opt.MinChange*float64(bs.MeanStep), opt.MinChangeNS)
 	th := benchmath.DefaultThresholds
@@ -229,6 +237,9 @@ func Compare(base, new Side, phase breakdown.Phase, opt Options) *Comparison {
 	c.Ranks = compareRanks(base, new, phase, opt, &th)
 	c.Findings = compareFindings(base, new)
 	c.Warnings = sideWarnings(bs, ns)
+	c.Warnings = append(c.Warnings, captureWarnings(c.Capture, base.Label, new.Label)...)
+	c.Warnings = append(c.Warnings, ranksAsRuns(base)...)
+	c.Warnings = append(c.Warnings, ranksAsRuns(new)...)
 	nb, nn := c.Step.Mean.NBase, c.Step.Mean.NNew
 	c.Tested = testable(nb, nn, opt.Alpha)
 	if !c.Tested {
@@ -435,11 +446,12 @@ func medianF(xs []float64) float64 { return breakdown.QuantileF(xs, 0.5) }
 
 // summarizeSide gathers the steps of the phase from every run and device of a side.
 func summarizeSide(s Side, phase breakdown.Phase) (SideSummary, [][]tagged) {
-	var cfgs [][]nsys.EnvVar
+	var cfgs, caps [][]nsys.EnvVar
 	for _, r := range s.Reports {
 		cfgs = append(cfgs, r.Config)
+		caps = append(caps, r.Capture)
 	}
-	ss := SideSummary{Label: s.Label, Config: sideConfig(cfgs), Ranks: rankWait(s), Warnings: runWarnings(s)}
+	ss := SideSummary{Label: s.Label, Config: sideConfig(cfgs), Capture: sideConfig(caps), Ranks: rankWait(s), Warnings: runWarnings(s)}
 	var runs [][]tagged
 	methods := map[string]bool{}
 	var walls []time.Duration

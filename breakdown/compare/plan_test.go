@@ -3,9 +3,6 @@ package compare_test
 import (
 	"context"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/compare"
 	"github.com/stepstat/stepstat/breakdown/findings"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // TestAlignedSamples: a 2-GPU diff does not pool ranks. tp2-moe-eager and tp2-moe-graph
@@ -134,30 +132,11 @@ func TestRegression(t *testing.T) {
 	}
 }
 
-// truthReport summarises one held-out capture (../shared/traces/truth of the main
-// checkout, or STEPSTAT_TRUTH), decompressed with xz; the test skips without it.
+// truthReport summarises one held-out capture of the test corpus (name without
+// .sqlite.xz, nsystest.TruthCapture), decompressed with xz.
 func truthReport(t *testing.T, name string) *findings.Report {
 	t.Helper()
-	dir := os.Getenv("STEPSTAT_TRUTH")
-	if dir == "" {
-		dir = "../../../shared/traces/truth"
-	}
-	src := filepath.Join(dir, name+".sqlite.xz")
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("%s: %v", src, err)
-	}
-	path := filepath.Join(t.TempDir(), name+".sqlite")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("xz", "-dc", src)
-	cmd.Stdout = f
-	err = cmd.Run()
-	f.Close()
-	if err != nil {
-		t.Skipf("xz -dc %s: %v", src, err)
-	}
+	path := nsystest.TruthCapture(t, name, t.TempDir())
 	tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 	if err != nil {
 		t.Fatal(err)

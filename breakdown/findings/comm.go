@@ -33,12 +33,15 @@ func communication(r *breakdown.Report, d int, knobs map[string]string) *Finding
 	claim := []string{fmt.Sprintf("allreduce %s + collective %s per step = %s of the step, %.1f calls/step", dur(ar), dur(coll),
 		pct(frac(stake, sm.Mean)), calls)}
 	tips, small, waiting := commRanks(f, &claim, r.Ranks, d)
+	if !material(f.AtStake, sm.Mean) {
+		return nil // what is left at stake without an immaterial wait
+	}
 	if len(tips) == 0 && !waiting {
 		tips = append(tips, "the transfer itself is the cost: overlap communication with compute, or reduce what is communicated")
 	}
 	if small && !waiting {
-		tips = append(tips, "transfers are small (latency-bound): try "+protoTip(knobs)+"a custom all-reduce "+
-			"(vLLM/SGLang custom all-reduce, FlashInfer one-shot), or fuse the all-reduce with the following RMSNorm")
+		tips = append(tips, "transfers are small (latency-bound): try "+protoTip(knobs)+customAllReduce(StackOf(r))+
+			", or fuse the all-reduce with the following RMSNorm")
 	}
 	if kn := commKnobs(knobs); kn != "" {
 		f.Evidence = append(f.Evidence, text("knobs", kn))
@@ -91,9 +94,15 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 					"arrives late (its own findings: a launch-bound or busier rank; CPU affinity, the GIL, a slower host thread) "+
 					"and make the ranks arrive together (CUDA graphs on every rank)", ld.Device, ld.Device))
 			} else {
-				tips = append(tips, fmt.Sprintf("most of the time is waiting, but the wait for rank %d (%s/step) is under %s of the step "+
-					"or %s: the ranks are balanced; the collectives' own cost is their number: fewer, larger collectives (fusion)",
-					ld.Device, dur(most/n), pct(MaterialShare), dur(MaterialWait)))
+				// A wait under what makes it material is not a finding: the ranks are
+				// balanced and the wait is not at stake; the rest (the transfer) is, when
+				// it is material itself (communication checks).
+				f.AtStake -= min(f.AtStake, rd.Wait/n)
+				f.Evidence = append(f.Evidence, ns("immaterial_wait_ns", rd.Wait/n))
+				tips = append(tips, fmt.Sprintf("most of the time is waiting, but the wait for rank %d (%s/step, %s of the step) is "+
+					"under what makes a wait material (%s of the step and %s, both): the ranks are balanced and the wait is not "+
+					"at stake; the collectives' own cost is their number: fewer, larger collectives (fusion)",
+					ld.Device, dur(most/n), pct(frac(most/n, rd.MedianStep)), pct(MaterialShare), dur(MaterialWait)))
 			}
 		}
 	}
@@ -103,25 +112,21 @@ func commRanks(f *Finding, claim *[]string, rk *breakdown.RankReport, d int) (ti
 	return tips, small, waiting
 }
 
-// protoTip suggests the NCCL protocols for small transfers that the run configuration does
-// not already set: "NCCL_PROTO=LL or LL128, " when NCCL_PROTO is unset (or another value),
-// "NCCL_PROTO=LL128 (NCCL_PROTO is LL), " when it is LL, "" when it already allows both.
-// Advice never names a knob at the value the run has.
+// protoTip suggests the NCCL protocol for small (latency-bound) transfers: LL, NCCL's
+// low-latency protocol for small messages (LL128 and Simple are for larger ones).
+// "NCCL_PROTO=LL (NCCL picks it by size; forcing it rules out the others), " when
+// NCCL_PROTO is unset, "NCCL_PROTO=LL (the run has NCCL_PROTO=Simple), " when the run's
+// value excludes LL, "" when it already allows LL. Advice never names a knob at the value
+// the run has.
 func protoTip(knobs map[string]string) string {
 	v, set := knobs["NCCL_PROTO"]
-	var untried []string
-	for _, p := range []string{"LL", "LL128"} {
-		if !set || !protoAllowed(v, p) {
-			untried = append(untried, p)
-		}
-	}
 	switch {
-	case len(untried) == 0:
-		return ""
 	case !set:
-		return "NCCL_PROTO=" + strings.Join(untried, " or ") + ", "
+		return "NCCL_PROTO=LL (the protocol for small messages; NCCL picks by size when unset), "
+	case protoAllowed(v, "LL"):
+		return ""
 	}
-	return "NCCL_PROTO=" + strings.Join(untried, " or ") + " (the run has NCCL_PROTO=" + v + "), "
+	return "NCCL_PROTO=LL (the protocol for small messages; the run has NCCL_PROTO=" + v + "), "
 }
 
 // protoAllowed reports whether the NCCL_PROTO value v (a comma list, or "^" and the

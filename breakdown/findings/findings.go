@@ -173,7 +173,7 @@ func device(r *breakdown.Report, d int, knobs map[string]string) []Finding {
 	add(outliers(dr))
 	add(hostStall(dr))
 	add(graphLaunch(dr))
-	add(launchBound(dr))
+	add(launchBound(dr, StackOf(r)))
 	add(communication(r, d, knobs))
 	add(kernelStorm(dr))
 	add(hostSync(dr))

@@ -84,7 +84,7 @@ func graphLaunched(sm *breakdown.Summary) bool {
 // host stall (host_stall's) and not inside graph launch calls (graph_launch's), module
 // loading, memory management or other CUDA calls. Headroom: the step's busy
 // (non-idle) time, which CUDA graphs or a faster host would approach.
-func launchBound(dr *breakdown.DeviceReport) *Finding {
+func launchBound(dr *breakdown.DeviceReport, stack Stack) *Finding {
 	sm := &dr.Summary
 	g := &sm.Gaps
 	launch, none := ordinaryIdle(dr)
@@ -122,9 +122,7 @@ func launchBound(dr *breakdown.DeviceReport) *Finding {
 			"(scheduling, input preparation, the token read-back); overlap it with the GPU (asynchronous scheduling, " +
 			"pinned non-blocking copies) or capture more of the step in the graph"
 	} else {
-		f.Suggestion = "capture the step in CUDA graphs (vLLM: drop --enforce-eager; SGLang: keep CUDA graphs on " +
-			"and raise --cuda-graph-max-bs; PyTorch: torch.compile(mode=\"reduce-overhead\")), or make the host faster: " +
-			"the step would approach its busy time"
+		f.Suggestion = graphAdvice(stack) + ", or make the host faster: the step would approach its busy time"
 	}
 	return f
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -558,5 +559,46 @@ func TestFindingsHostStallContinuousBatching(t *testing.T) {
 		JOIN StringIds s ON s.id = k.demangledName WHERE k.start >= g.g1 ORDER BY k.start LIMIT 1) GLOB 'cudnn_generated_fort_native_sdpa*'`)
 	if n < int64(sm.Stall.Steps) {
 		t.Errorf("SQL: %d gaps of 1ms or more come before a cuDNN kernel; stall counts %d steps", n, sm.Stall.Steps)
+	}
+}
+
+// TestAdviceFitsStack: the launch_bound advice names the options of the stack the capture
+// shows. dense-eager is a plain PyTorch loop: torch.compile, no vLLM or SGLang flag. The
+// engine captures carry the engines' NVTX step ranges (engine-nvtx-vllm, engine-nvtx-sglang:
+// vLLM and SGLang); the same report cut by vLLM's, SGLang's or TensorRT-LLM's ranges gets
+// that engine's options only.
+func TestAdviceFitsStack(t *testing.T) {
+	for name, want := range map[string]findings.Stack{"dense-eager": findings.StackPyTorch, "engine-nvtx-vllm": findings.StackVLLM,
+		"engine-nvtx-sglang": findings.StackSGLang} {
+		if got := findings.StackOf(captureReport(t, name, breakdown.Options{})); got != want {
+			t.Errorf("%s: stack %s, want %s", name, got, want)
+		}
+	}
+	rep := captureReport(t, "dense-eager", breakdown.Options{})
+	for _, tc := range []struct {
+		detail      string // the step method's detail, as the engine's ranges give it
+		want        string
+		mustNotName []string
+	}{
+		{rep.Devices[0].MethodDetail, `torch.compile(mode="reduce-overhead")`, []string{"vLLM", "SGLang", "--enforce-eager", "--cuda-graph-max-bs", "TensorRT"}},
+		{"vLLM NVTX ranges", "vLLM: drop --enforce-eager", []string{"SGLang", "torch.compile", "cuda_graph_config"}},
+		{"SGLang scheduler NVTX ranges", "SGLang: no --disable-cuda-graph, and --cuda-graph-max-bs", []string{"vLLM", "torch.compile", "cuda_graph_config"}},
+		{"TensorRT-LLM NVTX ranges", "cuda_graph_config", []string{"vLLM", "SGLang", "torch.compile"}},
+	} {
+		r := *rep
+		r.Devices = slices.Clone(rep.Devices)
+		r.Devices[0].MethodDetail = tc.detail
+		f := find(findings.Of(&r).Findings[0], findings.LaunchBound)
+		if f == nil {
+			t.Fatalf("%s: no launch_bound finding", tc.detail)
+		}
+		if !strings.Contains(f.Suggestion, tc.want) {
+			t.Errorf("%s: %q not in %s", tc.detail, tc.want, f.Suggestion)
+		}
+		for _, bad := range tc.mustNotName {
+			if strings.Contains(f.Suggestion, bad) {
+				t.Errorf("%s: the advice names %q, of another stack: %s", tc.detail, bad, f.Suggestion)
+			}
+		}
 	}
 }

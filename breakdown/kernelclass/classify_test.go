@@ -21,9 +21,6 @@ import (
 // kernelNamesFile is the classifier corpus: <category> TAB <name> per line.
 const kernelNamesFile = "../../testdata/kernel_names.txt"
 
-// publicTraces holds real Nsight Systems exports, where the shared checkout has them.
-const publicTraces = "../../../shared/traces/public"
-
 func TestCategoryString(t *testing.T) {
 	want := []string{"other", "gemm", "attention", "moe_routing", "moe_expert", "allreduce",
 		"collective", "elementwise", "sampling", "memory", "untraced_graph", "idle"}
@@ -269,12 +266,9 @@ func TestClassifyOther(t *testing.T) {
 }
 
 // TestPublicTraces classifies the kernels of real exports and checks the share of kernel
-// time left as other, where ../shared/traces/public exists.
+// time left as other (the test corpus: nsystest.PublicTraces).
 func TestPublicTraces(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(publicTraces, "*.sqlite"))
-	if len(files) == 0 {
-		t.Skipf("no traces in %s", publicTraces)
-	}
+	files := nsystest.PublicTraces(t)
 	cls := DefaultClassifier()
 	for _, path := range files {
 		base := filepath.Base(path)

@@ -289,24 +289,64 @@ func roundsDetail(bounds []Boundary) string {
 // kernels (the same layers: decode iterations beside chunked-prefill ones), bounds are
 // returned as they are.
 func groupRounds(segs []segment, bounds []Boundary) []Boundary {
-	depth := make([]int32, len(bounds))
-	kernels := make([]int32, len(bounds))
-	fwds := make([]int, len(bounds))
-	for bi, w := range windowSegments(segs, bounds) {
-		for _, s := range segs[w[0]:w[1]] {
-			depth[bi] += s.attn
-			kernels[bi] += s.kernels
+	w := newRoundWindows(segs, bounds)
+	draft, full, ok := w.depths()
+	if !ok {
+		return bounds
+	}
+	verifies := 0
+	for bi := range bounds {
+		if w.one(bi) && w.depth[bi] == full {
+			verifies++
+		}
+	}
+	out, rounds := w.fold(draft, full)
+	if rounds < 2 || 2*rounds < verifies {
+		return bounds
+	}
+	out = leadingDraft(out, bounds, func(bi int) bool { return w.fwds[bi] == 1 && w.depth[bi] == draft })
+	if !w.lighterDrafts(draft, full) {
+		return bounds
+	}
+	return out
+}
+
+// roundWindows is what groupRounds reads of each window of bounds (a step or a window
+// outside steps): its attention depth, its kernels and its forward ends.
+type roundWindows struct {
+	bounds  []Boundary
+	depth   []int32
+	kernels []int32
+	fwds    []int
+}
+
+func newRoundWindows(segs []segment, bounds []Boundary) *roundWindows {
+	w := &roundWindows{bounds: bounds, depth: make([]int32, len(bounds)), kernels: make([]int32, len(bounds)), fwds: make([]int, len(bounds))}
+	for bi, sw := range windowSegments(segs, bounds) {
+		for _, s := range segs[sw[0]:sw[1]] {
+			w.depth[bi] += s.attn
+			w.kernels[bi] += s.kernels
 			if s.fwd {
-				fwds[bi]++
+				w.fwds[bi]++
 			}
 		}
 	}
-	one := func(bi int) bool { return !bounds[bi].Outside && fwds[bi] == 1 && depth[bi] > 0 }
-	// The two most common depths: the draft's is the smaller, the verify's the larger.
+	return w
+}
+
+// one reports whether window bi is a step of one forward with attention.
+func (w *roundWindows) one(bi int) bool {
+	return !w.bounds[bi].Outside && w.fwds[bi] == 1 && w.depth[bi] > 0
+}
+
+// depths returns the two most common depths of the single forwards: the draft's is the
+// smaller, the verify's (full) the larger; ok is false unless each is seen twice or more
+// and the draft is at most 3/4 as deep.
+func (w *roundWindows) depths() (draft, full int32, ok bool) {
 	count := map[int32]int{}
-	for bi := range bounds {
-		if one(bi) {
-			count[depth[bi]]++
+	for bi := range w.bounds {
+		if w.one(bi) {
+			count[w.depth[bi]]++
 		}
 	}
 	var top [2]int32
@@ -320,18 +360,18 @@ func groupRounds(segs []segment, bounds []Boundary) []Boundary {
 			top[1], n[1] = d, c
 		}
 	}
-	draft, full := min(top[0], top[1]), max(top[0], top[1])
-	if n[1] < 2 || 4*draft > 3*full {
-		return bounds
-	}
-	shallow := func(bi int) bool { return one(bi) && depth[bi] == draft }
+	draft, full = min(top[0], top[1]), max(top[0], top[1])
+	return draft, full, n[1] >= 2 && 4*draft <= 3*full
+}
+
+// fold makes each run of draft forwards followed by a verify forward one round, and a run
+// of draft forwards that ends the device's activity one partial round; it returns the
+// boundaries and the number of rounds.
+func (w *roundWindows) fold(draft, full int32) ([]Boundary, int) {
+	bounds := w.bounds
+	shallow := func(bi int) bool { return w.one(bi) && w.depth[bi] == draft }
 	var out []Boundary
-	rounds, verifies := 0, 0
-	for bi := range bounds {
-		if one(bi) && depth[bi] == full {
-			verifies++
-		}
-	}
+	rounds := 0
 	for bi := 0; bi < len(bounds); {
 		if !shallow(bi) {
 			out = append(out, bounds[bi])
@@ -343,7 +383,7 @@ func groupRounds(segs []segment, bounds []Boundary) []Boundary {
 			j++
 		}
 		// A run of draft forwards, then the target's forward of the full depth: one round.
-		if j < len(bounds) && one(j) && depth[j] == full {
+		if j < len(bounds) && w.one(j) && w.depth[j] == full {
 			b := bounds[bi]
 			b.Drafts, b.DraftDepth, b.VerifyDepth = j-bi, draft, full
 			out = append(out, b)
@@ -364,27 +404,24 @@ func groupRounds(segs []segment, bounds []Boundary) []Boundary {
 		out = append(out, bounds[bi:j]...)
 		bi = j
 	}
-	if rounds < 2 || 2*rounds < verifies {
-		return bounds
-	}
-	out = leadingDraft(out, bounds, func(bi int) bool { return fwds[bi] == 1 && depth[bi] == draft })
-	// Fewer layer bodies: a draft forward runs at most 3/4 of the verify's kernels (a
-	// chunked prefill's extra attention calls, one per prompt chunk, add a few kernels to a
-	// forward of the same layers).
+	return out, rounds
+}
+
+// lighterDrafts reports whether a draft forward runs fewer layer bodies: at most 3/4 of
+// the verify's kernels, in the median (a chunked prefill's extra attention calls, one per
+// prompt chunk, add a few kernels to a forward of the same layers).
+func (w *roundWindows) lighterDrafts(draft, full int32) bool {
 	var dk, vk []int32
-	for bi := range bounds {
-		if one(bi) && depth[bi] == draft {
-			dk = append(dk, kernels[bi])
-		} else if one(bi) && depth[bi] == full {
-			vk = append(vk, kernels[bi])
+	for bi := range w.bounds {
+		if w.one(bi) && w.depth[bi] == draft {
+			dk = append(dk, w.kernels[bi])
+		} else if w.one(bi) && w.depth[bi] == full {
+			vk = append(vk, w.kernels[bi])
 		}
 	}
 	slices.Sort(dk)
 	slices.Sort(vk)
-	if 4*dk[len(dk)/2] > 3*vk[len(vk)/2] {
-		return bounds
-	}
-	return out
+	return 4*dk[len(dk)/2] <= 3*vk[len(vk)/2]
 }
 
 // leadingDraft gives the first round (of rounds: groupRounds' boundaries) the one forward of

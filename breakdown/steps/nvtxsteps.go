@@ -52,7 +52,9 @@ func requestsPhase(ctx, gen int) stepText {
 }
 
 var dialects = []dialect{
-	{"TensorRT-LLM", regexp.MustCompile(`^\[Executor\] _forward_step (\d+): (\d+) ctx reqs, (\d+) gen reqs`),
+	// TensorRT-LLM's PyExecutor._forward_step: "[Executor] _forward_step N: X ctx reqs, Y gen
+	// reqs" (N the iteration), in releases before the iteration counter without " N".
+	{"TensorRT-LLM", regexp.MustCompile(`^\[Executor\] _forward_step( \d+)?: (\d+) ctx reqs, (\d+) gen reqs`),
 		func(m []string) stepText { return requestsPhase(atoi(m[2]), atoi(m[3])) }, false},
 	// vLLM's Worker.annotate_profile: execute_context_C(c)_generation_G(g), requests and
 	// tokens per phase; with detailed_trace_annotation execute_T_context_C(sq..sk..sqsq..

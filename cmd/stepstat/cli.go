@@ -187,7 +187,7 @@ func exitStatus(c *command, err error, sig syscall.Signal, stderr io.Writer) int
 	if sig != 0 {
 		// Killed by SIGINT or SIGTERM: what the run created is gone (catchSignals), no
 		// output was renamed into place after the signal; say so and exit 128+signal.
-		fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", sig)
+		fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", signalName(sig))
 		return 128 + int(sig)
 	}
 	if err == nil {
@@ -242,4 +242,19 @@ func needOne(cmd string, args []string) (string, error) {
 		return "", usagef(cmd, "need exactly one trace (got %d)", len(args))
 	}
 	return args[0], nil
+}
+
+// signalName names a signal as a user sent it: "SIGINT (Ctrl-C)", "SIGTERM"; Go's own
+// names read "interrupted by interrupt".
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	if n, ok := s.(syscall.Signal); ok {
+		return fmt.Sprintf("signal %d (%s)", int(n), s)
+	}
+	return s.String()
 }

@@ -29,6 +29,10 @@ label=files). A run of several files (one per node or process, as report reads t
 folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
 new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/.
 A side or a run that exists as given is one file, whatever "=", "," or "+" its name holds.
+Files given as runs (commas) that ran at the same time on other RANKs or devices are
+ranks of one run: a warning says so and how to join them. Sides captured with other nsys
+options (META_DATA_CAPTURE: traces, sampling, backtraces, graph tracing) get a warning
+naming each difference: the profiler's own overhead differs.
 It leads with what changed: the change of the mean per step of the whole step and of each
 category (the means add up to the mean step), tested by a permutation
 test on the difference of means, biggest change first, with the ranks whose change

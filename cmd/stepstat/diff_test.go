@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stepstat/stepstat/nsys"
 	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
@@ -109,13 +111,10 @@ func TestDiffSelf(t *testing.T) {
 
 // TestDiffPublicPair runs the public before/after pair of a 2-GPU training script.
 func TestDiffPublicPair(t *testing.T) {
-	before := filepath.Join(publicTracesDir, "nsys-ai__mfu_2gpu_before.sqlite")
-	after := filepath.Join(publicTracesDir, "nsys-ai__mfu_2gpu_after.sqlite")
+	before := nsystest.PublicTrace(t, "nsys-ai__mfu_2gpu_before.sqlite")
+	after := nsystest.PublicTrace(t, "nsys-ai__mfu_2gpu_after.sqlite")
 	for _, f := range []string{"text", "json", "html"} {
 		code, stdout, stderr := stepstat("diff", "-f", f, "-o", filepath.Join(t.TempDir(), "d."+f), before, after)
-		if code == 1 && strings.Contains(stderr, "no such file") {
-			t.Skip("public traces not available")
-		}
 		if code != 0 {
 			t.Errorf("%s: exit %d: %s %s", f, code, stdout, stderr)
 		}
@@ -234,7 +233,8 @@ func TestDiffGraphLevel(t *testing.T) {
 		}
 	}
 	_, text, _ := stepstat("diff", "hf-qwen3moe-eager.sqlite", "hf-qwen3moe-compile-graphlevel.sqlite")
-	nc, warn, story := strings.Index(text, "Not comparable"), strings.Index(text, "traced at graph level (nsys' default"), strings.Index(text, "What changed")
+	ft := flat(text)
+	nc, warn, story := strings.Index(ft, "Not comparable"), strings.Index(ft, "traced at graph level (nsys' default"), strings.Index(ft, "What changed")
 	if nc < 0 || warn < 0 || story < 0 || !(nc < story && warn < story) {
 		t.Errorf("not comparable at %d, graph-level warning at %d, what changed at %d; want both before what changed:\n%s", nc, warn, story, text)
 	}
@@ -358,5 +358,95 @@ func TestTokensUsage(t *testing.T) {
 	out = strings.ReplaceAll(out, "\n  ", " ") // the answer wraps to the terminal (100 columns here)
 	if code != 0 || !strings.HasPrefix(out, "Steps are speculative rounds: time per round is not time per token (") || !strings.Contains(out, "/token (40 tokens, --tokens)") {
 		t.Errorf("report --tokens 40: exit %d, stderr %q, output:\n%.600s", code, e, out)
+	}
+}
+
+// TestDiffCaptureOptions: hf-qwen3moe-compile and hf-qwen3moe-compile-graphlevel are one
+// workload captured with --cuda-graph-trace=node and =graph. diff names the differing
+// nsys option (META_DATA_CAPTURE PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE Node -> Graph) in
+// its warnings and in JSON's capture_changes, as a comparability warning; a capture against
+// itself has none.
+func TestDiffCaptureOptions(t *testing.T) {
+	inCaptureDir(t, "hf-qwen3moe-compile", "hf-qwen3moe-compile-graphlevel")
+	code, text, stderr := stepstat("diff", "node=hf-qwen3moe-compile.sqlite", "graph=hf-qwen3moe-compile-graphlevel.sqlite")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	warn := regexp.MustCompile(`Warnings \(the captures' own, then the comparison's\): .*different nsys options \(META_DATA_CAPTURE, node -> graph\): PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE Node -> Graph;`)
+	if !warn.MatchString(flat(text)) {
+		t.Errorf("the differing capture option is not a warning:\n%s", text)
+	}
+	code, js, stderr := stepstat("diff", "-f", "json", "node=hf-qwen3moe-compile.sqlite", "graph=hf-qwen3moe-compile-graphlevel.sqlite")
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var d struct {
+		Capture []struct {
+			Name      string
+			Base, New *string
+		} `json:"capture_changes"`
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Capture) != 1 || d.Capture[0].Name != "PROCESS_0:CUDA_GRAPH_TRACE_OPTIONS:MODE" || d.Capture[0].Base == nil || *d.Capture[0].Base != "Node" ||
+		d.Capture[0].New == nil || *d.Capture[0].New != "Graph" {
+		t.Errorf("capture_changes %+v; want the graph trace mode, Node -> Graph", d.Capture)
+	}
+	if !slices.ContainsFunc(d.Warnings, func(w string) bool { return strings.Contains(w, "different nsys options") }) {
+		t.Errorf("JSON warnings %q do not name the capture difference", d.Warnings)
+	}
+	if _, self, _ := stepstat("diff", "hf-qwen3moe-compile.sqlite", "hf-qwen3moe-compile.sqlite"); strings.Contains(self, "nsys options") {
+		t.Errorf("a capture against itself has a capture-option warning:\n%s", self)
+	}
+}
+
+// TestDiffRanksAsRuns: the two processes of tp2-moe-eager, split into one file each (as
+// nsys profile -o rank_%q{RANK} under torchrun writes them), given as repeated runs
+// (base=r0,r1) are ranks of one run: diff warns, naming both files and how to give them
+// (r0+r1 or their folder); joined by + they are one run, without the warning.
+func TestDiffRanksAsRuns(t *testing.T) {
+	inCaptureDir(t, "tp2-moe-eager")
+	tr, err := nsys.Open(context.Background(), "tp2-moe-eager.sqlite", nsys.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids [2]int64 // the process of each device
+	for _, k := range tr.Kernels {
+		if s := tr.Sites[k.Site]; s.Device < 2 {
+			pids[s.Device] = (tr.Procs[s.Proc] >> 24) & 0xFFFFFF
+		}
+	}
+	tr.Release()
+	if pids[0] == 0 || pids[0] == pids[1] {
+		t.Fatalf("tp2-moe-eager: pids %v; want one process per device", pids)
+	}
+	parts := nsystest.Split(t, "tp2-moe-eager.sqlite", ".", []nsystest.Part{
+		{PID: pids[0], Env: "RANK=0;LOCAL_RANK=0"},
+		{PID: pids[1], Env: "RANK=1;LOCAL_RANK=1"},
+	})
+	r0, r1 := filepath.Base(parts[0]), filepath.Base(parts[1])
+	code, text, stderr := stepstat("diff", "a="+r0+","+r1, "b="+r0+","+r1)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := fmt.Sprintf("a: %s and %s ran at the same time (RANK 0 and 1): they look like ranks of one run, not repeated runs", r0, r1)
+	if !strings.Contains(strings.Join(strings.Fields(text), " "), want) || !strings.Contains(text, "a="+r0+"+"+r1) {
+		t.Errorf("no ranks-as-runs warning (%q):\n%s", want, text)
+	}
+	code, joined, stderr := stepstat("diff", "a="+r0+"+"+r1, "b="+r0+"+"+r1)
+	if code != 0 {
+		t.Fatalf("joined: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(joined, "ranks of one run") {
+		t.Errorf("one run of two files warned about as ranks given as runs:\n%s", joined)
+	}
+	// Without RANK in the environment (nsys around the whole torchrun, split later): the
+	// same program at the same time on different devices.
+	bare := nsystest.Split(t, "tp2-moe-eager.sqlite", t.TempDir(), []nsystest.Part{{PID: pids[0]}, {PID: pids[1]}})
+	_, text, _ = stepstat("diff", "a="+bare[0]+","+bare[1], "b="+bare[0])
+	if !strings.Contains(strings.Join(strings.Fields(text), " "), "ran at the same time (different devices): they look like ranks of one run") {
+		t.Errorf("no ranks-as-runs warning without RANK:\n%s", text)
 	}
 }

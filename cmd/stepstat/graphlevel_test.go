@@ -2,8 +2,6 @@ package main
 
 import (
 	"database/sql"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -22,17 +20,11 @@ func TestGraphLevelSteps(t *testing.T) {
 	for _, n := range []string{"engine-graph-level", "engine-graph-level-decode", "hf-qwen3moe-compile-graphlevel"} {
 		files = append(files, nsystest.GunzipInto(t, nsystest.CapturePath(n), dir))
 	}
-	if p := filepath.Join(publicDir, "cs336a2-zx3xyy__result_2_7B_compile_ro.sqlite"); fileExists(p) {
-		files = append(files, p)
-	}
-	if x := filepath.Join(truthCorpus, "hf_graph_default.sqlite.xz"); fileExists(x) {
-		if _, err := exec.LookPath("xz"); err == nil {
-			dst := filepath.Join(dir, "hf_graph_default.sqlite")
-			if out, err := exec.Command("sh", "-c", `xz -dc "$0" > "$1"`, x, dst).CombinedOutput(); err != nil {
-				t.Fatalf("xz: %v\n%s", err, out)
-			}
-			files = append(files, dst)
-		}
+	if _, err := nsystest.CorpusDir(); err == nil {
+		files = append(files, nsystest.PublicTrace(t, "cs336a2-zx3xyy__result_2_7B_compile_ro.sqlite"),
+			nsystest.TruthCapture(t, "hf_graph_default", dir))
+	} else {
+		t.Logf("corpus captures left out: %v", err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
@@ -81,5 +73,3 @@ func TestGraphLevelSteps(t *testing.T) {
 		})
 	}
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

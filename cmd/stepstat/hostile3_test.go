@@ -93,7 +93,7 @@ func TestRunConfigCredentials(t *testing.T) {
 			t.Errorf("%s lacks VLLM_HTTPS_PROXY without its credentials (http://proxy:3128)", what)
 		}
 	}
-	if !strings.Contains(outputs["report text"], "  NCCL_DEBUG=WARN  ") {
+	if !strings.Contains(flat(outputs["report text"]), " NCCL_DEBUG=WARN ") {
 		t.Errorf("the run configuration line does not hold NCCL_DEBUG=WARN alone:\n%s", firstN(outputs["report text"], 1000))
 	}
 	var rep struct{ Config map[string]string }

@@ -23,15 +23,6 @@ var fixtureDir = func() string {
 	return d
 }()
 
-// publicDir holds the public nsys exports (not in git; tests using it skip without it).
-var publicDir = func() string {
-	d, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traces", "public"))
-	if err != nil {
-		panic(err)
-	}
-	return d
-}()
-
 // inTempDir makes a fresh temporary directory the working directory for the rest of the
 // test, so that paths in goldens are short and stable.
 func inTempDir(t *testing.T) string {
@@ -210,10 +201,10 @@ func TestInfoBadInput(t *testing.T) {
 			writeFile(t, "truncated.sqlite", string(b))
 		}},
 		{"info-truncated-public", "truncated.sqlite", func(t *testing.T) {
-			src := filepath.Join(publicDir, "cs336a2-lizhieffe__ddp53_profile.sqlite")
+			src := nsystest.PublicTrace(t, "cs336a2-lizhieffe__ddp53_profile.sqlite")
 			b, err := os.ReadFile(src)
 			if err != nil {
-				t.Skipf("public trace not available: %v", err)
+				t.Fatal(err)
 			}
 			writeFile(t, "truncated.sqlite", string(b[:64<<10]))
 		}},

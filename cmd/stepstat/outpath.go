@@ -177,7 +177,7 @@ func catchSignals(stderr io.Writer) (ctx context.Context, stop func(), caught fu
 			case <-done:
 			case <-time.After(signalGrace):
 				removeTemps()
-				fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", s)
+				fmt.Fprintf(stderr, "stepstat: interrupted by %s; temporary files removed\n", signalName(s))
 				exitNow(128 + int(got.Load()))
 			}
 		case <-done:

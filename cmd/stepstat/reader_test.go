@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -35,11 +34,7 @@ func TestDirectReaderReports(t *testing.T) {
 		nsystest.Gunzip(t, g, dst)
 		files = append(files, dst)
 	}
-	pub, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "traces", "public", "*.sqlite"))
-	files = append(files, pub...)
-	if len(pub) == 0 {
-		t.Logf("no public traces in ../shared/traces/public: captures only")
-	}
+	files = append(files, nsystest.PublicTracesIfPresent(t)...)
 	runAs := func(reader string, args ...string) (string, string, int) {
 		t.Setenv("STEPSTAT_READER", reader)
 		var out, errOut bytes.Buffer
@@ -60,8 +55,8 @@ func TestDirectReaderReports(t *testing.T) {
 }
 
 // TestReportsAnyGOMAXPROCS runs report -f json on every real capture, public trace and
-// trace of the truth corpus (unpacked with xz, when it is installed; STEPSTAT_SHARED names
-// the folder of the public traces and the truth corpus, ../shared by default) with the direct
+// trace of the truth corpus (the test corpus, nsystest: unpacked with xz, when the corpus
+// is there; without it, the project's captures alone) with the direct
 // reader at GOMAXPROCS 1, 2 and 16, and wants each byte for byte the report of the
 // SQLite path: the reader's lanes and the analysis's pieces change nothing. (The pieces of
 // steps start at 2^20 kernels, past these traces: TestAccountSplit cuts the same traces
@@ -77,27 +72,20 @@ func TestReportsAnyGOMAXPROCS(t *testing.T) {
 		nsystest.Gunzip(t, g, dst)
 		files = append(files, dst)
 	}
-	shared := os.Getenv("STEPSTAT_SHARED") // the corpus beside the checkout unless set
-	if shared == "" {
-		shared = filepath.Join("..", "..", "..", "shared")
-	}
-	pub, _ := filepath.Glob(filepath.Join(shared, "traces", "public", "*.sqlite"))
+	pub := nsystest.PublicTracesIfPresent(t)
 	files = append(files, pub...)
-	truth, _ := filepath.Glob(filepath.Join(shared, "traces", "truth", "*.sqlite.xz"))
-	if len(pub) == 0 || len(truth) == 0 {
-		t.Logf("%d public traces, %d of the truth corpus in %s (STEPSTAT_SHARED)", len(pub), len(truth), shared)
-	}
-	if _, err := exec.LookPath("xz"); err != nil {
-		t.Logf("no xz command: the truth corpus is left out")
-		truth = nil
-	}
-	for _, x := range truth {
-		dst := filepath.Join(dir, "truth-"+strings.TrimSuffix(filepath.Base(x), ".xz"))
-		cmd := exec.Command("sh", "-c", `xz -dc "$0" > "$1"`, x, dst)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("xz -dc %s: %v\n%s", x, err, out)
+	if pub != nil {
+		truth, _ := filepath.Glob(filepath.Join(nsystest.TruthDir(t), "*.sqlite.xz"))
+		if len(truth) == 0 {
+			t.Fatalf("no truth captures (*.sqlite.xz) in %s", nsystest.TruthDir(t))
 		}
-		files = append(files, dst)
+		tdir := filepath.Join(dir, "truth")
+		if err := os.Mkdir(tdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range truth {
+			files = append(files, nsystest.TruthCapture(t, strings.TrimSuffix(filepath.Base(x), ".sqlite.xz"), tdir))
+		}
 	}
 	report := func(reader string, procs int, f string) string {
 		t.Setenv("STEPSTAT_READER", reader)

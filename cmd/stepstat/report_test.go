@@ -25,15 +25,6 @@ var captureDir = func() string {
 	return d
 }()
 
-// publicTracesDir holds the public nsys exports (not in git; tests using it skip without it).
-var publicTracesDir = func() string {
-	d, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "traces", "public"))
-	if err != nil {
-		panic(err)
-	}
-	return d
-}()
-
 // inCaptureDir makes a fresh temporary directory the working directory and decompresses
 // the named captures into it as NAME.sqlite, so that the goldens hold short, stable paths.
 func inCaptureDir(t *testing.T, names ...string) {
@@ -450,10 +441,7 @@ func checkJSONContract(t *testing.T, v map[string]any) {
 // five exports without GPU activity) exit status 1 and one line saying so. Nothing panics
 // and nothing is left half-written.
 func TestReportPublicTraces(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(publicTracesDir, "*.sqlite"))
-	if len(files) == 0 {
-		t.Skip("public traces not available")
-	}
+	files := nsystest.PublicTraces(t)
 	if len(files) != 27 {
 		t.Errorf("%d public traces, want 27", len(files))
 	}

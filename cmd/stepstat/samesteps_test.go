@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,18 +23,15 @@ func sameStepsCaptures(t *testing.T) []string {
 		nsystest.Gunzip(t, g, dst)
 		files = append(files, dst)
 	}
-	truth, _ := filepath.Glob(filepath.Join(truthCorpus, "*.sqlite.xz"))
-	if _, err := exec.LookPath("xz"); err != nil || len(truth) == 0 {
-		t.Logf("truth corpus left out (%d captures in %s; xz: %v)", len(truth), truthCorpus, err)
-		truth = nil
-	}
-	for _, x := range truth {
-		dst := filepath.Join(dir, "truth-"+strings.TrimSuffix(filepath.Base(x), ".xz"))
-		cmd := exec.Command("sh", "-c", `xz -dc "$0" > "$1"`, x, dst)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("xz -dc %s: %v\n%s", x, err, out)
+	if corpus, err := nsystest.CorpusDir(); err != nil {
+		t.Logf("truth corpus left out: %v", err)
+	} else {
+		nsystest.NeedXZ(t)
+		truth, _ := filepath.Glob(filepath.Join(corpus, "traces", "truth", "*.sqlite.xz"))
+		for _, x := range truth {
+			name := strings.TrimSuffix(filepath.Base(x), ".sqlite.xz")
+			files = append(files, nsystest.TruthCapture(t, name, dir))
 		}
-		files = append(files, dst)
 	}
 	return files
 }
@@ -125,19 +120,9 @@ func TestReportDiffSameSteps(t *testing.T) {
 // change, p=0.730" and passed.
 func TestDiffGraphCaptureRegression(t *testing.T) {
 	var files []string
+	dir := t.TempDir()
 	for _, c := range []string{"hf_graph_default", "hf_graph_node"} {
-		x := filepath.Join(truthCorpus, c+".sqlite.xz")
-		if _, err := os.Stat(x); err != nil {
-			t.Skip("truth corpus not available")
-		}
-		if _, err := exec.LookPath("xz"); err != nil {
-			t.Skip("no xz")
-		}
-		dst := filepath.Join(t.TempDir(), c+".sqlite")
-		if out, err := exec.Command("sh", "-c", `xz -dc "$0" > "$1"`, x, dst).CombinedOutput(); err != nil {
-			t.Fatalf("xz: %v\n%s", err, out)
-		}
-		files = append(files, dst)
+		files = append(files, nsystest.TruthCapture(t, c, dir))
 	}
 	code, out, errOut := stepstat("diff", "--fail-on-regression", "graph="+files[0], "node="+files[1])
 	if code != 3 {

@@ -2,35 +2,33 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"testing"
-)
 
-// truthCorpus is the shared corpus of real H200 captures with ground truth and its checker
-// (../shared/traces/truth/README.md), where the shared checkout has it beside the repository;
-// STEPSTAT_TRUTH_DIR names another place (a worktree's checkout elsewhere).
-var truthCorpus = cmp.Or(os.Getenv("STEPSTAT_TRUTH_DIR"), "../../../shared/traces/truth")
+	"github.com/stepstat/stepstat/nsys/nsystest"
+)
 
 // TestTruthCorpus builds stepstat and runs the truth corpus' checker on it (run.sh: step
 // counts, kernels per step, categories adding up, prompt-holding iterations in prefill or
 // mixed steps, loop iterations cut at the workloads' own markers after deleting them): every
-// case must pass. Skipped where the corpus, python3 or xz is absent, and with -short.
-// ../shared/traces/truth/run.sh bin/stepstat runs the same by hand.
+// case must pass. Skipped where the test corpus (nsystest.TruthDir), python3 or xz is
+// absent, and with -short. ../shared/traces/truth/run.sh bin/stepstat runs the same by hand.
 func TestTruthCorpus(t *testing.T) {
-	script := filepath.Join(truthCorpus, "run.sh")
-	if _, err := os.Stat(script); err != nil {
-		t.Skip("truth corpus not available")
-	}
 	if testing.Short() {
-		t.Skip("decompresses and checks 23 captures")
+		t.Skip("-short: decompresses and checks every truth capture")
 	}
-	for _, tool := range []string{"python3", "xz", "bash", "go"} {
+	script := filepath.Join(nsystest.TruthDir(t), "run.sh")
+	if _, err := os.Stat(script); err != nil {
+		t.Fatalf("the test corpus lacks the truth checker: %v", err)
+	}
+	nsystest.NeedXZ(t)
+	for _, tool := range []string{"python3", "bash", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found", tool)
+			t.Skipf("no %s command (the truth checker runs it): install it", tool)
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "stepstat")
@@ -48,7 +46,9 @@ func TestTruthCorpus(t *testing.T) {
 	if string(m[2]) != "0" || err != nil {
 		t.Errorf("truth corpus: %s passed, %s failed (%v):\n%s", m[1], m[2], err, bytes.TrimSpace(out))
 	}
-	if string(m[1]) != "23" {
-		t.Errorf("truth corpus: %s cases passed, want the README's 23", m[1])
+	// Every capture is a case (the README: 36 of 36 exact).
+	caps, _ := filepath.Glob(filepath.Join(nsystest.TruthDir(t), "*.sqlite.xz"))
+	if string(m[1]) != strconv.Itoa(len(caps)) {
+		t.Errorf("truth corpus: %s cases passed, want one per capture: %d", m[1], len(caps))
 	}
 }

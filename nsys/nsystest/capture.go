@@ -1,6 +1,7 @@
 package nsystest
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -38,4 +39,11 @@ func NeedSeeds(f *testing.F) {
 	if err != nil || len(es) == 0 {
 		f.Fatalf("no seeds in testdata/fuzz/%s: %v", f.Name(), err)
 	}
+}
+
+// FileURI returns the file: URI of path (made absolute), for a SQLite DSN with query
+// parameters (path?mode=ro).
+func FileURI(path string) string {
+	abs, _ := filepath.Abs(path)
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
 }

@@ -7,10 +7,14 @@ const DiffSchema = "stepstat.diff.v1"
 
 // DiffJSON is the JSON contract v1 of a comparison. Field names are fixed: add, never rename.
 type DiffJSON struct {
-	Schema     string                 `json:"schema"`
-	Phase      string                 `json:"phase"`
-	Unit       string                 `json:"unit"`
-	Config     []ConfigChangeJSON     `json:"config_changes"` // knobs that differ between the sides, by name
+	Schema string             `json:"schema"`
+	Phase  string             `json:"phase"`
+	Unit   string             `json:"unit"`
+	Config []ConfigChangeJSON `json:"config_changes"` // knobs that differ between the sides, by name
+	// Capture lists the nsys capture options (META_DATA_CAPTURE: traces, sampling,
+	// backtraces, graph tracing; nsys.CaptureOptions) that differ between the sides, by
+	// option; each difference is also in warnings.
+	Capture    []ConfigChangeJSON     `json:"capture_changes"`
 	Base       DiffSideJSON           `json:"base"`
 	New        DiffSideJSON           `json:"new"`
 	Step       DiffRowJSON            `json:"step"`

@@ -1,8 +1,9 @@
-package nsys_test
+package breakdown_test
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/breakdown/steps"
 	"github.com/stepstat/stepstat/nsys"
+	"github.com/stepstat/stepstat/nsys/nsystest"
 )
 
 // FuzzBadRow (issue 17, items 3 and 6) writes one bad timestamp into one row of a real
@@ -79,7 +81,7 @@ func FuzzBadRow(f *testing.F) {
 		own := time.Duration(r.end - r.start)
 		for _, m := range b.methods {
 			want := b.reports[m]
-			got := summarize(t, tr, m)
+			got := badRowSummarize(t, tr, m)
 			if len(got.Devices) != len(want.Devices) {
 				t.Fatalf("%s, --steps %s: %d devices, want %d", what, m, len(got.Devices), len(want.Devices))
 			}
@@ -193,7 +195,7 @@ func (k badKind) update(table string, r badRow, val uint32) (string, []any) {
 // mutate runs q on the file at path, after dropping the table's NOT NULL constraints.
 func mutate(t *testing.T, path, table, q string, args []any) {
 	t.Helper()
-	db, err := sql.Open("sqlite3", fileURI(path)+"?mode=rw")
+	db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +207,7 @@ func mutate(t *testing.T, path, table, q string, args []any) {
 		}
 	}
 	db.Close()
-	if db, err = sql.Open("sqlite3", fileURI(path)+"?mode=rw"); err != nil {
+	if db, err = sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=rw"); err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
@@ -259,13 +261,13 @@ func badRowBases(tb testing.TB) []badRowBase {
 	var out []badRowBase
 	for i, name := range []string{"dense-eager-nvtx", "dense-graph-nvtx", "tp2-moe-graph-nvtx"} {
 		path := filepath.Join(dir, fmt.Sprintf("base%d.sqlite", i))
-		gunzip(tb, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), path)
+		nsystest.Gunzip(tb, filepath.Join("..", "testdata", "traces", name+".sqlite.gz"), path)
 		data, err := os.ReadFile(path)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		b := badRowBase{data: data, rows: map[string][]badRow{}, reports: map[string]*breakdown.Report{}}
-		db, err := sql.Open("sqlite3", fileURI(path)+"?mode=ro")
+		db, err := sql.Open("sqlite3", nsystest.FileURI(path)+"?mode=ro")
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -296,7 +298,7 @@ func badRowBases(tb testing.TB) []badRowBase {
 			b.methods = append(b.methods, "nvtx")
 		}
 		for _, m := range b.methods {
-			b.reports[m] = summarize(tb, b.ref, m)
+			b.reports[m] = badRowSummarize(tb, b.ref, m)
 		}
 		b.context = summarizeWith(tb, b.ref, "whole", false)
 		out = append(out, b)
@@ -304,21 +306,21 @@ func badRowBases(tb testing.TB) []badRowBase {
 	return out
 }
 
-// summarize classifies by name only: the invariants are about what one row can do to the
+// badRowSummarize classifies by name only: the invariants are about what one row can do to the
 // accounting, and context classification lets a kernel's neighbours decide its category by
 // design (dropping a layer's first expert GEMM makes the gather before it routing).
 // summarizeContext checks the full pipeline conserves time.
-func summarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
+func badRowSummarize(tb testing.TB, tr *nsys.Trace, method string) *breakdown.Report {
 	return summarizeWith(tb, tr, method, true)
 }
 
 func summarizeWith(tb testing.TB, tr *nsys.Trace, method string, byName bool) *breakdown.Report {
 	tb.Helper()
-	steps, err := steps.ParseStepMethod(method)
+	m, err := steps.ParseStepMethod(method)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: steps, Phase: breakdown.AllSteps, NoContext: byName})
+	rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: m, Phase: breakdown.AllSteps, NoContext: byName})
 	if err != nil {
 		tb.Fatalf("--steps %s: %v", method, err)
 	}
@@ -374,4 +376,65 @@ func sumBusy(b [kernelclass.NumCategories]time.Duration) time.Duration {
 		}
 	}
 	return sum
+}
+
+// FuzzDamaged summarises the damaged exports of nsys' FuzzOpen (the same inputs: a base
+// export of nsystest.FuzzBaseNames, its high bit asking Open to count rows, a program of
+// SQL mutations, a program of byte mutations of the file) that nsys opens.
+//
+// Properties: Summarize, automatic and of the whole trace, does not panic; it fails only
+// for a trace without GPU activity or with an *nsys.Error whose one-line text starts with
+// the path; it accounts each step's wall time exactly to categories.
+//
+// The seeds (run by plain go test) are every base unmutated, plus the programs in this
+// package's testdata/fuzz/FuzzDamaged (a copy of nsys' testdata/fuzz/FuzzOpen; go test
+// -fuzz writes a failing input there).
+func FuzzDamaged(f *testing.F) {
+	bases := nsystest.FuzzBases(f)
+	for i := range bases {
+		f.Add(uint8(i), []byte(nil), []byte(nil))
+	}
+	nsystest.NeedSeeds(f)
+	f.Fuzz(func(t *testing.T, base uint8, sqlProg, byteProg []byte) {
+		b := bases[int(base&0x7f)%len(bases)]
+		dir := t.TempDir()
+		data, roots := b.Data, b.Roots
+		if len(sqlProg) > 0 {
+			data, roots = nsystest.MutateSQL(t, filepath.Join(dir, "mutate"), data, sqlProg)
+		}
+		data = nsystest.MutateBytes(data, roots, byteProg)
+		path := filepath.Join(dir, "trace.sqlite")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := nsys.Open(context.Background(), path, nsys.Options{CountRows: base&0x80 != 0})
+		if err != nil {
+			return // nsys' FuzzOpen checks the error
+		}
+		for _, method := range []breakdown.Method{breakdown.MethodAuto, breakdown.MethodWhole} {
+			rep, err := breakdown.Summarize(tr, breakdown.Options{Steps: breakdown.StepMethod{Method: method}, Phase: breakdown.AllSteps})
+			if err != nil {
+				if !tr.HasGPUActivity() && errors.Is(err, nsys.ErrNoGPUActivity) {
+					continue
+				}
+				var ne *nsys.Error
+				if msg := err.Error(); !errors.As(err, &ne) || !strings.HasPrefix(msg, path+": ") || strings.ContainsAny(msg, "\n\r") {
+					t.Errorf("--steps %s: error %q (%T) is not one line of an *nsys.Error starting with the path", method, msg, err)
+				}
+				continue
+			}
+			for _, d := range rep.Devices {
+				for i, s := range d.Steps {
+					var sum time.Duration
+					for _, x := range s.Exclusive {
+						sum += x
+					}
+					if sum != s.Wall() {
+						t.Fatalf("--steps %s: device %d step %d [%d, %d): exclusive times %v sum to %v, wall %v",
+							method, d.Device, i, s.Start, s.End, s.Exclusive, sum, s.Wall())
+					}
+				}
+			}
+		}
+	})
 }
