@@ -130,6 +130,7 @@ func timelines(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, devs []ns
 	for _, u := range deviceUnits(t, devs) {
 		tls = append(tls, &steps.Timeline{Trace: t, Dev: u.dev, OneProc: u.shared, Proc: u.proc, Sharers: u.sharers, Cats: cats, Kernel: kcats, Done: ctx.Done()})
 	}
+	steps.IndexRows(tls)
 	return cc, tls
 }
 

@@ -19,17 +19,20 @@ type EnvVar struct {
 // credentials.
 var ConfigPrefixes = []string{"NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "TRTLLM_", "OMP_"}
 
-// configDenyWords are parts of names that look like credentials; a variable whose name
-// holds one (in any letter case) is dropped even under an allowed prefix
-// (VLLM_API_KEY, a CUDA_..._TOKEN, VLLM_REDIS_PASS, SGLANG_DB_PWD, TORCH_HUB_COOKIE).
+// configDenyWords are the words of names that look like credentials; a variable with one
+// as a whole part of its name (split at "_", in any letter case, plurals too but TOKENS)
+// is dropped even under an allowed prefix (VLLM_API_KEY, a CUDA_..._TOKEN,
+// VLLM_REDIS_PASS, SGLANG_DB_PWD, TORCH_HUB_COOKIE), and so is one with a part ending in a
+// joined credential word (configDenyEnds: VLLM_APITOKEN). A word inside another part is
+// not one: VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE, NCCL_IB_PKEY, VLLM_KEYWORDS are kept.
 var configDenyWords = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "KEY", "CREDENTIAL", "CRED",
 	"AUTH", "COOKIE", "JWT", "PRIVATE", "CERT", "SESSION"}
 
 // ConfigKnob reports whether an environment variable of this name is kept as run
 // configuration: the name starts with one of ConfigPrefixes (letter case as written, as
 // the libraries read them), is a plain identifier (letters, digits, underscores), and
-// holds none of the credential words (configDenyWords: TOKEN, SECRET, PASS, PWD, KEY,
-// CRED, AUTH, COOKIE, JWT, PRIVATE, CERT, SESSION and their longer forms).
+// has none of the credential words as a part of its name (configDenyWords: TOKEN, SECRET,
+// PASS, PWD, KEY, CRED, AUTH, COOKIE, JWT, PRIVATE, CERT, SESSION and their longer forms).
 func ConfigKnob(name string) bool {
 	prefixed := false
 	for _, p := range ConfigPrefixes {
@@ -44,14 +47,22 @@ func ConfigKnob(name string) bool {
 	if !isIdent(name) {
 		return false
 	}
-	up := strings.ToUpper(name)
-	for _, w := range configDenyWords {
-		if strings.Contains(up, w) {
+	for part := range strings.SplitSeq(strings.ToUpper(name), "_") {
+		if slices.Contains(configDenyWords, part) || slices.Contains(configDenyWords, strings.TrimSuffix(part, "S")) && part != "TOKENS" {
 			return false
+		}
+		for _, e := range configDenyEnds {
+			if strings.HasSuffix(part, e) {
+				return false
+			}
 		}
 	}
 	return true
 }
+
+// configDenyEnds are endings of a name part that make it a credential word joined to
+// another (APITOKEN, ACCESSKEY, DBPASSWORD).
+var configDenyEnds = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "CREDENTIAL", "COOKIE"}
 
 // urlUserinfo matches the user:password@ part of a URL (http://alice:hunter2@proxy:3128):
 // a scheme, "://", then everything up to the last "@" before the host's end.
@@ -103,7 +114,20 @@ var (
 	// key=value or key: value where the key holds a secret word: libpq's password=,
 	// api-key=, a query's token= or sig=, a MY_SALT=... inside a value. The value ends
 	// at a separator: space, ';', ',', '&', a quote.
-	secretPair = regexp.MustCompile(`((?:^|[\s;,&?'"{(])(-*[A-Za-z][A-Za-z0-9_.-]*)\s*[=:]\s*)([^\s;,&'"})]+)`)
+	// A key may be quoted and its value too (JSON: {"api_key": "k1"}). A pair that is not
+	// a secret does not hide one inside its value: the scan goes on after its key
+	// (https://host/x?token=... : the key "https" is not a secret, "token" is).
+	secretPair = regexp.MustCompile(`((?:^|[\s;,&?'"{(])(-*[A-Za-z][A-Za-z0-9_.-]*)['"]?\s*[=:]\s*['"]?)([^\s;,&'"})]+)`)
+	// A command-line flag and its value after a space: --password VALUE, --hf-token VALUE
+	// (the value does not start with "-": that is the next flag).
+	secretFlag = regexp.MustCompile(`((?:^|\s)--?([A-Za-z][A-Za-z0-9_.-]*)\s+['"]?)([^\s;,&'"\-][^\s;,&'"]*)`)
+	// Tokens with a known prefix whatever their letters: Hugging Face's hf_ (letters
+	// only, often), GitHub's, GitLab's, Slack's, OpenAI's sk-.
+	prefixedToken = regexp.MustCompile(`\b((?:hf|api_org|ghp|gho|ghu|ghs|ghr|github_pat)_|glpat-|xox[abprs]-|sk-(?:proj-|live-|test-)?)([A-Za-z0-9_-]{16,})`)
+	// An AWS secret access key: 40 characters of base64 ([A-Za-z0-9/+]) mixing lower case,
+	// upper case and digits, holding a "/" or "+" (else randomRun has it), not a path (it
+	// neither starts nor ends with "/").
+	base64Key = regexp.MustCompile(`(^|[^A-Za-z0-9/+])([A-Za-z0-9+][A-Za-z0-9/+]{38}[A-Za-z0-9+])($|[^A-Za-z0-9/+=])`)
 	// An authorization scheme and its credential: Bearer sk-..., Basic dXNlcjpw..., Token ...
 	authScheme = regexp.MustCompile(`(?i)(\b(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]+)`)
 	// A webhook URL's path is its credential (hooks.slack.com/services/T../B../XXXX,
@@ -140,26 +164,71 @@ func RedactValue(name, v string) (string, bool) {
 		}
 		return sm[1] + Redacted
 	})
-	v = secretPair.ReplaceAllStringFunc(v, func(m string) string {
-		sm := secretPair.FindStringSubmatch(m)
-		if !secretKey(sm[2]) || sm[3] == Redacted || authWords[strings.ToLower(sm[3])] {
+	v = redactPairs(secretPair, v)
+	v = redactPairs(secretFlag, v)
+	v = prefixedToken.ReplaceAllStringFunc(v, func(m string) string {
+		sm := prefixedToken.FindStringSubmatch(m)
+		if strings.HasPrefix(sm[2], Redacted[1:]) {
 			return m
 		}
 		return sm[1] + Redacted
 	})
-	v = randomRun.ReplaceAllStringFunc(v, func(m string) string {
-		var lower, upper, digit bool
-		for _, c := range m {
-			lower = lower || c >= 'a' && c <= 'z'
-			upper = upper || c >= 'A' && c <= 'Z'
-			digit = digit || c >= '0' && c <= '9'
+	v = base64Key.ReplaceAllStringFunc(v, func(m string) string {
+		sm := base64Key.FindStringSubmatch(m)
+		k := sm[2]
+		if !strings.ContainsAny(k, "/+") || strings.Contains(k, "//") || !mixed(k, true) {
+			return m
 		}
-		if digit && (lower || upper) {
+		return sm[1] + Redacted + sm[3]
+	})
+	v = randomRun.ReplaceAllStringFunc(v, func(m string) string {
+		if mixed(m, false) {
 			return Redacted
 		}
 		return m
 	})
 	return v, v != orig
+}
+
+// mixed reports whether s holds digits and letters, and with all3 also lower and upper
+// case letters both.
+func mixed(s string, all3 bool) bool {
+	var lower, upper, digit bool
+	for _, c := range s {
+		lower = lower || c >= 'a' && c <= 'z'
+		upper = upper || c >= 'A' && c <= 'Z'
+		digit = digit || c >= '0' && c <= '9'
+	}
+	if all3 {
+		return lower && upper && digit
+	}
+	return digit && (lower || upper)
+}
+
+// redactPairs replaces the value of each match of re (groups: the key with what leads to
+// the value, the key, the value) whose key is a credential (secretKey). A match whose key
+// is not one is kept, and the scan goes on after its key, so that a value holding a
+// secret pair of its own (a URL's ?token=) is seen.
+func redactPairs(re *regexp.Regexp, v string) string {
+	var b strings.Builder
+	pos := 0
+	for pos < len(v) {
+		loc := re.FindStringSubmatchIndex(v[pos:])
+		if loc == nil {
+			break
+		}
+		key, val := v[pos+loc[4]:pos+loc[5]], v[pos+loc[6]:pos+loc[7]]
+		if !secretKey(key) || val == Redacted || strings.HasPrefix(val, Redacted) || authWords[strings.ToLower(val)] {
+			b.WriteString(v[pos : pos+loc[5]])
+			pos += loc[5]
+			continue
+		}
+		b.WriteString(v[pos : pos+loc[6]])
+		b.WriteString(Redacted)
+		pos += loc[7]
+	}
+	b.WriteString(v[pos:])
+	return b.String()
 }
 
 // MaxValueText is the longest run-configuration name or value quoted whole; a longer one

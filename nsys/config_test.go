@@ -152,3 +152,52 @@ func TestRedactValueKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactValueShapes (issue 41, item 4 and the round-four leftover): keys inside
+// JSON-quoted values, Hugging Face tokens of letters only, AWS secret keys holding "/",
+// flags followed by their value after a space, and a URL's first query parameter are
+// redacted; paths, device lists and flags of other names are kept.
+func TestRedactValueShapes(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"api_key": "k1abc", "timeout": 5}`, `{"api_key": "[redacted]", "timeout": 5}`},
+		{`{"hf_token":"xyzzy","model":"m"}`, `{"hf_token":"[redacted]","model":"m"}`},
+		{"hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_[redacted]"},
+		{"token hf_abcdefghijklmnopqrstuvwxyzABCD here", "token [redacted] here"},
+		{"aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY end", "aws [redacted] end"},
+		{"s3=wJalrXUtnFEMI+K7MDENGabPxRfiCYEXAMPLEKEY", "s3=[redacted]"},
+		{"--password hunter2 --port 30000", "--password [redacted] --port 30000"},
+		{"--hf-token 'xyzzy' --tp 2", "--hf-token '[redacted]' --tp 2"},
+		{"https://hub.example/m?token=abc123def&revision=main", "https://hub.example/m?token=[redacted]&revision=main"},
+		{"sk-proj-abcdefghijklmnopqrstuvwx", "sk-proj-[redacted]"},
+		// Kept.
+		{"--max-num-batched-tokens 8192 --port 30000", "--max-num-batched-tokens 8192 --port 30000"},
+		{"/models/Meta/Llama31/Instruct/snapshots/v2/x", "/models/Meta/Llama31/Instruct/snapshots/v2/x"},
+		{"expandable_segments:True,max_split_size_mb:512", "expandable_segments:True,max_split_size_mb:512"},
+		{"--password --x", "--password --x"},
+	} {
+		got, changed := nsys.RedactValue("VLLM_X", tc.in)
+		if got != tc.want || changed != (tc.in != tc.want) {
+			t.Errorf("RedactValue(%q) = %q, %v; want %q", tc.in, got, changed, tc.want)
+		}
+		if again, _ := nsys.RedactValue("VLLM_X", got); again != got {
+			t.Errorf("RedactValue of its own output %q = %q", got, again)
+		}
+	}
+}
+
+// TestConfigKnobWholeParts (issue 41, item 14): a credential word counts as a whole part
+// of the name (or a part's joined ending: APITOKEN), not as a substring of any part.
+func TestConfigKnobWholeParts(t *testing.T) {
+	for _, name := range []string{"VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE", "NCCL_IB_PKEY", "VLLM_MAX_NUM_BATCHED_TOKENS",
+		"SGLANG_KEYWORDS", "TORCH_COMPILE_PASSTHROUGH", "CUDA_SESSIONLESS", "NCCL_IB_SL"} {
+		if !nsys.ConfigKnob(name) {
+			t.Errorf("ConfigKnob(%q) = false, want true: no credential word is a part of its name", name)
+		}
+	}
+	for _, name := range []string{"VLLM_API_KEY", "VLLM_API_KEYS", "VLLM_APITOKEN", "SGLANG_DB_PASSWORD", "NCCL_SECRETS",
+		"TORCH_HUB_COOKIES", "TRTLLM_S3_CREDS", "VLLM_HF_TOKEN", "CUDA_ACCESSKEY"} {
+		if nsys.ConfigKnob(name) {
+			t.Errorf("ConfigKnob(%q) = true, want false", name)
+		}
+	}
+}

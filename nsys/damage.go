@@ -19,7 +19,8 @@ import (
 // the table read through SQLite, with a warning in every output.
 
 // A DamageError says that a table of the export is damaged: the direct reader found it
-// (Why names the page) and SQLite's quick_check of the table fails too (Check: its first
+// (Why names the page), or a table read through SQLite refers to rows it lacks (string
+// ids not in StringIds), and SQLite's quick_check of the table fails too (Check: its first
 // findings).
 type DamageError struct {
 	Table string
@@ -105,8 +106,9 @@ func damageIn(table string, err error) error {
 // confirmDamage asks SQLite's quick_check of the damaged table whether it finds the
 // damage too: then the read fails with a *DamageError; else it returns the warning of the
 // table read through SQLite.
-func confirmDamage(ctx context.Context, path string, td *tableDamage) (warning error, err error) {
-	db, err := openDB(path)
+func confirmDamage(ctx context.Context, src *source, td *tableDamage) (warning error, err error) {
+	path := src.path
+	db, err := src.db(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -116,6 +116,9 @@ func (r *reader) planDirect(q *tableQuery) (*directTable, string, error) {
 		if dmg := damageIn(q.table, err); dmg != nil {
 			return nil, "", dmg
 		}
+		if errors.Is(err, sqlitefile.ErrChanged) { // SQLite would read the changed file
+			return nil, "", err
+		}
 		return nil, err.Error(), nil
 	}
 	return &directTable{name: q.table, table: t, cols: c}, "", nil
@@ -163,7 +166,12 @@ func (d *directTable) parts(r *reader, partRows int) ([]part, int, error) {
 		return whole, 0, nil
 	}
 	span := last + 1 - first
-	if first < 1 || span > r.schema.size/16+1 || span > 1<<31 {
+	// A row takes more than 8 bytes of a leaf (its cell pointer, lengths, rowid and a
+	// byte of header per column): more slots than the table's leaves can hold rows means
+	// sparse rowids, whose slots would each cost a page of memory (a huge page in mapped
+	// arrays) for one row; the file's size alone bounds nothing when other tables fill it.
+	rows := int64(len(leaves))*int64(r.shared.file.Usable())/8 + 1
+	if first < 1 || span > r.schema.size/16+1 || span > rows || span > 1<<31 {
 		return whole, int(min(int64(len(leaves))*int64(r.shared.file.Usable()/16), 1<<24)), nil
 	}
 	var ps []part

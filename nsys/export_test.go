@@ -62,3 +62,10 @@ func MappedRanges(t *Trace) [][2]uintptr {
 	}
 	return out
 }
+
+// OnMapped calls f with the path once Open has opened and mapped the file and read its
+// schema, before it reads the activity tables, until undo.
+func OnMapped(f func(path string)) (undo func()) {
+	testMapped = f
+	return func() { testMapped = nil }
+}

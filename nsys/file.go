@@ -74,6 +74,17 @@ const sqliteMagic = sqlitefile.Magic
 // CheckFile checks, without opening a database, that path names a regular, non-empty,
 // complete SQLite file. It never creates or changes the file.
 func CheckFile(path string) error {
+	s, err := openSource(path)
+	if err != nil {
+		return err
+	}
+	s.close()
+	return nil
+}
+
+// checkPath checks what a stat of path says, before it is opened: it exists, is not a
+// directory or another non-regular file (open(2) of a FIFO blocks), is not empty.
+func checkPath(path string) error {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -91,19 +102,19 @@ func CheckFile(path string) error {
 	case fi.Size() == 0:
 		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
 	}
-	f, err := OpenRegular(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
+	return nil
+}
+
+// checkHeader checks that the open file f (of path, size bytes) is a complete SQLite file:
+// its magic, a whole header, no fewer bytes than the header's page count says.
+func checkHeader(f *os.File, path string, size int64) error {
+	var hdr [100]byte
+	n, err := f.ReadAt(hdr[:], 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return &Error{path, err}
 	}
-	defer f.Close()
-	var hdr [100]byte
-	n, err := io.ReadFull(f, hdr[:])
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return &Error{path, err}
+	if size == 0 {
+		return &Error{path, errors.New("empty file, not an nsys SQLite export")}
 	}
 	if n < len(sqliteMagic) || !bytes.Equal(hdr[:len(sqliteMagic)], []byte(sqliteMagic)) {
 		if strings.HasSuffix(path, ".nsys-rep") || strings.HasSuffix(path, ".qdrep") {
@@ -117,7 +128,7 @@ func CheckFile(path string) error {
 		return &Error{path, errors.New(`not an SQLite database (expected an export made with "nsys export --type sqlite")`)}
 	}
 	if n < 100 {
-		return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, shorter than its header)", fi.Size())}
+		return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, shorter than its header)", size)}
 	}
 	pageSize := int64(binary.BigEndian.Uint16(hdr[16:18]))
 	if pageSize == 1 {
@@ -126,8 +137,8 @@ func CheckFile(path string) error {
 	pages := int64(binary.BigEndian.Uint32(hdr[28:32]))
 	// The in-header page count is valid when the version-valid-for number matches the change counter.
 	if pages > 0 && binary.BigEndian.Uint32(hdr[92:96]) == binary.BigEndian.Uint32(hdr[24:28]) {
-		if want := pages * pageSize; fi.Size() < want {
-			return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, its header says %d)", fi.Size(), want)}
+		if want := pages * pageSize; size < want {
+			return &Error{path, fmt.Errorf("truncated SQLite file (%d bytes, its header says %d)", size, want)}
 		}
 	}
 	return nil

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+	"sync"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
@@ -65,6 +65,10 @@ type shared struct {
 	fileWhy string           // why file is nil
 	reads   *readLog
 	procs   *procTable
+	// strings runs quick_check of StringIds once (checkStrings); stringsCheck is what it
+	// found.
+	strings      sync.Once
+	stringsCheck string
 }
 
 // Open reads the export at path. It checks the file first (CheckFile), then reads each
@@ -75,11 +79,26 @@ type shared struct {
 // Options.SQLiteOnly; what the direct reader does not handle is read through SQLite, a
 // table at a time when known before reading, else by reading the whole file again
 // through SQLite. Trace.Reads says which.
+//
+// The file is opened once (source.go). A path that names another file by the time
+// SQLite's connections open (renamed over just after it was opened) is opened again, up to
+// three times, so that the trace is all of one file.
 func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
-	if err := CheckFile(path); err != nil {
+	for try := 1; ; try++ {
+		t, err := openOnce(ctx, path, opt)
+		if try == 3 || !errors.Is(err, errReplaced) {
+			return t, err
+		}
+	}
+}
+
+func openOnce(ctx context.Context, path string, opt Options) (*Trace, error) {
+	src, err := openSource(path)
+	if err != nil {
 		return nil, err
 	}
-	t, err := open(ctx, path, opt)
+	defer src.close()
+	t, err := open(ctx, src, opt)
 	var u *sqlitefile.Unhandled
 	if err != nil && !opt.SQLiteOnly && errors.As(err, &u) {
 		// Damage is not a layout the direct reader does not handle: SQLite's own check
@@ -87,12 +106,12 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		var warn error
 		var td *tableDamage
 		if errors.As(err, &td) {
-			if warn, err = confirmDamage(ctx, path, td); err != nil {
+			if warn, err = confirmDamage(ctx, src, td); err != nil {
 				return nil, err
 			}
 		}
 		opt.SQLiteOnly, opt.directFailed = true, u.Why
-		t, err = open(ctx, path, opt)
+		t, err = open(ctx, src, opt)
 		if t != nil && warn != nil {
 			t.Warnings = append(t.Warnings, warn)
 		}
@@ -100,35 +119,20 @@ func Open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	return t, err
 }
 
-// openDB opens the export at path read-only through go-sqlite3; errors name the file.
-func openDB(path string) (*sql.DB, error) {
-	d, err := dsn(path)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
-	db, err := sql.Open("sqlite3", d)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
-	return db, nil
-}
-
-func open(ctx context.Context, path string, opt Options) (*Trace, error) {
-	db, err := openDB(path)
+// open reads the export src holds: SQLite's connections and the direct reader's map read
+// the one file opened (source.go).
+func open(ctx context.Context, src *source, opt Options) (*Trace, error) {
+	path := src.path
+	db, err := src.db(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, &Error{path, err}
-	}
 	r := &reader{ctx: ctx, db: db, t: &Trace{Path: path, Domains: map[uint32]string{}, big: &bigMaps{}}, opt: opt,
-		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: fi.Size()},
+		schema: &schema{cols: map[string]map[string]bool{}, infos: map[string]*tableInfo{}, size: src.size},
 		shared: &shared{procs: &procTable{ids: map[int64]ProcID{}}, reads: &readLog{}}}
 	if !opt.SQLiteOnly {
-		// The -wal beside the file a link names is the one SQLite would apply.
-		f, err := sqlitefile.Open(resolveLinks(path))
+		f, err := src.mapFile()
 		switch {
 		case err == nil:
 			r.shared.file = f
@@ -143,6 +147,12 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 		if sqlitefile.IsUnhandled(err) {
 			return nil, err
 		}
+		if errors.Is(err, errReplaced) {
+			return nil, &Error{path, errReplaced}
+		}
+		if de := (*DamageError)(nil); errors.As(err, &de) {
+			return nil, &Error{path, de}
+		}
 		return nil, &Error{path, sqliteHint(err)}
 	}
 	r.t.Reads = r.shared.reads.sorted()
@@ -151,6 +161,10 @@ func open(ctx context.Context, path string, opt Options) (*Trace, error) {
 	warnSidecars(r.t, path)
 	return r.t, nil
 }
+
+// testMapped, set by tests only, is called once the file is opened and mapped and its
+// schema, metadata and configuration read, before its activity tables are.
+var testMapped func(path string)
 
 func (r *reader) read() error {
 	if err := r.readTables(); err != nil {
@@ -168,6 +182,9 @@ func (r *reader) read() error {
 	r.readOrigin()
 	r.readCapture()
 	r.t.Warnings, r.warns = append(r.t.Warnings, r.warns...), nil
+	if testMapped != nil {
+		testMapped(r.t.Path)
+	}
 	if !r.opt.KernelsOnly {
 		if err := r.planAPI(); err != nil {
 			return err
@@ -392,9 +409,28 @@ func (r *reader) loadStrings(table string, ids []int64) (map[int64]string, error
 		}
 	}
 	if missing > 0 {
+		// Ids the table uses that StringIds lacks are damage when SQLite's own check of
+		// StringIds fails: its B-tree read as it stands drops names (kernels become
+		// "other"), and that is an error naming the table; else a warning.
+		if check := r.shared.checkStrings(r.ctx, r.db); check != "" {
+			return nil, &DamageError{Table: "StringIds", Why: fmt.Sprintf("%d string ids used by %s are not in it", missing, table), Check: check}
+		}
 		r.warnf("%d string ids used by %s not found in StringIds", missing, table)
 	}
 	return out, nil
+}
+
+// checkStrings runs SQLite's quick_check of StringIds once per read and returns its
+// findings ("" when it passes).
+func (s *shared) checkStrings(ctx context.Context, db *sql.DB) string {
+	s.strings.Do(func() {
+		check, err := quickCheck(ctx, db, "StringIds")
+		if err != nil {
+			check = err.Error() // quick_check could not even run
+		}
+		s.stringsCheck = check
+	})
+	return s.stringsCheck
 }
 
 func b2i(b bool) int {

@@ -38,10 +38,12 @@ const maxDiagnostics = 20
 // ReadRecorded reads the diagnostics and processes of the export at path, read-only. A
 // table the export lacks gives none of its rows, not an error.
 func ReadRecorded(ctx context.Context, path string) (*Recorded, error) {
-	if err := CheckFile(path); err != nil {
+	src, err := openSource(path)
+	if err != nil {
 		return nil, err
 	}
-	db, err := openDB(path)
+	defer src.close()
+	db, err := src.db(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,3 +12,6 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	return regularOnly(f)
 }
+
+// fileID: no inodes here; files are told apart by their names only.
+func fileID(os.FileInfo) (FileID, bool) { return FileID{}, false }

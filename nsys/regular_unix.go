@@ -18,3 +18,12 @@ func OpenRegular(path string) (*os.File, error) {
 	}
 	return regularOnly(f) // O_NONBLOCK means nothing to a regular file's reads
 }
+
+// fileID returns the device and inode of fi.
+func fileID(fi os.FileInfo) (FileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return FileID{}, false
+	}
+	return FileID{Dev: uint64(st.Dev), Ino: uint64(st.Ino)}, true
+}

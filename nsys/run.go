@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -241,12 +242,21 @@ type merger struct {
 	sites   []SiteID // per file, the first merged site
 	procs   []ProcID // per file, the first merged process
 	devs    []map[DeviceID]DeviceID
-	callers []CallerID // per file, the first merged caller
-	thread  []int64    // per file, bits or'ed into its thread ids (0 unless ids collide)
+	callers []CallerID        // per file, the first merged caller
+	thread  []map[int64]int64 // per file, its thread ids' merged ids (nil: its own, unless ids collide)
 	// The numberings of the merged names and API names.
 	nameIdx *interner[string, NameID]
 	apiIdx  *interner[string, uint8]
-	owner   map[int64]int // thread id -> first file using it
+	owner   map[int64]int // merged thread id -> the file using it
+	fresh   int64         // the last renumbered thread id (negative; 0: none yet)
+}
+
+// threadOf returns the merged id of thread th of file i.
+func (g *merger) threadOf(i int, th int64) int64 {
+	if m := g.thread[i]; m != nil {
+		return m[th]
+	}
+	return th
 }
 
 func newMerger(m *Trace, traces []*Trace) *merger {
@@ -274,8 +284,7 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 			s.Proc += g.procs[i]
 			m.Sites = append(m.Sites, s)
 		}
-		bits := g.threadBits(i, t)
-		g.thread = append(g.thread, bits)
+		g.thread = append(g.thread, g.threadMap(i, t))
 		g.callers = append(g.callers, CallerID(len(m.Callers)))
 		for _, w := range t.Callers {
 			name := "?"
@@ -284,7 +293,7 @@ func newMerger(m *Trace, traces []*Trace) *merger {
 			}
 			w.Name = g.apiIdx.id(name)
 			w.Proc += g.procs[i]
-			w.Thread |= bits
+			w.Thread = g.threadOf(i, w.Thread)
 			m.Callers = append(m.Callers, w)
 		}
 	}
@@ -310,11 +319,13 @@ func (g *merger) addDevices(i int, t *Trace) {
 	g.devs = append(g.devs, dm)
 }
 
-// threadBits returns the bits or'ed into the thread ids of file i, t: 0, unless one of
-// its threads is an earlier file's. Threads are globalTids (process and thread ids);
-// files from different hosts can hold the same one.
-func (g *merger) threadBits(i int, t *Trace) int64 {
-	var bits int64
+// threadMap returns the merged ids of the thread ids of file i, t: nil (its own), unless
+// one of its threads is an earlier file's. Threads are globalTids (process and thread
+// ids); files from different hosts can hold the same one. A file that holds one of an
+// earlier file's has all its threads renumbered: ids below every globalTid (negative), in
+// thread order, so any number of files stays apart (or'ing the file's index into the top
+// bits wrapped at file 256).
+func (g *merger) threadMap(i int, t *Trace) map[int64]int64 {
 	seen := map[int64]bool{}
 	for _, w := range t.Callers {
 		seen[w.Thread] = true
@@ -322,18 +333,22 @@ func (g *merger) threadBits(i int, t *Trace) int64 {
 	for _, r := range t.Ranges {
 		seen[r.Thread] = true
 	}
+	var remap map[int64]int64
 	for th := range seen {
-		if f, ok := g.owner[th]; ok && f != i {
-			bits = int64(i) << 56
+		if _, ok := g.owner[th]; ok {
+			remap = map[int64]int64{}
 			break
 		}
 	}
-	for th := range seen {
-		if _, ok := g.owner[th|bits]; !ok {
-			g.owner[th|bits] = i
+	for _, th := range slices.Sorted(maps.Keys(seen)) {
+		if remap != nil {
+			g.fresh--
+			remap[th] = g.fresh
+			th = g.fresh
 		}
+		g.owner[th] = i
 	}
-	return bits
+	return remap
 }
 
 // dev returns the merged id of device d of file i.
@@ -400,36 +415,51 @@ func mergeRows[T any](g *merger, table func(*Trace) *[]T, shift func(*T, int)) [
 		n += len(*table(t))
 	}
 	out := bigSlice[T](g.m, n)[:0]
+	freed := 0 // heap bytes freed since the last scavenge
 	for i, t := range g.traces {
 		for _, r := range *table(t) {
 			shift(&r, i)
 			out = append(out, r)
 		}
-		giveBack(t, table(t))
+		if freed += giveBack(t, table(t)); freed >= scavengeEvery {
+			debug.FreeOSMemory()
+			freed = 0
+		}
+	}
+	if freed > 0 {
+		debug.FreeOSMemory()
 	}
 	return out
 }
 
-// giveBack returns the memory of *s, one of t's tables just copied, to the system and
-// empties *s: its pages when it is mapped (bigSlice, bigMin bytes and more), else the Go
-// heap's, through a collection and a scavenge once nothing holds it: without this, every
+// scavengeEvery is how many heap bytes of copied tables mergeRows frees before it gives
+// them back to the system (a collection and a scavenge): after every file's table, the
+// collections would cost files x heap, quadratic in the files of a run.
+const scavengeEvery = 64 << 20
+
+// giveBack gives the memory of *s, one of t's tables just copied, back and empties *s:
+// its pages to the system when it is mapped (bigSlice, bigMin bytes and more), else to
+// the Go heap, returning the bytes freed there, for the caller to give back to the system
+// through a collection and a scavenge once they add up (mergeRows): without it, every
 // file's tables under bigMin stay resident beside the merged ones, since the heap gives
 // freed memory back to the system only slowly.
-func giveBack[T any](t *Trace, s *[]T) {
+func giveBack[T any](t *Trace, s *[]T) (heapFreed int) {
 	var zero T
 	if len(*s) == 0 {
-		return
+		return 0
 	}
 	// bigSlice decided by the size allocated, which a table read in parts and filtered
 	// keeps as its capacity.
-	mapped := t.big != nil && cap(*s)*int(unsafe.Sizeof(zero)) >= bigMin
+	size := cap(*s) * int(unsafe.Sizeof(zero))
+	mapped := t.big != nil && size >= bigMin
 	if mapped {
 		releaseSlots(t, *s)
 	}
 	*s = nil
-	if !mapped {
-		debug.FreeOSMemory()
+	if mapped {
+		return 0
 	}
+	return max(size, 1)
 }
 
 // calls copies every file's API calls into one array and sorts it, as kernels does.
@@ -502,7 +532,7 @@ func (g *merger) rest() {
 				r.Domain = d
 			}
 			r.Proc += g.procs[i]
-			r.Thread |= g.thread[i]
+			r.Thread = g.threadOf(i, r.Thread)
 			m.Ranges = append(m.Ranges, r)
 		}
 	}

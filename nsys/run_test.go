@@ -2,6 +2,8 @@ package nsys_test
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,62 @@ func TestMergeRunNotOneRun(t *testing.T) {
 	_, err = nsys.MergeRun("run", []*nsys.Trace{a, c}, nsys.MergeOptions{})
 	if !errors.Is(err, nsys.ErrNotOneRun) || !strings.Contains(err.Error(), "c.sqlite: not one run with a.sqlite: their GPU work does not overlap in time") {
 		t.Errorf("a minute apart: %v", err)
+	}
+}
+
+// TestMergeRunThreadsPast256 (issue 41, item 9): files that share thread ids (the same
+// pid and thread on other hosts) keep their threads apart whatever their number: files
+// 256 and 257 of 258 do not share threads with files 0 and 1.
+func TestMergeRunThreadsPast256(t *testing.T) {
+	const n = 258
+	var ts []*nsys.Trace
+	for i := range n {
+		ts = append(ts, rankTrace(fmt.Sprintf("r%d.sqlite", i), 100, 0, 1_000_000_000+int64(i)*100, 10_000))
+	}
+	m, err := nsys.MergeRun("run", ts, nsys.MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckValid(); err != nil {
+		t.Fatal(err)
+	}
+	callers, ranges := map[int64]bool{}, map[int64]bool{}
+	for _, w := range m.Callers {
+		callers[w.Thread] = true
+	}
+	for _, r := range m.Ranges {
+		ranges[r.Thread] = true
+	}
+	if len(callers) != n || len(ranges) != n {
+		t.Errorf("%d files: %d calling threads and %d range threads, want %d each", n, len(callers), len(ranges), n)
+	}
+	for th := range ranges {
+		if !callers[th] {
+			t.Errorf("range thread %d calls nothing: a file's ranges and calls are renumbered apart", th)
+		}
+	}
+}
+
+// TestMergeRunCollectionsLinear (issue 41, item 8): merging many small files collects the
+// heap once its freed tables add up, not after every file's table (files x heap: 516
+// forced collections for 258 files, quadratic in the files of a run).
+func TestMergeRunCollectionsLinear(t *testing.T) {
+	const n = 258
+	var ts []*nsys.Trace
+	for i := range n {
+		ts = append(ts, rankTrace(fmt.Sprintf("r%d.sqlite", i), 100+int64(i), 0, 1_000_000_000+int64(i)*100, 10_000))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m, err := nsys.MergeRun("run", ts, nsys.MergeOptions{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if forced := after.NumForcedGC - before.NumForcedGC; forced > 8 {
+		t.Errorf("merging %d files of 2 kernels each forced %d collections, want a few", n, forced)
+	}
+	if len(m.Kernels) != 2*n {
+		t.Errorf("%d kernels merged, want %d", len(m.Kernels), 2*n)
 	}
 }

@@ -333,6 +333,13 @@ func (r *reader) parts(table string) ([]part, int) {
 	if span > r.schema.size/16 || span > 1<<31 {
 		return whole, bound
 	}
+	// Rowids with gaps between the rows of a small table in a large file: slots that would
+	// cost a page of memory each for one row (a huge page in mapped arrays). Counting is a
+	// walk of the table's B-tree, for tables of parts only.
+	var rows int64
+	if r.db.QueryRowContext(r.ctx, `SELECT count(*) FROM "`+table+`"`).Scan(&rows) != nil || span > 2*rows+int64(partRows) {
+		return whole, int(min(int64(bound), rows))
+	}
 	n := int((span + int64(partRows) - 1) / int64(partRows))
 	ps := make([]part, n)
 	for i := range ps {

@@ -9,24 +9,30 @@ import (
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 )
 
-// maxRuleColumn is the widest rule column of the classify table.
+// maxRuleColumn is the widest rule column of the classify table; a longer rule (FILE:LINE
+// of a rules file deep in folders) is elided to it, the rules told apart (elideNames).
 const maxRuleColumn = 64
 
 // ClassifyText writes every distinct kernel name with its category, matching rule, count,
-// total time and share, unclassified names first, then a coverage line.
+// total time and share, unclassified names first, then a coverage line. Every line is
+// within MaxTextLine (the coverage line of a long path wraps).
 func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
-	ew := &errWriter{w: w}
+	var buf strings.Builder
+	ew := &errWriter{w: &buf}
 	out, total, other := classifyOrder(ks)
-	// One rule column, as wide as its longest rule (up to maxRuleColumn; a longer rule
-	// pushes its own row's name along), so that the names start in one column.
+	// One rule column, as wide as its longest rule (up to maxRuleColumn), so that the
+	// names start in one column.
 	rules := make([]string, len(out))
-	ruleW := 22
 	for i, k := range out {
 		rules[i] = TerminalSafe(k.Rule)
 		if rules[i] == "" {
 			rules[i] = "-"
 		}
-		ruleW = max(ruleW, min(utf8.RuneCountInString(rules[i]), maxRuleColumn))
+	}
+	rules = elideNames(rules, maxRuleColumn)
+	ruleW := 22
+	for i := range rules {
+		ruleW = max(ruleW, utf8.RuneCountInString(rules[i]))
 	}
 	pad := func(s string, w int) string { return s + strings.Repeat(" ", max(w-utf8.RuneCountInString(s), 0)) }
 	ew.printf("%10s %7s %7s  %-12s %s %s\n", "total", "share", "count", "category", pad("rule", ruleW), "name")
@@ -35,7 +41,7 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 	limits := make([]int, len(out))
 	for i, k := range out {
 		names[i] = TerminalSafe(k.Name)
-		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+max(ruleW, utf8.RuneCountInString(rules[i]))+1), 40)
+		limits[i] = max(MaxTextLine-(10+1+7+1+7+2+12+1+ruleW+1), 40)
 	}
 	names = elideNamesEach(names, limits)
 	for i, k := range out {
@@ -50,5 +56,9 @@ func ClassifyText(w io.Writer, path string, ks []breakdown.KernelStat) error {
 	}
 	ew.printf("\nCoverage: %s of kernel time (%d of %d names) is unclassified (other) in %s\n",
 		breakdown.FormatPercent(frac(other, total)), nOther, len(ks), TerminalSafe(path))
-	return ew.err
+	if ew.err != nil {
+		return ew.err
+	}
+	_, err := io.WriteString(w, wrapText(buf.String(), MaxTextLine)) // the coverage line of a long path
+	return err
 }

@@ -223,24 +223,33 @@ func diffTextChanges(ew *errWriter, c *compare.Comparison, bl, nl string) {
 const maxVariantNames = 3
 
 // variantNames lists the names of a kernel family on one side that the other side lacks,
-// elided as in the kernel tables (elideNames); at most maxVariantNames, then how many
-// more; "none" when there are none.
+// elided as in the kernel tables (elideNames) together with those the other side alone
+// has, so that a name only in one side never reads as one only in the other; at most
+// maxVariantNames, then how many more; "none" when there are none.
 func variantNames(names, other []string) string {
-	var only []string
-	for _, n := range names {
-		if !slices.Contains(other, n) {
-			only = append(only, n)
+	onlyIn := func(a, b []string) []string {
+		var only []string
+		for _, n := range a {
+			if !slices.Contains(b, n) {
+				only = append(only, n)
+			}
 		}
+		return only
 	}
+	only, otherOnly := onlyIn(names, other), onlyIn(other, names)
 	if len(only) == 0 {
 		return "none"
 	}
 	var out []string
 	var safe []string
-	for _, n := range only[:min(len(only), maxVariantNames)] {
+	shown := min(len(only), maxVariantNames)
+	for _, n := range only[:shown] {
 		safe = append(safe, TerminalSafe(n))
 	}
-	safe = elideNames(safe, MaxTextLine-20) // one name a line once wrapped, told apart
+	for _, n := range otherOnly[:min(len(otherOnly), maxVariantNames)] {
+		safe = append(safe, TerminalSafe(n))
+	}
+	safe = elideNames(safe, MaxTextLine-20)[:shown] // one name a line once wrapped, told apart from both sides
 	for i := range only {
 		if i == maxVariantNames {
 			out = append(out, fmt.Sprintf("and %d more (see --format json)", len(only)-i))

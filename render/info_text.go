@@ -9,8 +9,10 @@ import (
 )
 
 // InfoText writes the info model as text.
+// Lines longer than MaxTextLine (a warning, a long path or GPU name) are wrapped.
 func InfoText(w io.Writer, in *schema.Info) error {
-	tw := &errWriter{w: w}
+	var buf strings.Builder
+	tw := &errWriter{w: &buf}
 	tw.printf("Trace:    %s\n", TerminalSafe(in.Path))
 	tw.printf("Nsight:   %s (export schema %s, %s)\n", TerminalSafe(orNA(in.NsysVersion)), TerminalSafe(orNA(in.ExportSchema)), orDefault(in.MetaTable, "no metadata table"))
 	if in.DurationNS > 0 {
@@ -67,5 +69,9 @@ func InfoText(w io.Writer, in *schema.Info) error {
 		}
 		tw.printf("  %d. %s\n", i+1, TerminalSafe(wn))
 	}
-	return tw.err
+	if tw.err != nil {
+		return tw.err
+	}
+	_, err := io.WriteString(w, wrapText(buf.String(), MaxTextLine))
+	return err
 }

@@ -3,6 +3,8 @@ package render
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -52,7 +54,110 @@ func elideNamesEach(names []string, limits []int) []string {
 			out[i] = elideOne(r, pre[i], suf[i], limits[i])
 		}
 	}
+	return tellApart(rs, out, limits)
+}
+
+// tellApart makes the elided names of different names different: the names of a group
+// that elide to one label (a grid of variants differing in two places: the first
+// difference from one neighbour hides the other's) are elided again keeping every place
+// where they differ from the other names that clash (elideSpots); those still alike (or
+// too long) get a short disambiguator, "~2" for the second of them in sorted order.
+func tellApart(rs [][]rune, out []string, limits []int) []string {
+	for pass := 0; pass < 2; pass++ {
+		groups := map[string][]int{}
+		for i := range out {
+			groups[out[i]] = append(groups[out[i]], i)
+		}
+		var clashing []int
+		for _, g := range groups {
+			distinct := false
+			for _, j := range g[1:] {
+				distinct = distinct || !slices.Equal(rs[j], rs[g[0]])
+			}
+			if !distinct {
+				continue
+			}
+			clashing = append(clashing, g...)
+		}
+		if len(clashing) == 0 {
+			break
+		}
+		if pass == 0 {
+			// Kept apart from every name that clashes, not only from its own group: two
+			// groups (alike in the tile, differing in the stages) elided again each against
+			// its own would meet.
+			for _, i := range clashing {
+				out[i] = elideSpots(rs[i], clashing, rs, limits[i])
+			}
+			continue
+		}
+		// Still alike: a disambiguator numbering the distinct names among all that clash
+		// (so that two groups' tags cannot meet).
+		slices.SortStableFunc(clashing, func(a, b int) int { return slices.Compare(rs[a], rs[b]) })
+		rank := 0
+		for k, i := range clashing {
+			if k > 0 && !slices.Equal(rs[i], rs[clashing[k-1]]) {
+				rank++
+			}
+			tag := "~" + strconv.Itoa(rank+1)
+			lim := max(limits[i]-len(tag), 1)
+			if len(rs[i]) <= lim {
+				out[i] = string(rs[i]) + tag
+			} else {
+				out[i] = elideNames([]string{string(rs[i])}, lim)[0] + tag
+			}
+		}
+	}
 	return out
+}
+
+// elideSpots shortens r to at most limit runes keeping its head, its tail, and a window
+// around each place it differs from the other names of its group (the first rune that
+// differs from each, and the last), elided between them with "…"; when the windows do
+// not fit, r elided as elideOne does with no context.
+func elideSpots(r []rune, group []int, rs [][]rune, limit int) string {
+	var spots []int
+	for _, j := range group {
+		o := rs[j]
+		if slices.Equal(o, r) {
+			continue
+		}
+		p := commonPrefix(r, o)
+		q := len(r) - commonSuffix(r, o)
+		spots = append(spots, p, max(q-1, p))
+	}
+	slices.Sort(spots)
+	spots = slices.Compact(spots)
+	for win := 8; win >= 1; win /= 2 {
+		keep := make([]bool, len(r))
+		head, tail := min(elideHead, limit/4), min(elideTail/2, limit/6)
+		for k := 0; k < head && k < len(r); k++ {
+			keep[k] = true
+		}
+		for k := max(0, len(r)-tail); k < len(r); k++ {
+			keep[k] = true
+		}
+		for _, sp := range spots {
+			for k := max(0, sp-win/2); k < len(r) && k <= sp+win; k++ {
+				keep[k] = true
+			}
+		}
+		var b strings.Builder
+		n := 0
+		for k := 0; k < len(r); k++ {
+			if keep[k] {
+				b.WriteRune(r[k])
+				n++
+			} else if k == 0 || keep[k-1] {
+				b.WriteString("…")
+				n++
+			}
+		}
+		if n <= limit {
+			return b.String()
+		}
+	}
+	return elideOne(r, 0, 0, limit)
 }
 
 // sharedRuns returns, for each name, the longest run (by common) it shares with another,

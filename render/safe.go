@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stepstat/stepstat/nsys"
@@ -21,9 +22,10 @@ import (
 // TerminalSafe replaces what could drive or garble a terminal in untrusted text: C0
 // controls (newline and tab included), DEL, C1 controls (U+0080-U+009F, and the raw bytes
 // 0x80-0x9F that 8-bit terminals read as C1, e.g. 0x9b, CSI), the bidirectional controls
-// and separators (U+202E makes "gemm_kernel" display backwards), and every byte that is
-// not part of valid UTF-8. A control or invalid byte becomes \xNN, another rune \uNNNN,
-// so the result is valid UTF-8 holding no control character. Escaping twice changes
+// and separators (U+202E makes "gemm_kernel" display backwards), the characters shown as
+// nothing (zero-width, BOM, soft hyphen, tags: unsafeRune), and every byte that is not
+// part of valid UTF-8. A control or invalid byte becomes \xNN, another rune \uNNNN (or
+// \UNNNNNNNN past U+FFFF), so the result is valid UTF-8 holding no control character. Escaping twice changes
 // nothing.
 func TerminalSafe(s string) string {
 	if terminalClean(s) {
@@ -44,6 +46,8 @@ func TerminalSafe(s string) string {
 			fmt.Fprintf(&b, "\\x%02x", c)
 		case unsafeRune(r) && r < 0x100:
 			fmt.Fprintf(&b, "\\x%02x", r)
+		case unsafeRune(r) && r > 0xffff:
+			fmt.Fprintf(&b, "\\U%08x", r)
 		case unsafeRune(r):
 			fmt.Fprintf(&b, "\\u%04x", r)
 		default:
@@ -74,8 +78,12 @@ func terminalClean(s string) bool {
 	return true
 }
 
-// unsafeRune reports control characters (C0, DEL, C1) and the bidirectional controls
-// and separators that reorder or break what a terminal shows.
+// unsafeRune reports control characters (C0, DEL, C1), the bidirectional controls and
+// separators that reorder or break what a terminal shows, and the characters a terminal
+// shows as nothing, so that names differing only by them would print the same: format
+// characters (Unicode's Cf: zero-width space and joiners, the BOM, the soft hyphen, word
+// joiners, tag characters), variation selectors, the combining grapheme joiner and the
+// Hangul fillers.
 func unsafeRune(r rune) bool {
 	switch {
 	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
@@ -83,8 +91,13 @@ func unsafeRune(r rune) bool {
 	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
 		r == 0x2028, r == 0x2029:
 		return true
+	case r < 0xad:
+		return false
+	case r == 0x034f, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0, r >= 0xfe00 && r <= 0xfe0f,
+		r >= 0xe0100 && r <= 0xe01ef:
+		return true
 	}
-	return false
+	return unicode.Is(unicode.Cf, r)
 }
 
 // clipValue clips a run-configuration name or value for quoting: to nsys.MaxValueText

@@ -96,3 +96,35 @@ func firstChars(s string, n int) string {
 	}
 	return s
 }
+
+// TestTerminalSafeInvisible (issue 41, item 12): characters a terminal shows as nothing
+// (zero-width space and joiners, BOM, soft hyphen, word joiner, tag characters, variation
+// selectors) are escaped, so 7 kernels that differ only by them print as 7 names; visible
+// text (accents, CJK, the non-breaking space) is kept.
+func TestTerminalSafeInvisible(t *testing.T) {
+	base := "gemm_kernel"
+	seen := map[string]bool{TerminalSafe(base): true}
+	for _, tc := range []struct{ in, want string }{
+		{"gemm\u200b_kernel", `gemm\u200b_kernel`},
+		{"gemm\u200d_kernel", `gemm\u200d_kernel`},
+		{"\ufeffgemm_kernel", `\ufeffgemm_kernel`},
+		{"gemm\u00ad_kernel", `gemm\xad_kernel`},
+		{"gemm_kernel\U000e0041", `gemm_kernel\U000e0041`},
+		{"gemm\u2060_kernel", `gemm\u2060_kernel`},
+		{"gemm_kernel\ufe0f", `gemm_kernel\ufe0f`},
+	} {
+		got := TerminalSafe(tc.in)
+		if got != tc.want || TerminalSafe(got) != got {
+			t.Errorf("TerminalSafe(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if seen[got] {
+			t.Errorf("TerminalSafe(%q) = %q prints as another name", tc.in, got)
+		}
+		seen[got] = true
+	}
+	for _, keep := range []string{"é 中文 µs", "a\u00a0b", "naïve ñ"} {
+		if got := TerminalSafe(keep); got != keep {
+			t.Errorf("TerminalSafe(%q) = %q, want it kept", keep, got)
+		}
+	}
+}

@@ -118,3 +118,49 @@ func unwrapped(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestElideNamesGrid (issue 41, item 6): a 2x2 grid of CUTLASS variants (tile shape and
+// stage count differing far apart) elided to one label at every width up to 160. Every
+// width keeps the four names apart, within the limit, and names that are equal stay equal.
+func TestElideNamesGrid(t *testing.T) {
+	pre := "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_"
+	mid := "_align8, cutlass::gemm::threadblock::MmaMultistage<cutlass::gemm::GemmShape<128, 128, 32>, cutlass::transform::threadblock::PredicatedTileAccessIterator<cutlass::MatrixShape<128, 32>, cutlass::bfloat16_t, cutlass::layout::RowMajor, 1, cutlass::transform::PitchLinearWarpRakedThreadMap<cutlass::PitchLinearShape<32, 128>, 128, cutlass::PitchLinearShape<4, 8>, 8>, cutlass::Array<cutlass::bfloat16_t, 8, true>, false, cutlass::layout::NoPermute>, "
+	post := ", cutlass::arch::CacheOperation::Global, float, cutlass::layout::RowMajor, cutlass::gemm::threadblock::MmaPolicy<cutlass::gemm::warp::MmaTensorOp<cutlass::gemm::GemmShape<64, 64, 32>>>>>(T1::Params)"
+	var names []string
+	for _, tile := range []string{"64x64_32x6_tn", "128x64_32x6_tn"} {
+		for _, stages := range []string{"(int)3", "(int)4"} {
+			names = append(names, pre+tile+mid+stages+post)
+		}
+	}
+	names = append(names, names[0]) // the same name twice: one label
+	for limit := 40; limit <= 160; limit++ {
+		got := elideNames(names, limit)
+		seen := map[string]int{}
+		for i, g := range got[:4] {
+			if j, dup := seen[g]; dup {
+				t.Fatalf("width %d: names %d and %d both elide to %q", limit, j, i, g)
+			}
+			seen[g] = i
+			if n := utf8.RuneCountInString(g); n > limit {
+				t.Errorf("width %d: %d runes: %s", limit, n, g)
+			}
+		}
+		if got[4] != got[0] {
+			t.Errorf("width %d: one name elided two ways: %q, %q", limit, got[0], got[4])
+		}
+	}
+}
+
+// TestVariantNamesApart (issue 41, item 6): the diff's "only in base" and "only in new"
+// of a changed variant never show one label: each side's names are elided together with
+// the other side's.
+func TestVariantNamesApart(t *testing.T) {
+	head := "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_" + strings.Repeat("x", 80)
+	tail := strings.Repeat("y", 80) + ">(T1::Params)"
+	base := []string{head + "64x64_32x6_tn" + tail}
+	nw := []string{head + "64x64_32x3_tn" + tail}
+	b, n := variantNames(base, nw), variantNames(nw, base)
+	if b == n || !strings.Contains(b, "x6") || !strings.Contains(n, "x3") {
+		t.Errorf("only in base %q, only in new %q: want two labels showing what differs", b, n)
+	}
+}

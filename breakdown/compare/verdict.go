@@ -31,6 +31,23 @@ func (c *Comparison) Headline() (*Row, string) {
 	return &c.Step, "mean " + c.Phase.String() + " step"
 }
 
+// Undecided says why the comparison cannot decide whether the new side is slower ("" when
+// it can): a side has too few samples for the test to reach Alpha (Untested), the headline
+// row is not comparable, or its change was not tested. Regression's false then means
+// "could not tell", not "not slower": diff --fail-on-regression exits 4.
+func (c *Comparison) Undecided() string {
+	r, name := c.Headline()
+	switch {
+	case !c.Tested:
+		return c.Untested
+	case r.NotComparable != "":
+		return name + " not comparable: " + r.NotComparable
+	case !r.Mean.Tested:
+		return fmt.Sprintf("%s not tested (%d samples on the base side, %d on the new)", name, r.Mean.NBase, r.Mean.NNew)
+	}
+	return ""
+}
+
 func pctOf(d, base float64) float64 {
 	if base == 0 {
 		return math.Inf(1)

@@ -69,6 +69,47 @@ type Timeline struct {
 	// Done, when closed, stops every pass over the timeline within a few thousand
 	// activities (Summarize's context); nil never stops.
 	Done <-chan struct{}
+	// rows, when set (IndexRows), lists the timeline's own kernels, memory operations and
+	// graph executions (Owns), so that a pass walks them and not every device's.
+	rows *deviceRows
+}
+
+// deviceRows are the indexes, in the trace's arrays, of one device's kernels, memory
+// operations and graph executions, in array (start) order.
+type deviceRows struct{ k, m, g []int32 }
+
+// IndexRows lists each timeline's own rows (Owns) in one pass over the trace's arrays,
+// for timelines of one trace: without it, each timeline's passes walk every device's
+// rows, a cost of devices x rows (quadratic in the files of a run). With one timeline it
+// does nothing: its passes walk its rows either way.
+func IndexRows(tls []*Timeline) {
+	if len(tls) < 2 {
+		return
+	}
+	t := tls[0].Trace
+	byDev := map[nsys.DeviceID][]*Timeline{}
+	for _, tl := range tls {
+		tl.rows = &deviceRows{}
+		byDev[tl.Dev] = append(byDev[tl.Dev], tl)
+	}
+	add := func(dev nsys.DeviceID, p nsys.ProcID, i int, list func(*deviceRows) *[]int32) {
+		for _, tl := range byDev[dev] {
+			if tl.Owns(dev, p) {
+				l := list(tl.rows)
+				*l = append(*l, int32(i))
+			}
+		}
+	}
+	for i := range t.Kernels {
+		st := &t.Sites[t.Kernels[i].Site]
+		add(st.Device, st.Proc, i, func(r *deviceRows) *[]int32 { return &r.k })
+	}
+	for i := range t.Memops {
+		add(t.Memops[i].Device, t.Memops[i].Proc, i, func(r *deviceRows) *[]int32 { return &r.m })
+	}
+	for i := range t.Graphs {
+		add(t.Graphs[i].Device, t.Graphs[i].Proc, i, func(r *deviceRows) *[]int32 { return &r.g })
+	}
 }
 
 // Cancelled reports whether Done is closed.
@@ -86,6 +127,10 @@ func (tl *Timeline) Each(fn func(a *Activity) bool) { tl.EachFrom(math.MinInt64,
 
 // EachFrom is Each for the activities that start at from or later.
 func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
+	if tl.rows != nil {
+		tl.eachIndexed(from, fn)
+		return
+	}
 	ks, ms, gs, sites := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs, tl.Trace.Sites
 	var i, j, k int
 	if from != math.MinInt64 {
@@ -130,6 +175,52 @@ func (tl *Timeline) EachFrom(from nsys.Time, fn func(a *Activity) bool) {
 			j++
 		case 2:
 			tl.graphAct(k, &a)
+			k++
+		}
+		if !fn(&a) {
+			return
+		}
+	}
+}
+
+// eachIndexed is EachFrom over the device's own rows (IndexRows), in the same order:
+// by start, a kernel before a memory operation before a graph execution of one start.
+func (tl *Timeline) eachIndexed(from nsys.Time, fn func(a *Activity) bool) {
+	ks, ms, gs := tl.Trace.Kernels, tl.Trace.Memops, tl.Trace.Graphs
+	rk, rm, rg := tl.rows.k, tl.rows.m, tl.rows.g
+	var i, j, k int
+	if from != math.MinInt64 {
+		i = sort.Search(len(rk), func(i int) bool { return ks[rk[i]].Start >= from })
+		j = sort.Search(len(rm), func(j int) bool { return ms[rm[j]].Start >= from })
+		k = sort.Search(len(rg), func(k int) bool { return gs[rg[k]].Start >= from })
+	}
+	var a Activity
+	for n := 1; ; n++ {
+		if n&(1<<14-1) == 0 && tl.Cancelled() {
+			return
+		}
+		best := -1
+		var bs nsys.Time
+		if i < len(rk) {
+			best, bs = 0, ks[rk[i]].Start
+		}
+		if j < len(rm) && (best < 0 || ms[rm[j]].Start < bs) {
+			best, bs = 1, ms[rm[j]].Start
+		}
+		if k < len(rg) && (best < 0 || gs[rg[k]].Start < bs) {
+			best = 2
+		}
+		switch best {
+		case -1:
+			return
+		case 0:
+			tl.kernelAct(int(rk[i]), &a)
+			i++
+		case 1:
+			tl.memopAct(int(rm[j]), &a)
+			j++
+		case 2:
+			tl.graphAct(int(rg[k]), &a)
 			k++
 		}
 		if !fn(&a) {

@@ -181,7 +181,8 @@ func startProfiles() (stop func()) {
 
 // exitStatus says how command c's run ended, on stderr, and returns the exit status: 0,
 // 1 for an error (its one line and details), 2 for a usage error, 3 for diff's
-// regression, 128+signal when a signal (sig, 0 for none) stopped it.
+// regression, 4 for diff --fail-on-regression that cannot decide, 128+signal when a
+// signal (sig, 0 for none) stopped it.
 func exitStatus(c *command, err error, sig syscall.Signal, stderr io.Writer) int {
 	if sig != 0 {
 		// Killed by SIGINT or SIGTERM: what the run created is gone (catchSignals), no
@@ -196,6 +197,11 @@ func exitStatus(c *command, err error, sig syscall.Signal, stderr io.Writer) int
 	if errors.As(err, &re) { // the output is written; the verdict is the exit status
 		fmt.Fprintf(stderr, "stepstat %s: %s\n", c.name, oneLine(re.Error()))
 		return 3
+	}
+	var ue4 *undecidedError
+	if errors.As(err, &ue4) { // the output is written; the gate could not decide
+		fmt.Fprintf(stderr, "stepstat %s: %s\n", c.name, oneLine(ue4.Error()))
+		return 4
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {

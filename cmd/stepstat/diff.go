@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ of two sets of repeated runs (comma-separated files per side, optionally labelle
 label=files). A run of several files (one per node or process, as report reads them) is a
 folder or its files joined by "+": diff base=DIR new=DIR, diff base=a0.sqlite+a1.sqlite
 new=b0.sqlite+b1.sqlite, or repeated runs of them: base=runA1/,runA2/ new=runB1/,runB2/.
+A side or a run that exists as given is one file, whatever "=", "," or "+" its name holds.
 Files given as runs (commas) that ran at the same time on other RANKs or devices are
 ranks of one run: a warning says so and how to join them. Sides captured with other nsys
 options (META_DATA_CAPTURE: traces, sampling, backtraces, graph tracing) get a warning
@@ -47,8 +49,10 @@ aligned steps, and each rank has its own rows.
 
 --fail-on-regression (for CI): exit status 3 when the new side is significantly slower,
 the mean step (per token where both sides know their tokens) up by at least --min-change
-at p < --alpha; 0 otherwise. Exit status 1 (an error) and 2 (a usage mistake) keep their
-meaning.
+at p < --alpha; 4 when the diff cannot decide (too few samples a side for the test to
+reach --alpha, as --unit run with fewer than 4 runs a side or a phase with one step, or a
+headline that one side cannot measure), with one line saying why; 0 otherwise. Exit
+status 1 (an error) and 2 (a usage mistake) keep their meaning.
 
 Caveats: consecutive steps of one run are not independent samples (step time drifts with
 KV-cache length and batch makeup), so with hundreds of steps small shifts test as
@@ -73,7 +77,7 @@ type diffFlags struct {
 	failOnRegression     *bool
 	form                 format[*diffOutput] // --format's, once checked
 	minFrac, minNS       float64             // --min-change's, once checked: of the base mean step, or ns
-	runs                 [2][]diffRun        // each side's runs, once checked
+	runs                 [2][]*traceRun      // each side's runs, once checked
 	tok                  [2]int              // --tokens', once checked: each side's tokens (0: not given)
 }
 
@@ -85,7 +89,7 @@ func (f *diffFlags) register(fs *pflag.FlagSet) {
 	f.conf = fs.Float64("confidence", 0.95, "confidence level of the ± intervals")
 	f.minChange = fs.String("min-change", "1%", "changes per step smaller than this get no verdict (~) whatever the p-value: a percentage of the base side's mean step (1%) or a time per step (5us)")
 	f.tokens = fs.String("tokens", "", "BASE,NEW: the tokens each side's run generated (one run a side), for time per token; the verdict is then per token. vLLM's step NVTX gives them without it")
-	f.failOnRegression = fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 0 otherwise (1 and 2 keep their meaning: error, usage)")
+	f.failOnRegression = fs.Bool("fail-on-regression", false, "exit 3 when the new side is significantly slower: the mean step (per token where both sides know their tokens) up by at least --min-change at p < --alpha; 4 when it cannot decide (too few samples); 0 otherwise (1 and 2 keep their meaning: error, usage)")
 	f.unit = fs.String("unit", "step", "sample unit: step (every step is a sample) or run (each file: its mean per step, its median per step)")
 	f.af.register(fs)
 	// The speed-of-light flags are report's: registered so that giving one says so
@@ -124,8 +128,14 @@ func (f *diffFlags) run(ctx context.Context, fs *pflag.FlagSet, args []string, o
 			return err
 		}
 	}
-	if slower, what := c.Regression(); *f.failOnRegression && slower {
+	if !*f.failOnRegression {
+		return nil
+	}
+	if slower, what := c.Regression(); slower {
 		return &regressionError{what: what}
+	}
+	if why := c.Undecided(); why != "" {
+		return &undecidedError{why: why}
 	}
 	return nil
 }
@@ -148,12 +158,12 @@ func (f *diffFlags) check(fs *pflag.FlagSet, args []string, o *stdio) error {
 		}
 		f.runs[i] = nil
 		for _, it := range items {
-			files, name, err := runFiles("diff", runItems(it))
+			r, err := runFiles("diff", runItems(it))
 			if err != nil {
 				return err
 			}
-			f.runs[i] = append(f.runs[i], diffRun{files, name})
-			inputs = append(inputs, files...)
+			f.runs[i] = append(f.runs[i], r)
+			inputs = append(inputs, r.files...)
 		}
 	}
 	if err := checkOutputs("diff", []string{*f.output, *f.html}, inputs); err != nil {
@@ -189,7 +199,7 @@ func (f *diffFlags) readSides(ctx context.Context, args []string, o *stdio, opt 
 		sides[i].Label = label
 		for _, r := range f.runs[i] {
 			var rep *breakdown.Report
-			err := readRun(ctx, r.files, r.name, o, f.af.progress, f.af.cache, opt.Classifier, func(t *nsys.Trace) error {
+			err := r.read(ctx, o, f.af.progress, f.af.cache, opt.Classifier, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
 				rep, err = breakdown.SummarizeContext(ctx, t, opt)
@@ -227,12 +237,16 @@ func parseMinChange(s string) (frac, ns float64, err error) {
 	return 0, float64(d), nil
 }
 
-// splitSide parses "[label=]file[,file...]". Without a label, a side is named after its
+// splitSide parses "[label=]file[,file...]"; a side that exists as given is one file
+// whatever "=" and "," it holds (run=3.sqlite). Without a label, a side is named after its
 // first file's base name (without extensions), or "base"/"new" when both would be equal.
 func splitSide(arg string, i int) (string, []string) {
 	label := ""
-	if j := strings.Index(arg, "="); j > 0 && !strings.ContainsAny(arg[:j], "/\\") {
-		label, arg = arg[:j], arg[j+1:]
+	// As for "+" (runItems), a name that exists as given is a file: run=3.sqlite.
+	if _, err := os.Stat(arg); err != nil {
+		if j := strings.Index(arg, "="); j > 0 && !strings.ContainsAny(arg[:j], "/\\") {
+			label, arg = arg[:j], arg[j+1:]
+		}
 	}
 	var files []string
 	for _, f := range strings.Split(arg, ",") {
@@ -251,17 +265,20 @@ func splitSide(arg string, i int) (string, []string) {
 	return label, files
 }
 
-// diffRun is one run of a diff side: its files and its name.
-type diffRun struct {
-	files []string
-	name  string
-}
-
 // A regressionError is diff --fail-on-regression's verdict: the new side is significantly
 // slower. Exit status 3.
 type regressionError struct{ what string }
 
 func (e *regressionError) Error() string { return "regression: " + e.what }
+
+// An undecidedError is diff --fail-on-regression's answer when the comparison cannot decide
+// (too few samples, the headline row not comparable or not tested): exit status 4, so that
+// a gate never passes what it could not test.
+type undecidedError struct{ why string }
+
+func (e *undecidedError) Error() string {
+	return "cannot decide whether the new side is slower: " + e.why
+}
 
 // parseTokens parses diff's --tokens BASE,NEW: two positive counts, one run a side (runs
 // counts each side's); both zero when s is empty.

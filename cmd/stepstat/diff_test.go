@@ -314,6 +314,11 @@ func TestDiffFailOnRegression(t *testing.T) {
 		{[]string{"graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 0},
 		{[]string{"--fail-on-regression", "--min-change", "1000%", "graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 0},
 		{[]string{"--fail-on-regression", "dense-graph.sqlite"}, 2},
+		// A gate that cannot decide fails with its own code (4), not 0: two runs a side
+		// per run (+2022%: the test needs 4), and prefill's one step a side.
+		{[]string{"--fail-on-regression", "--unit", "run", "graph=dense-graph.sqlite,dense-graph.sqlite", "eager=dense-eager.sqlite,dense-eager.sqlite"}, 4},
+		{[]string{"--fail-on-regression", "--phase", "prefill", "graph=dense-graph.sqlite", "eager=dense-eager.sqlite"}, 4},
+		{[]string{"--unit", "run", "graph=dense-graph.sqlite,dense-graph.sqlite", "eager=dense-eager.sqlite,dense-eager.sqlite"}, 0},
 	} {
 		code, out, errOut := solRun(t, append([]string{"diff"}, tc.args...)...)
 		if code != tc.code {
@@ -324,6 +329,9 @@ func TestDiffFailOnRegression(t *testing.T) {
 			if out == "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "stepstat diff: regression: mean decode step ") {
 				t.Errorf("diff %q: stdout %d bytes, stderr %q; want the output and one regression line", tc.args, len(out), errOut)
 			}
+		}
+		if code == 4 && (out == "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "stepstat diff: cannot decide whether the new side is slower: ")) {
+			t.Errorf("diff %q: stdout %d bytes, stderr %q; want the output and one line saying why it cannot decide", tc.args, len(out), errOut)
 		}
 		if code == 0 && errOut != "" {
 			t.Errorf("diff %q: exit 0 with stderr %q", tc.args, errOut)

@@ -57,7 +57,10 @@
 //     N devices (ids A to B), more than the 1024 stepstat analyses`, exit 1. `--device`
 //     takes -1 (every device) or an id up to 32767 (usage error otherwise: `--device -2`, a
 //     typo of 2, no longer means every device).
-//   - Rows: arrays are sized from the file (a row takes more than 8 bytes), not from rowids.
+//   - Rows: arrays are sized from the file (a row takes more than 8 bytes), not from rowids,
+//     and by the table's own size: a small table whose rowids have gaps, in a file other
+//     tables make large, is read into an array that grows with its rows (was a slot, and
+//     a page of memory, per rowid: ~40 KB a row).
 //     Nested NVTX ranges cost n log n (depth is capped at 16384); `--nvtx-category` merges
 //     nested matching ranges, so memory does not grow with depth x launches (100,000 nested
 //     ranges: 0.2 s, 32 MB).
@@ -83,22 +86,40 @@
 //     rowids out of order, a cell past its page, ...), SQLite's `PRAGMA quick_check` of
 //     that table decides: if it fails too, exit 1 with one line naming the table, the page
 //     and quick_check's findings (the same answer on every run); only if it passes is the
-//     table read through SQLite, with a warning in every output.
+//     table read through SQLite, with a warning in every output. String ids a table uses
+//     that StringIds lacks (read through SQLite) are an error naming StringIds when its
+//     quick_check fails (its B-tree read as it stands drops names: kernels became
+//     "other"), else a warning.
 //   - Columns: names match in any letter case, as in SQLite; an optional column a table
 //     lacks is a warning saying what is lost. A REAL that is a whole number is read as that
 //     integer on both readers; any other REAL drops its row, as other bad values do.
 //   - Memory follows the pages the file's B-trees reach, not the page count its size or
 //     header claims (a sparse file "of 2 TiB": 16 MB). A step's distinct kernel names cost
 //     linear time (320,000 distinct attention names).
+//   - Files that change while read: an export is opened once, and the direct reader's map
+//     and every SQLite connection (all opened at the start, each checked to be the file
+//     opened: same device and inode) read that one open file, so a file renamed over while
+//     read gives the report of the file opened; renamed over in the moment between its
+//     open and its connections' (the name no longer names it), it is opened again, up
+//     to three times: 40 of 40 runs under a loop of renames gave one file's report (before,
+//     2 of 40 a mix of both). A file truncated while mapped (SIGBUS on
+//     the B-tree walk, the rowid bounds or the leaf scan) is one line naming the file
+//     ("the file changed while being read"), exit 1.
 //   - Non-regular inputs (a FIFO or device named .sqlite or .nsys-rep) are refused before
 //     they are opened ("is not a regular file"). SIGINT/SIGTERM during the analysis end the
 //     run within a second (checked per device and per range of steps).
 //   - Run configuration: knobs are allow-listed by prefix, and credential-shaped parts of
 //     their values are replaced by `[redacted]`: URL user:password, webhook URL paths, query
-//     parameters and key=value pairs whose key is a credential word (token, sig, password,
-//     api-key, ...), the credential after Bearer/Basic/Token, runs of 20+ letters and digits
-//     that mix case or letters and digits (a 40-hex git hash too), and a *SALT* knob whole.
-//     A warning in every output names the redacted knobs.
+//     parameters (the first one too) and key=value pairs whose key is a credential word
+//     (token, sig, password, api-key, ...; quoted as in JSON or not), flags of such a name
+//     and their value after a space (`--password VALUE`), the credential after
+//     Bearer/Basic/Token, tokens by their prefix (`hf_`, `ghp_`, `sk-`, `glpat-`, `xoxb-`)
+//     whatever their letters, 40-character base64 keys holding `/` or `+` (AWS secret
+//     keys), runs of 20+ letters and digits that mix case or letters and digits (a 40-hex
+//     git hash too), and a *SALT* knob whole. A warning in every output names the redacted
+//     knobs. A knob is dropped when a credential word is a whole part of its name
+//     (`VLLM_API_KEY`, `..._TOKEN`), not when a part merely holds one
+//     (`VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE`, `NCCL_IB_PKEY` are kept).
 //   - Step timeline (HTML): each device draws its busiest 32 streams and 8 host threads, the
 //     others folded into one row each (said in the subtitle); at most 64 devices.
 //   - Speed of light: a floor above the measured median step is a warning naming the likely
@@ -107,8 +128,10 @@
 //   - Text output: all untrusted text (kernel names, NVTX text, GPU names, file names, knob
 //     values, flag values in usage errors, the `--progress` line) goes through one escaping
 //     function (`render.TerminalSafe`): C0 controls, DEL, C1 controls (also as raw bytes,
-//     such as `0x9b`, an 8-bit CSI), bidirectional controls (U+202E and the like) and bytes
-//     that are not UTF-8 are printed escaped (`\x1b`, `\x9b`, `\xff`, `\u202e`), so the text
+//     such as `0x9b`, an 8-bit CSI), bidirectional controls (U+202E and the like), the
+//     characters shown as nothing (zero-width space and joiners, BOM, soft hyphen, tag
+//     characters, variation selectors: names differing by them print apart) and bytes
+//     that are not UTF-8 are printed escaped (`\x1b`, `\x9b`, `\xff`, `\u202e`, `\u200b`), so the text
 //     output is valid UTF-8 holding no control character but its own newlines. The HTML
 //     pages are valid UTF-8 too (bytes that are not UTF-8 become U+FFFD, as in JSON).
 //   - Child output: of the output of `nsys export`, only the last 64 KiB is kept (its last

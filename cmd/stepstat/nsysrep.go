@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,14 +75,16 @@ func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (
 			return nil, err
 		}
 	}
-	if looksLikeSQLite(path) {
-		return nsys.Open(ctx, path, opt)
-	}
+	// One open says both whether it is readable and whether it is in fact an export.
 	f, err := nsys.OpenRegular(path)
 	if err != nil {
 		return nil, &nsys.Error{Path: path, Err: unwrapPath(err)} // unreadable
 	}
+	sqlite := looksLikeSQLite(f)
 	f.Close()
+	if sqlite {
+		return nsys.Open(ctx, path, opt)
+	}
 	db, cleanup, err := exportReport(ctx, path, cache)
 	if err != nil {
 		return nil, err
@@ -105,15 +106,10 @@ func openInput(ctx context.Context, path string, opt nsys.Options, cache bool) (
 	return t, nil
 }
 
-// looksLikeSQLite reports whether the file at path starts with the SQLite header.
-func looksLikeSQLite(path string) bool {
-	f, err := nsys.OpenRegular(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
+// looksLikeSQLite reports whether the open file f starts with the SQLite header.
+func looksLikeSQLite(f *os.File) bool {
 	var hdr [16]byte
-	_, err = io.ReadFull(f, hdr[:])
+	_, err := f.ReadAt(hdr[:], 0)
 	return err == nil && string(hdr[:]) == "SQLite format 3\x00"
 }
 

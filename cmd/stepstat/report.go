@@ -41,7 +41,9 @@ uncertainty (half the 10-90% range of the ends' differences, at least 1us), a dr
 hosts' clock rates where the differences grow over the capture, or that cross-rank timing
 is by wall clock only when no collective matches. Files that are not one run (another program, GPU work that does not
 overlap in time, collectives that do not end together or run another number of kernels
-per step) are refused, naming the file; --apart analyses each file on its own instead.`,
+per step) are refused, naming the file; --apart analyses each file on its own instead. One
+capture given twice is refused, naming both files: one file under two names (a link, a hard
+link) or a copy (the same session start, processes and kernels).`,
 	setup: func(fs *pflag.FlagSet) func(context.Context, []string, *stdio) error {
 		var af analysisFlags
 		format := reportFormats.flag(fs)
@@ -53,10 +55,11 @@ per step) are refused, naming the file; --apart analyses each file on its own in
 		apart := fs.Bool("apart", false, "several traces or a folder: analyse each file on its own (text: one report after the other; json: one document per line) instead of as one run")
 		af.register(fs)
 		return func(ctx context.Context, args []string, o *stdio) error {
-			files, name, err := runFiles("report", args)
+			run, err := runFiles("report", args)
 			if err != nil {
 				return err
 			}
+			files, name := run.files, run.name
 			if *tokens < 0 {
 				return usagef("report", "--tokens must not be negative (got %d)", *tokens)
 			}
@@ -93,7 +96,7 @@ per step) are refused, naming the file; --apart analyses each file on its own in
 				return reportApart(ctx, files, o, &af, opt, *output, f, out)
 			}
 			var sum *breakdown.Report
-			err = readRun(ctx, files, name, o, af.progress, af.cache, opt.Classifier, func(t *nsys.Trace) error {
+			err = run.read(ctx, o, af.progress, af.cache, opt.Classifier, func(t *nsys.Trace) error {
 				o.phase("read")
 				var err error
 				sum, err = breakdown.SummarizeContext(ctx, t, opt)

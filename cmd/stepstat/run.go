@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,14 +21,26 @@ import (
 // This file reads a run given as several files (one Nsight Systems export per node or per
 // process): the command-line arguments become files, read in parallel and merged onto one
 // clock (nsys.MergeRun; breakdown refines the offsets from the collectives), and freed
-// once the caller's function has analysed the run (readRun).
+// once the caller's function has analysed the run (traceRun.read).
+
+// A traceRun is the traces the command line names for one run (as benchfmt.Files is for
+// benchmark files): its files, each known by what it is (device and inode), and its name
+// in the outputs. Its read opens each file once (nsys.Open) and refuses the same capture
+// given twice: one file under two names (a link, a hard link) before anything is read, a
+// copy (the same session start, processes and kernels) once read.
+type traceRun struct {
+	files []string
+	name  string
+}
 
 // runFiles expands the traces named on the command line into the files of one run: a
 // folder stands for the exports in it (*.sqlite, and Nsight Systems reports without an
 // export of the same name beside them), in natural name order (rank_2 before rank_10). name
 // is the run's name in the outputs: the one file, the one folder, or the files joined by
-// "+". A folder of one file is that file.
-func runFiles(cmd string, args []string) (files []string, name string, err error) {
+// "+". A folder of one file is that file. One file named twice, or by two names (a link in
+// a folder beside its target: latest.sqlite -> rank0.sqlite), is a usage error.
+func runFiles(cmd string, args []string) (*traceRun, error) {
+	var files []string
 	for _, a := range args {
 		fi, err := os.Stat(a)
 		if err != nil || !fi.IsDir() {
@@ -36,31 +49,39 @@ func runFiles(cmd string, args []string) (files []string, name string, err error
 		}
 		in, err := folderTraces(a)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		files = append(files, in...)
 	}
 	if len(files) == 0 {
-		return nil, "", usagef(cmd, "need at least one trace (got 0)")
+		return nil, usagef(cmd, "need at least one trace (got 0)")
 	}
 	seen := map[string]bool{}
+	ids := map[nsys.FileID]string{}
 	for _, f := range files {
 		if abs, err := filepath.Abs(f); err == nil {
 			if seen[abs] {
-				return nil, "", usagef(cmd, "%s is given twice (the files of one run are different files)", f)
+				return nil, usagef(cmd, "%s is given twice (the files of one run are different files)", f)
 			}
 			seen[abs] = true
 		}
+		if id, ok := nsys.IdentifyFile(f); ok {
+			if first, dup := ids[id]; dup {
+				return nil, usagef(cmd, "%s and %s are one file (a link to it, or a hard link): the files of one run are different files", first, f)
+			}
+			ids[id] = f
+		}
 	}
+	r := &traceRun{files: files}
 	switch {
 	case len(files) == 1:
-		name = files[0]
+		r.name = files[0]
 	case len(args) == 1:
-		name = args[0]
+		r.name = args[0]
 	default:
-		name = strings.Join(files, "+")
+		r.name = strings.Join(files, "+")
 	}
-	return files, name, nil
+	return r, nil
 }
 
 // folderTraces lists the traces of a folder: its .sqlite exports, and its reports
@@ -127,13 +148,15 @@ func digits(s string) int {
 	return n
 }
 
-// readRun reads the files of one run, in parallel (as many at once as Go may use cores),
+// read reads the files of the run, in parallel (as many at once as Go may use cores),
 // merges them onto one clock (nsys.MergeRun, placed by the session starts and the ends of
 // their collectives as cls classifies them), ordered by RANK when every file's environment
 // has a distinct one, else as given, and calls fn with the run's trace; every trace it
 // read goes back when fn returns (or the read fails). One file is read as readTrace reads
-// it. Files that are not one run are refused with the error naming the file.
-func readRun(ctx context.Context, files []string, name string, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier, fn func(*nsys.Trace) error) error {
+// it. Files that are not one run are refused with the error naming the file, and so is a
+// copy of another file of the run (sameCapture).
+func (r *traceRun) read(ctx context.Context, o *stdio, showProgress, cache bool, cls *kernelclass.Classifier, fn func(*nsys.Trace) error) error {
+	files := r.files
 	if len(files) == 1 {
 		return readTrace(ctx, files[0], o, showProgress, cache, fn)
 	}
@@ -157,6 +180,9 @@ func readRun(ctx context.Context, files []string, name string, o *stdio, showPro
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	if err := sameCapture(files, traces); err != nil {
+		return err
+	}
 	ranks := map[int]bool{}
 	for _, t := range traces {
 		if t.Origin.Rank >= 0 {
@@ -167,12 +193,43 @@ func readRun(ctx context.Context, files []string, name string, o *stdio, showPro
 	if len(ranks) == len(in) {
 		slices.SortStableFunc(in, func(a, b *nsys.Trace) int { return cmp.Compare(a.Origin.Rank, b.Origin.Rank) })
 	}
-	m, err := nsys.MergeRun(name, in, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
+	m, err := nsys.MergeRun(r.name, in, nsys.MergeOptions{Refine: breakdown.CollectiveOffsets(cls)})
 	if err != nil {
 		return notOneRun(err)
 	}
 	defer m.Release()
 	return fn(m)
+}
+
+// sameCapture refuses two files of a run that hold one capture (a byte copy, or two
+// exports of one report): the same session start, processes, kernel count and first and
+// last kernels. Ranks of one run differ in their processes (and session starts); merged,
+// a copy would be an extra rank whose collectives match at offset 0.
+func sameCapture(files []string, traces []*nsys.Trace) error {
+	seen := map[string]int{}
+	for i, t := range traces {
+		id := captureIdentity(t)
+		if j, dup := seen[id]; dup {
+			return &nsys.Error{Path: files[i], Err: fmt.Errorf("is the same capture as %s (same session start, processes and kernels: a copy): the files of one run are different captures", files[j])}
+		}
+		seen[id] = i
+	}
+	return nil
+}
+
+// captureIdentity is what tells one capture from another: its session start, its
+// processes, its kernel count and its first and last kernels (when, where, which).
+func captureIdentity(t *nsys.Trace) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %d %v %d", t.Origin.HasStart, t.Origin.SessionStart, t.Procs, len(t.Kernels))
+	for _, i := range []int{0, len(t.Kernels) - 1} {
+		if i >= 0 && i < len(t.Kernels) {
+			k := t.Kernels[i]
+			s := t.SiteOf(k)
+			fmt.Fprintf(&b, " %d %d %d %d %q", k.Start, k.End, s.Device, t.Procs[s.Proc], t.Name(k))
+		}
+	}
+	return b.String()
 }
 
 // notOneRun adds what to do to an error refusing files that are not one run.

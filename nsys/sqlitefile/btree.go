@@ -3,6 +3,7 @@ package sqlitefile
 import (
 	"encoding/binary"
 	"math"
+	"runtime/debug"
 )
 
 // B-tree page types.
@@ -99,13 +100,15 @@ type Table struct {
 }
 
 // Table walks the table B-tree rooted at page root and returns its leaves in rowid
-// order. A B-tree is balanced: the depth of its leaves is found down the leftmost path,
+// order (a fault of the mapped file that shrank is ErrChanged, here and in RowidBounds and
+// Scan). A B-tree is balanced: the depth of its leaves is found down the leftmost path,
 // and the walk reads the interior pages only, once each; the leaves' own headers are
 // checked when they are read (Scan). A page met twice, an interior page where a leaf
 // should be or the reverse, a walk deeper than maxDepth and keys out of order are errors.
-func (s *File) Table(root uint32) (*Table, error) {
+func (s *File) Table(root uint32) (_ *Table, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guardFault(&err)
 	w := &treeWalk{s: s, buf: make([]byte, s.pageSize)}
-	var err error
 	if w.leafDepth, err = w.depth(root); err != nil {
 		return nil, err
 	}
@@ -227,6 +230,8 @@ func children(p *page, pg uint32, lo, hi int64) ([]child, error) {
 
 // RowidBounds returns the first and the last rowid of the table (ok false when empty).
 func (t *Table) RowidBounds() (first, last int64, ok bool, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guardFault(&err)
 	if len(t.Leaves) == 0 {
 		return 0, 0, false, nil
 	}

@@ -74,6 +74,23 @@ func IsDamaged(err error) bool {
 	return errors.As(err, &d)
 }
 
+// ErrChanged is the error of a read of the mapped file that faulted: the file shrank (was
+// truncated or rewritten) while mapped. It is not an *Unhandled error: SQLite would read
+// the changed file, so the caller stops.
+var ErrChanged = errors.New("the file changed while being read (truncated or rewritten while mapped): read it again once it is complete")
+
+// guardFault, deferred (after debug.SetPanicOnFault(true)) by every method that reads the
+// mapped pages (Table, RowidBounds, Scan), turns the fault of a mapped file that shrank
+// (SIGBUS) into ErrChanged in *err; any other panic goes on.
+func guardFault(err *error) {
+	if e := recover(); e != nil {
+		if _, fault := e.(interface{ Addr() uintptr }); !fault {
+			panic(e)
+		}
+		*err = ErrChanged
+	}
+}
+
 // A File is an SQLite database file opened for reading pages.
 type File struct {
 	f        *os.File
@@ -81,6 +98,7 @@ type File struct {
 	pageSize int
 	usable   int    // page size less the reserved bytes at the end of each page
 	npages   uint32 // pages in the file
+	own      bool   // Close closes f (Open, not OpenFile)
 }
 
 // PageSize returns the file's page size in bytes.
@@ -102,9 +120,20 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := checkHeader(f, path)
+	s, err := OpenFile(f, path)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	s.own = true
+	return s, nil
+}
+
+// OpenFile is Open of the open file f (of path: the -wal beside it is looked for there),
+// which the caller keeps: Close unmaps it and leaves f open.
+func OpenFile(f *os.File, path string) (*File, error) {
+	s, err := checkHeader(f, path)
+	if err != nil {
 		return nil, err
 	}
 	// Mapped only where a run of pages can be mapped in one call: a page fault per page
@@ -173,11 +202,14 @@ func checkHeader(f *os.File, path string) (*File, error) {
 	return &File{f: f, pageSize: ps, usable: usable, npages: uint32(n)}, nil
 }
 
-// Close unmaps and closes the file; pages returned before must not be used after.
+// Close unmaps the file and closes it (when Open opened it); pages returned before must not be used after.
 func (s *File) Close() error {
 	if s.mapped != nil {
 		unmapFile(s.mapped)
 		s.mapped = nil
+	}
+	if !s.own {
+		return nil
 	}
 	return s.f.Close()
 }

@@ -59,14 +59,7 @@ func (t *Table) Scan(c *Columns, la, lb int, progress func(rows int64, last bool
 	}
 	// A mapped file that shrinks under the reader faults: an error, not a crash.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if e := recover(); e != nil {
-			if _, fault := e.(interface{ Addr() uintptr }); !fault {
-				panic(e)
-			}
-			err = Unhandledf("the file changed while being read")
-		}
-	}()
+	defer guardFault(&err)
 	f := t.file
 	ps := f.pageSize
 	var buf []byte

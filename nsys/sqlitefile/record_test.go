@@ -2,7 +2,9 @@ package sqlitefile
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,5 +187,73 @@ func TestPageSet(t *testing.T) {
 	}
 	if len(s.chunks) != 4 {
 		t.Errorf("%d chunks for pages %v, want 4", len(s.chunks), pages)
+	}
+}
+
+// TestTruncatedWhileMapped (issue 41, item 2): a file truncated while mapped faults
+// (SIGBUS) on every path that reads the map: the B-tree walk (Table), the rowid bounds
+// and the leaf scan each return ErrChanged instead of crashing the process.
+func TestTruncatedWhileMapped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.sqlite")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`PRAGMA page_size = 512; CREATE TABLE t (a INTEGER, b INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	for i := 0; i < 5000; i++ {
+		tx.Exec(`INSERT INTO t VALUES (?, ?)`, i, i*3)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	if err := db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 't'`).Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	open := func() (*File, *Table) {
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !f.Mapped() {
+			f.Close()
+			t.Skip("the file is not mapped here: no fault to guard")
+		}
+		tb, err := f.Table(uint32(root))
+		if err != nil || len(tb.Leaves) < 3 {
+			t.Fatalf("Table: %v (%d leaves)", err, len(tb.Leaves))
+		}
+		return f, tb
+	}
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name string
+		read func(*File, *Table) error
+	}{
+		{"Table", func(f *File, _ *Table) error { _, err := f.Table(uint32(root)); return err }},
+		{"RowidBounds", func(_ *File, tb *Table) error { _, _, _, err := tb.RowidBounds(); return err }},
+		{"Scan", func(_ *File, tb *Table) error {
+			c := Columns{Fields: []int{0}, Defs: []int64{0}, Nulls: []bool{false}, Filter: -1, Text: -1}
+			return tb.Scan(&c, 0, len(tb.Leaves), nil, func([]int64, []byte) {})
+		}},
+	} {
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, tb := open()
+		if err := os.Truncate(path, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := step.read(f, tb); !errors.Is(err, ErrChanged) {
+			t.Errorf("%s of a file truncated while mapped: %v, want ErrChanged", step.name, err)
+		}
+		f.Close()
 	}
 }
