@@ -46,6 +46,9 @@ type Options struct {
 	// split, when not nil, replaces splitSteps for the passes run in pieces of steps
 	// (tests of the split passes).
 	split func(steps, kernels int) []int
+	// kernelsOnly stops the summary once the kernels' context categories are known: the
+	// report has its Kernels (and the devices' methods) only (ContextKernelStats).
+	kernelsOnly bool
 	// clockPass is set on the passes of summarizeRun (run.go): the trace's files are on
 	// the clock as they are.
 	clockPass bool

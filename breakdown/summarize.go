@@ -31,6 +31,21 @@ func SummarizeContext(ctx context.Context, t *nsys.Trace, opt Options) (*Report,
 	return rep, err
 }
 
+// ContextKernelStats returns the whole-trace kernel table of SummarizeContext's report
+// (Report.Kernels: each kernel's category by name and by its place in its step), the same
+// rows, without the rest of the report: the steps are found and their kernels classified
+// in context, but not accounted or summarised (classify).
+func ContextKernelStats(ctx context.Context, t *nsys.Trace, opt Options) ([]KernelStat, error) {
+	if t.Run == nil { // several files: their clocks first, with the whole pipeline (run.go)
+		opt.kernelsOnly = true
+	}
+	rep, err := SummarizeContext(ctx, t, opt)
+	if err != nil {
+		return nil, err
+	}
+	return rep.Kernels, nil
+}
+
 func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error) {
 	if t.Run != nil && !opt.clockPass {
 		return summarizeRun(t, opt) // several files: their clocks first (run.go)
@@ -85,6 +100,10 @@ func summarize1(ctx context.Context, t *nsys.Trace, opt Options) (*Report, error
 	}
 	if err := forcedFoundNone(t, rep.Devices, method); err != nil {
 		return nil, err
+	}
+	if opt.kernelsOnly {
+		rep.Kernels = contextKernelStats(t, <-kernelsDone, cc)
+		return rep, nil
 	}
 	rep.addKernelTables(t, <-kernelsDone, cc)
 	for _, d := range rep.Devices {
@@ -251,6 +270,9 @@ func (d *device) report(nvtx *steps.Detection) (DeviceReport, error) {
 	for _, stage := range []func() error{func() error { return d.detect(nvtx) }, d.account, d.phases} {
 		if err := stage(); err != nil {
 			return d.dr, err
+		}
+		if d.opt.kernelsOnly {
+			return d.dr, nil // detect ran the context pass: the kernels' categories are known
 		}
 	}
 	d.dr.Kind, d.dr.KindWhy = traceKind(d.t, d.tl, d.steps, len(d.fwds)) // training, loading: no inference phases (kind.go)

@@ -2,7 +2,9 @@ package steps
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/stepstat/stepstat/breakdown/kernelclass"
 	"github.com/stepstat/stepstat/nsys"
@@ -241,17 +243,17 @@ func sideCopies(t *nsys.Trace, tl *Timeline) func(*Activity) bool {
 		stream nsys.StreamID
 	}
 	count := map[sk]int{}
-	tl.Each(func(a *Activity) bool {
-		switch a.Src {
-		case SrcKernel:
-			st := &t.Sites[t.Kernels[a.Idx].Site]
-			count[sk{st.Proc, st.Stream}]++
-		case SrcGraph:
-			g := &t.Graphs[a.Idx]
+	for site, n := range siteCounts(t, tl) {
+		if n > 0 {
+			st := &t.Sites[site]
+			count[sk{st.Proc, st.Stream}] += n
+		}
+	}
+	for i := range t.Graphs {
+		if g := &t.Graphs[i]; tl.Owns(g.Device, g.Proc) {
 			count[sk{g.Proc, g.Stream}]++
 		}
-		return true
-	})
+	}
 	var main sk
 	best := 0
 	for k, c := range count {
@@ -355,4 +357,40 @@ func Mix64(x uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x
+}
+
+// siteCounts returns the number of kernels of each site (by SiteID) of the timeline (its
+// device, and its process where the device is shared: Timeline.Owns), counted in pieces of
+// the kernels at once (one per core Go may use) from 2^20 kernels on.
+func siteCounts(t *nsys.Trace, tl *Timeline) []int {
+	owned := make([]bool, len(t.Sites))
+	for i := range t.Sites {
+		owned[i] = tl.Owns(t.Sites[i].Device, t.Sites[i].Proc)
+	}
+	n := 1
+	if len(t.Kernels) >= 1<<20 {
+		n = max(1, runtime.GOMAXPROCS(0))
+	}
+	counts := make([][]int, n)
+	var wg sync.WaitGroup
+	for p := range counts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := make([]int, len(t.Sites))
+			for _, k := range t.Kernels[len(t.Kernels)*p/n : len(t.Kernels)*(p+1)/n] {
+				if owned[k.Site] {
+					c[k.Site]++
+				}
+			}
+			counts[p] = c
+		}()
+	}
+	wg.Wait()
+	for _, c := range counts[1:] {
+		for i, v := range c {
+			counts[0][i] += v
+		}
+	}
+	return counts[0]
 }

@@ -56,18 +56,16 @@ built-in rules), or map NVTX ranges to categories with --nvtx-category REGEX=CAT
 				if len(t.Kernels) == 0 {
 					return &nsys.Error{Path: path, Err: fmt.Errorf("no kernels to classify")}
 				}
-				// By default the whole pipeline runs, so that the table shows what context
-				// classification (the kernel's place in its step) decided, rule by rule.
+				// By default the steps are found and their kernels classified in context, so
+				// that the table shows what context classification (the kernel's place in its
+				// step) decided, rule by rule; accounting and summaries are not run.
 				if *byName {
 					ks = breakdown.KernelStats(t, opt)
 					return nil
 				}
-				rep, err := breakdown.SummarizeContext(ctx, t, opt)
-				if err != nil {
-					return err
-				}
-				ks = rep.Kernels
-				return nil
+				var err error
+				ks, err = breakdown.ContextKernelStats(ctx, t, opt)
+				return err
 			})
 			if err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -143,7 +144,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		last := time.Now()
 		o.phases = func(name string) {
 			now := time.Now()
-			fmt.Fprintf(stderr, "stepstat: %-10s %7.3fs\n", name, now.Sub(last).Seconds())
+			fmt.Fprintf(stderr, "stepstat: %-10s %7.3fs%s\n", name, now.Sub(last).Seconds(), residentNow())
 			last = now
 		}
 	}
@@ -257,4 +258,32 @@ func signalName(s os.Signal) string {
 		return fmt.Sprintf("signal %d (%s)", int(n), s)
 	}
 	return s.String()
+}
+
+// residentNow returns, for STEPSTAT_PHASES, the process's resident memory now as
+// " heap N MB, file N MB" (RssAnon: Go's heap and the arrays mapped outside it; RssFile:
+// mapped file pages, the trace's and the executable's), or "" where /proc does not say.
+func residentNow() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	var anon, file int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "RssAnon:":
+			anon = v
+		case "RssFile:":
+			file = v
+		}
+	}
+	if anon == 0 {
+		return ""
+	}
+	return fmt.Sprintf("   heap %5d MB, file %4d MB", anon>>10, file>>10)
 }
