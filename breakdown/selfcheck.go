@@ -404,8 +404,10 @@ const mixChangeMin = 3
 // library picked another algorithm, a kernel was added), so the decode summary averages
 // two regimes and a diff against another capture compares part of one with the other;
 // the warning names the first step of the new regime. A change with the batch (the copies'
-// sizes differ) or under CUDA graphs (a graph per batch-size bucket, replayed as the batch
-// grows) is normal and not warned about. cp holds each step's copies (stepCopies), nil
+// sizes differ), under CUDA graphs (a graph per batch-size bucket, replayed as the batch
+// grows) or that keeps the kernels per category (a library's variant of a kernel for the
+// longer context, as attention and cuDNN pick per sequence length) is normal and not
+// warned about: the change must add, drop or move kernels. cp holds each step's copies (stepCopies), nil
 // when unknown.
 func mixChangeCheck(dev nsys.DeviceID, ss []Step, shapes []stepShape, cp []iterCopies) error {
 	var dec []int
@@ -442,6 +444,9 @@ func mixChangeCheck(dev nsys.DeviceID, ss []Step, shapes []stepShape, cp []iterC
 		}
 	}
 	s1, s2 := &ss[dec[k-1]], &ss[dec[k]]
+	if s1.Kernels == s2.Kernels {
+		return nil // as many kernels of each category: a library's variant for the new shape (a longer context)
+	}
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: the decode steps change kernel regime at step %d: the %d decode steps before it run one kernel mix or a few that repeat (%d kernels a step), the %d from it on other mixes, not seen before (%d kernels a step), at the same batch (copies of the same size): the workload changed what it runs mid-run, so the decode summary averages two regimes; compare the parts apart (--skip, or captures of one regime)",
 		dev, s2.Index, k, s1.TotalKernels(), len(dec)-k, s2.TotalKernels())}
 }
