@@ -105,8 +105,14 @@
 //     one that holds its whole forward: a round with fewer drafts near the end is normal),
 //     steps more than 10x away from the median, decode steps that are twins of a prefill
 //     (its kernels in its time: several runs of one program in one capture, the later
-//     prefills called decode), and devices of one trace that disagree on the number of
-//     decode steps.
+//     prefills called decode), decode steps that change kernel regime mid-run (the steps
+//     before one share no kernel mix with the steps from it on, each side repeating its own,
+//     at least 3 a side: kernels added, dropped or moved between categories at the same
+//     batch, eagerly launched; not a change with the copies' sizes, under CUDA graphs, or a
+//     same-category variant), devices of one trace that disagree on the number of decode
+//     steps, and lost launch rows (1% or more, and 20 or more, of a device's launches of
+//     kernels and copies with no CUDA API row of their correlation id in their process: a
+//     graph's kernels are one launch; a process without API rows is not counted).
 //   - Phase: from NVTX text where present (`prefill`, `decode`, `mixed`); else from what each
 //     step holds on the loop's own stream (the device's stream with the most kernels; side
 //     streams' KV transfers are no part of a forward) against the loop's decode template,

@@ -393,3 +393,102 @@ func prefillTwinCheck(dev nsys.DeviceID, steps []Step) error {
 	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: %d decode steps run the very kernels of a prefill step in its time (more than 3x the median decode step %v): the capture likely holds several runs of one program, whose later prefills are called decode; steps %v",
 		dev, len(twins), med, twins[:min(len(twins), 5)])}
 }
+
+// mixChangeMin is the fewest decode steps each side of a kernel regime change has.
+const mixChangeMin = 3
+
+// mixChangeCheck warns when the decode steps change kernel regime mid-run (regimeChange:
+// the first ones run one kernel mix or a few that repeat, every later one another,
+// never seen before), at the same batch (the read-back and the input copies of
+// the same size on both sides) and eagerly launched. The workload changed what it runs (a
+// library picked another algorithm, a kernel was added), so the decode summary averages
+// two regimes and a diff against another capture compares part of one with the other;
+// the warning names the first step of the new regime. A change with the batch (the copies'
+// sizes differ), under CUDA graphs (a graph per batch-size bucket, replayed as the batch
+// grows) or that keeps the kernels per category (a library's variant of a kernel for the
+// longer context, as attention and cuDNN pick per sequence length) is normal and not
+// warned about: the change must add, drop or move kernels. cp holds each step's copies (stepCopies), nil
+// when unknown.
+func mixChangeCheck(dev nsys.DeviceID, ss []Step, shapes []stepShape, cp []iterCopies) error {
+	var dec []int
+	for i := range ss {
+		if ss[i].Phase == Decode && !ss[i].GraphCapture {
+			dec = append(dec, i)
+		}
+	}
+	if len(dec) < 2*mixChangeMin {
+		return nil
+	}
+	k := regimeChange(dec, shapes)
+	if k < 0 {
+		return nil
+	}
+	for _, i := range dec {
+		if replays(&ss[i]) {
+			return nil // a graph per batch-size bucket, replayed as the batch grows
+		}
+	}
+	if cp != nil {
+		side := func(part []int) (in, out []int64) {
+			for _, i := range part {
+				if i < len(cp) {
+					in, out = append(in, cp[i].in), append(out, cp[i].out)
+				}
+			}
+			return in, out
+		}
+		in1, out1 := side(dec[:k])
+		in2, out2 := side(dec[k:])
+		if medianInt(in1) != medianInt(in2) || medianInt(out1) != medianInt(out2) {
+			return nil // another batch: its kernels are another library choice
+		}
+	}
+	s1, s2 := &ss[dec[k-1]], &ss[dec[k]]
+	if s1.Kernels == s2.Kernels {
+		return nil // as many kernels of each category: a library's variant for the new shape (a longer context)
+	}
+	return &SelfCheckWarning{fmt.Sprintf("device %d: self-check: the decode steps change kernel regime at step %d: the %d decode steps before it run one kernel mix or a few that repeat (%d kernels a step), the %d from it on other mixes, not seen before (%d kernels a step), at the same batch (copies of the same size): the workload changed what it runs mid-run, so the decode summary averages two regimes; compare the parts apart (--skip, or captures of one regime)",
+		dev, s2.Index, k, s1.TotalKernels(), len(dec)-k, s2.TotalKernels())}
+}
+
+// regimeChange returns the index in dec of the first step of a new kernel regime, or -1:
+// the steps before it and the steps from it on (at least mixChangeMin each) share no kernel
+// mix, and each side repeats its mixes (no more distinct mixes than half its steps: MoE
+// routing may alternate two mixes; a mix per step, as a library's kernel per sequence
+// length, is no regime). One pass, with each mix's count on the side after the cut.
+func regimeChange(dec []int, shapes []stepShape) int {
+	after := map[uint64]int{}
+	for _, i := range dec {
+		after[shapes[i].sig]++
+	}
+	before := map[uint64]int{}
+	shared := 0 // mixes on both sides of the cut
+	for k, i := range dec {
+		if k >= mixChangeMin && len(dec)-k >= mixChangeMin && shared == 0 &&
+			2*len(before) <= k && 2*len(after) <= len(dec)-k {
+			return k
+		}
+		sig := shapes[i].sig
+		if before[sig] == 0 && after[sig] > 1 {
+			shared++ // now on both sides
+		}
+		before[sig]++
+		if after[sig]--; after[sig] == 0 {
+			delete(after, sig)
+			if before[sig] > 1 {
+				shared-- // its last one crossed over
+			}
+		}
+	}
+	return -1
+}
+
+// medianInt returns the median of v (the lower middle one), 0 when v is empty.
+func medianInt(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	w := slices.Clone(v)
+	slices.Sort(w)
+	return w[(len(w)-1)/2]
+}

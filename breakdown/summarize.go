@@ -209,6 +209,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *c
 	// At most GOMAXPROCS devices at a time: hundreds of runnable goroutines kept the
 	// signal handler's goroutine waiting for seconds (192 devices: SIGINT took 7 s).
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	lr := &launchRows{t: t} // built once, by the first device that asks
 	for i, tl := range tls {
 		wg.Add(1)
 		go func() {
@@ -219,7 +220,7 @@ func deviceReports(ctx context.Context, t *nsys.Trace, h *steps.HostIndex, cc *c
 				errs[i] = ctx.Err()
 				return
 			}
-			d := &device{t: t, h: h, ctx: cc, tl: tl, method: method, opt: opt}
+			d := &device{t: t, h: h, ctx: cc, tl: tl, method: method, opt: opt, launches: lr}
 			var det *steps.Detection
 			if nvtx != nil {
 				det = nvtx[i]
@@ -251,6 +252,10 @@ type device struct {
 	tl     *steps.Timeline
 	method Method
 	opt    Options
+	// copies: what the copies say of each step (phases), nil without steps of a loop.
+	copies []iterCopies
+	// launches says which correlation ids have a launch row (unlaunchedCheck).
+	launches *launchRows
 
 	dr     DeviceReport
 	det    *steps.Detection // the steps found (detect)
@@ -378,7 +383,8 @@ func (d *device) phases() error {
 		if !ok {
 			copies = stream
 		}
-		inferPhases(d.steps, hs, d.starts, len(d.fwds) >= 2, stepCopies(d.tl, copies, d.steps, d.fwds))
+		d.copies = stepCopies(d.tl, copies, d.steps, d.fwds)
+		inferPhases(d.steps, hs, d.starts, len(d.fwds) >= 2, d.copies)
 		if d.det.Method != MethodNVTX && len(d.fwds) >= 2 {
 			if w := markEdges(d.tl.Dev, d.steps, d.shapes, d.trailing, inputCopies(d.tl, d.steps)); w != nil {
 				d.dr.Warnings = append(d.dr.Warnings, w)
@@ -399,6 +405,20 @@ func (d *device) skip() {
 
 	if d.det.Method != MethodWhole && len(d.fwds) >= 2 { // a language model's forwards
 		if w := longMixCheck(d.tl.Dev, d.steps, d.shapes[d.dr.Skipped:]); w != nil {
+			d.dr.Warnings = append(d.dr.Warnings, w)
+		}
+	}
+	if d.det.Method != MethodWhole {
+		var cp []iterCopies
+		if d.copies != nil {
+			cp = d.copies[d.dr.Skipped:]
+		}
+		if w := mixChangeCheck(d.tl.Dev, d.steps, d.shapes[d.dr.Skipped:], cp); w != nil {
+			d.dr.Warnings = append(d.dr.Warnings, w)
+		}
+	}
+	if d.det.Method != MethodWhole && d.launches != nil {
+		if w := unlaunchedCheck(d.tl, d.launches); w != nil {
 			d.dr.Warnings = append(d.dr.Warnings, w)
 		}
 	}
