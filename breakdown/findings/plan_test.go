@@ -428,15 +428,8 @@ func TestTokensVLLMCapture(t *testing.T) {
 // rank 1 waits 1.213ms/step for rank 0 (6.1%): material, so the finding holds there, with
 // the wait at stake.
 func TestImmaterialWaitIsNoFinding(t *testing.T) {
-	dir := os.Getenv("STEPSTAT_PUBLIC")
-	if dir == "" {
-		dir = "../../../shared/traces/public"
-	}
 	read := func(name string) *findings.Report {
-		path := filepath.Join(dir, name+".sqlite")
-		if _, err := os.Stat(path); err != nil {
-			t.Skipf("public trace %s missing (the main checkout's ../shared, or STEPSTAT_PUBLIC)", path)
-		}
+		path := nsystest.PublicTrace(t, name+".sqlite")
 		tr, err := nsys.Open(context.Background(), path, nsys.Options{})
 		if err != nil {
 			t.Fatal(err)
