@@ -92,20 +92,10 @@ func share(dst, b string, s Sharer) error {
 		}
 		return out, rows.Err()
 	}
-	rows, err := db.Query(`SELECT name FROM b.sqlite_master WHERE type = 'table'`)
+	tables, err := tableNames(db, "b")
 	if err != nil {
 		return err
 	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
 	for _, tb := range tables {
 		bc, err := cols("b", tb)
 		if err != nil {

@@ -76,20 +76,10 @@ func splitPart(path string, p Part) error {
 		return err
 	}
 	defer db.Close()
-	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+	tables, err := tableNames(db, "main")
 	if err != nil {
 		return err
 	}
-	var tables []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		tables = append(tables, n)
-	}
-	rows.Close()
 	var stmts []string
 	for _, tb := range tables {
 		cols := map[string]bool{}
@@ -137,4 +127,22 @@ func splitPart(path string, p Part) error {
 		}
 	}
 	return nil
+}
+
+// tableNames lists the tables of the database schema (main, or an attached one's name).
+func tableNames(db *sql.DB, schema string) ([]string, error) {
+	rows, err := db.Query(`SELECT name FROM ` + schema + `.sqlite_master WHERE type = 'table'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		tables = append(tables, n)
+	}
+	return tables, rows.Err()
 }
