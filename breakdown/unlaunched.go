@@ -36,6 +36,7 @@ type launchRows struct {
 
 type procCorrs struct {
 	lo, hi uint32
+	n      int // API rows of the process
 	bits   []uint64
 	set    map[uint32]bool // when the ids are too sparse for a bitmap
 }
@@ -54,26 +55,33 @@ func (p *procCorrs) has(c uint32) bool {
 func (l *launchRows) build() {
 	t := l.t
 	l.procs = map[nsys.ProcID]*procCorrs{}
-	n := map[nsys.ProcID]int{}
-	for _, c := range t.APICalls {
-		p := t.Callers[c.Caller].Proc
-		pc := l.procs[p]
-		if pc == nil {
-			pc = &procCorrs{lo: c.Correlation, hi: c.Correlation}
-			l.procs[p] = pc
+	// Per caller (a few thousand) rather than per call (tens of millions): the calls'
+	// loops below look up no map.
+	byCaller := make([]*procCorrs, len(t.Callers))
+	for i := range t.Callers {
+		p := t.Callers[i].Proc
+		if l.procs[p] == nil {
+			l.procs[p] = &procCorrs{lo: 1<<32 - 1}
 		}
+		byCaller[i] = l.procs[p]
+	}
+	for _, c := range t.APICalls {
+		pc := byCaller[c.Caller]
 		pc.lo, pc.hi = min(pc.lo, c.Correlation), max(pc.hi, c.Correlation)
-		n[p]++
+		pc.n++
 	}
 	for p, pc := range l.procs {
-		if span := uint64(pc.hi-pc.lo) + 1; span <= 64*uint64(n[p])+4096 {
+		switch span := uint64(pc.hi-pc.lo) + 1; {
+		case pc.n == 0:
+			delete(l.procs, p) // a process whose threads made no call
+		case span <= 64*uint64(pc.n)+4096:
 			pc.bits = make([]uint64, (span+63)/64)
-		} else {
-			pc.set = make(map[uint32]bool, n[p])
+		default:
+			pc.set = make(map[uint32]bool, pc.n)
 		}
 	}
 	for _, c := range t.APICalls {
-		pc := l.procs[t.Callers[c.Caller].Proc]
+		pc := byCaller[c.Caller]
 		if pc.set != nil {
 			pc.set[c.Correlation] = true
 			continue
