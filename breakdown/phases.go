@@ -791,9 +791,9 @@ func (h *holding) attnCalls() int {
 func loopStream(tl *steps.Timeline) (nsys.StreamID, bool) {
 	t := tl.Trace
 	per := map[nsys.StreamID]int{}
-	for _, k := range t.Kernels {
-		if s := &t.Sites[k.Site]; tl.Owns(s.Device, s.Proc) {
-			per[s.Stream]++
+	for site, n := range steps.SiteCounts(t, tl) { // the timeline's kernels, per site
+		if n > 0 {
+			per[t.Sites[site].Stream] += n
 		}
 	}
 	var best nsys.StreamID

@@ -243,7 +243,7 @@ func sideCopies(t *nsys.Trace, tl *Timeline) func(*Activity) bool {
 		stream nsys.StreamID
 	}
 	count := map[sk]int{}
-	for site, n := range siteCounts(t, tl) {
+	for site, n := range SiteCounts(t, tl) {
 		if n > 0 {
 			st := &t.Sites[site]
 			count[sk{st.Proc, st.Stream}] += n
@@ -359,10 +359,10 @@ func Mix64(x uint64) uint64 {
 	return x
 }
 
-// siteCounts returns the number of kernels of each site (by SiteID) of the timeline (its
+// SiteCounts returns the number of kernels of each site (by SiteID) of the timeline (its
 // device, and its process where the device is shared: Timeline.Owns), counted in pieces of
 // the kernels at once (one per core Go may use) from 2^20 kernels on.
-func siteCounts(t *nsys.Trace, tl *Timeline) []int {
+func SiteCounts(t *nsys.Trace, tl *Timeline) []int {
 	owned := make([]bool, len(t.Sites))
 	for i := range t.Sites {
 		owned[i] = tl.Owns(t.Sites[i].Device, t.Sites[i].Proc)
